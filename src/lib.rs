@@ -1,0 +1,22 @@
+//! toolrouter: a tool-routing proxy between AI agents and thousands of real APIs.
+//!
+//! # Layout
+//!
+//! Layers, bottom to top; a module imports only from layers below its own,
+//! and nothing below the servers knows a protocol.
+//!
+//! * [`config`]: the TOML configuration file plus `TOOLROUTER_*` environment
+//!   overrides, validated at start; secrets only from env or files.
+//! * [`catalog`]: loads ToolBench tool JSON, compacted JSONL, OpenAPI 3
+//!   specs, query `api_list` entries and the embedded example specs into
+//!   one model of tools and APIs, each with a JSON Schema and a unique,
+//!   OpenAI-valid function name; resolves the name variants of trajectories.
+//! * [`args`]: validates a call's arguments against its API's schema, with
+//!   safe coercions, strict mode and LLM-actionable errors; checks URLs
+//!   against the catalog's hosts.
+//! * [`cli`]: the `toolrouter` command line (the binary's `main` only calls it).
+
+pub mod args;
+pub mod catalog;
+pub mod cli;
+pub mod config;
