@@ -1,0 +1,315 @@
+//! The API catalog: every callable API, its JSON Schema and how to reach it.
+//!
+//! Sources (DESIGN §2), all read by [`Catalog::load`]:
+//!
+//! * ToolBench tool JSON files (`tools/<Category>/<tool>.json`), one [`Api`]
+//!   per `api_list` entry, URL templates recovered from `convert_code`;
+//! * JSONL files of compacted tools (`tools_dropped_compact.jsonl`);
+//! * OpenAPI 3.x specs, YAML or JSON, one [`Api`] per operation;
+//! * optionally, the `api_list` entries of ToolBench query files for tools
+//!   that have no tool file (schema and description, no URL);
+//! * the embedded examples shipped with the binary (`openapi/examples/`).
+//!
+//! Every API gets a function name unique in the catalog and valid for
+//! OpenAI (`^[a-zA-Z0-9_-]{1,64}$`); [`Catalog::resolve`] also finds it by
+//! the variant spellings trajectories use. Bad files are skipped and
+//! reported in the [`LoadReport`], never fatal.
+
+mod embedded;
+mod loader;
+pub mod names;
+mod openapi;
+mod resolve;
+pub mod schema;
+mod stats;
+mod toolbench;
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+pub use loader::{LoadError, LoadReport, Skipped, Sources};
+pub use resolve::{Resolution, ResolvedBy};
+pub use stats::CatalogStats;
+
+/// Availability prior of an API whose tool has no RapidAPI success rate (DESIGN §4).
+pub const DEFAULT_AVAILABILITY_PRIOR: f64 = 0.5;
+
+/// Index of an API in its catalog. Stable for a given set of sources; use
+/// the function name to refer to an API across catalog changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct ApiId(pub u32);
+
+/// Index of a tool (a group of APIs sharing a host) in its catalog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct ToolId(pub u32);
+
+/// Where a tool's definition came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// A ToolBench tool JSON file.
+    ToolBench,
+    /// A line of a compacted-tools JSONL file (no `convert_code`).
+    ToolBenchCompact,
+    /// The `api_list` of ToolBench query files: schema only, no URL.
+    QueryApiList,
+    /// An OpenAPI 3.x spec.
+    OpenApi,
+    /// An OpenAPI spec embedded in the binary.
+    Embedded,
+}
+
+/// RapidAPI hub statistics of a tool, kept as priors.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Score {
+    pub avg_service_level: Option<f64>,
+    pub avg_latency_ms: Option<f64>,
+    pub avg_success_rate: Option<f64>,
+    pub popularity: Option<f64>,
+}
+
+/// A tool: a named group of APIs, usually one host.
+#[derive(Debug, Clone, Serialize)]
+pub struct Tool {
+    pub id: ToolId,
+    /// The original name (`tool_name`, or an OpenAPI spec's `info.title`).
+    pub name: String,
+    /// The standardized name used in function names.
+    pub std_name: String,
+    /// Category, as a directory name (`News_Media`).
+    pub category: String,
+    pub description: String,
+    /// The host the tool's APIs are served from, when known.
+    pub host: Option<String>,
+    pub score: Option<Score>,
+    pub origin: Origin,
+    /// The file it was read from.
+    pub source: PathBuf,
+}
+
+impl Tool {
+    /// The availability prior α of this tool's APIs: RapidAPI's average
+    /// success rate / 100, or [`DEFAULT_AVAILABILITY_PRIOR`].
+    pub fn availability_prior(&self) -> f64 {
+        self.score
+            .as_ref()
+            .and_then(|s| s.avg_success_rate)
+            .map(|r| (r / 100.0).clamp(0.0, 1.0))
+            .unwrap_or(DEFAULT_AVAILABILITY_PRIOR)
+    }
+}
+
+/// HTTP method of an API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Method {
+    Get,
+    Post,
+    Put,
+    Patch,
+    Delete,
+    Head,
+    Options,
+}
+
+impl Method {
+    /// Parses a method name, case-insensitively.
+    pub fn parse(name: &str) -> Option<Method> {
+        Some(match name.trim().to_ascii_uppercase().as_str() {
+            "GET" => Method::Get,
+            "POST" => Method::Post,
+            "PUT" => Method::Put,
+            "PATCH" => Method::Patch,
+            "DELETE" => Method::Delete,
+            "HEAD" => Method::Head,
+            "OPTIONS" => Method::Options,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Put => "PUT",
+            Method::Patch => "PATCH",
+            Method::Delete => "DELETE",
+            Method::Head => "HEAD",
+            Method::Options => "OPTIONS",
+        }
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a parameter goes in the HTTP request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParamLocation {
+    Query,
+    Path,
+    Header,
+    /// A property of the JSON request body.
+    Body,
+}
+
+/// One parameter of an API.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Param {
+    /// The name sent upstream (query key, header name, body property).
+    pub name: String,
+    /// The property name in the function schema (ToolBench standardizes
+    /// parameter names: `id` -> `is_id`, `anime-cap` -> `anime_cap`).
+    pub key: String,
+    pub location: ParamLocation,
+    pub required: bool,
+    pub description: String,
+    /// JSON Schema of the value (`type`, `format`, `enum`, `default`…).
+    pub schema: Value,
+    /// How an array goes in a query: `true` repeats the key (`a=1&a=2`,
+    /// OpenAPI's default), `false` joins with commas (`a=1,2`, RapidAPI's habit).
+    pub explode: bool,
+}
+
+impl Param {
+    /// The documented default, if the catalog kept one.
+    pub fn default_value(&self) -> Option<&Value> {
+        self.schema.get("default")
+    }
+}
+
+/// One callable API (an endpoint).
+#[derive(Debug, Clone, Serialize)]
+pub struct Api {
+    pub id: ApiId,
+    pub tool: ToolId,
+    /// The original API name.
+    pub name: String,
+    /// The unique, OpenAI-valid function name.
+    pub function_name: String,
+    pub description: String,
+    pub method: Method,
+    /// Absolute URL with `{key}` placeholders for path parameters; `None`
+    /// for APIs known only by their schema (query `api_list` entries).
+    pub url_template: Option<String>,
+    pub params: Vec<Param>,
+}
+
+impl Api {
+    /// The parameter whose schema key is `key`.
+    pub fn param(&self, key: &str) -> Option<&Param> {
+        self.params.iter().find(|p| p.key == key)
+    }
+
+    /// The JSON Schema of the API's arguments: an object with one property
+    /// per parameter. Unknown properties are not forbidden here; strict
+    /// mode is a validation option (see `args`).
+    pub fn input_schema(&self) -> Value {
+        let mut properties = Map::new();
+        let mut required = Vec::new();
+        for p in &self.params {
+            let mut schema = p.schema.clone();
+            if !p.description.is_empty()
+                && let Value::Object(map) = &mut schema
+            {
+                map.entry("description").or_insert_with(|| json!(p.description));
+            }
+            properties.insert(p.key.clone(), schema);
+            if p.required {
+                required.push(json!(p.key));
+            }
+        }
+        json!({ "type": "object", "properties": properties, "required": required })
+    }
+}
+
+/// Longest function description offered to a model (OpenAI's limit is 1024).
+pub const MAX_FUNCTION_DESCRIPTION: usize = 1024;
+
+/// The loaded catalog. Immutable once built; share it behind an `Arc`.
+#[derive(Debug)]
+pub struct Catalog {
+    tools: Vec<Tool>,
+    apis: Vec<Api>,
+    resolver: resolve::Resolver,
+    report: LoadReport,
+}
+
+impl Catalog {
+    fn new(tools: Vec<Tool>, apis: Vec<Api>, report: LoadReport) -> Catalog {
+        let resolver = resolve::Resolver::build(&tools, &apis);
+        Catalog { tools, apis, resolver, report }
+    }
+
+    /// All APIs, indexed by [`ApiId`].
+    pub fn apis(&self) -> &[Api] {
+        &self.apis
+    }
+
+    /// All tools, indexed by [`ToolId`].
+    pub fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    pub fn api(&self, id: ApiId) -> &Api {
+        &self.apis[id.0 as usize]
+    }
+
+    pub fn tool(&self, id: ToolId) -> &Tool {
+        &self.tools[id.0 as usize]
+    }
+
+    /// The tool an API belongs to.
+    pub fn tool_of(&self, api: &Api) -> &Tool {
+        self.tool(api.tool)
+    }
+
+    /// What loading found: sources, skipped files and entries, adjustments.
+    pub fn report(&self) -> &LoadReport {
+        &self.report
+    }
+
+    /// Finds an API by function name, including the variant spellings of
+    /// trajectories (case, surrounding spaces, ToolBench's raw names, the
+    /// 2023 names without `get_` on digit-leading API names).
+    pub fn resolve(&self, name: &str) -> Resolution {
+        self.resolver.resolve(name)
+    }
+
+    /// Finds an API by its original tool and API names (the `[tool, api]`
+    /// pairs of query files), matching on standardized names.
+    pub fn resolve_pair(&self, tool: &str, api: &str) -> Option<ApiId> {
+        self.resolver.resolve_pair(tool, api)
+    }
+
+    /// The API as an OpenAI tool definition (`{"type": "function", "function": {...}}`):
+    /// its function name, a description naming the tool, and its input schema.
+    pub fn function_definition(&self, api: &Api) -> Value {
+        let tool = self.tool_of(api);
+        let mut description = if api.description.is_empty() { api.name.clone() } else { api.description.clone() };
+        description.push_str(&format!(" (API `{}` of tool `{}`", api.name, tool.name));
+        if !tool.description.is_empty() {
+            description.push_str(&format!(": {}", tool.description));
+        }
+        description.push(')');
+        if description.chars().count() > MAX_FUNCTION_DESCRIPTION {
+            description = description.chars().take(MAX_FUNCTION_DESCRIPTION - 1).collect::<String>() + "…";
+        }
+        json!({
+            "type": "function",
+            "function": { "name": api.function_name, "description": description, "parameters": api.input_schema() }
+        })
+    }
+
+    /// Function names close to `name`, for "did you mean" messages.
+    pub fn suggest(&self, name: &str, max: usize) -> Vec<&str> {
+        self.resolver.suggest(&self.apis, name, max)
+    }
+}
