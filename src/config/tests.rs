@@ -1,0 +1,123 @@
+use super::*;
+
+fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+fn load_text(text: &str, vars: &[(&str, &str)]) -> (tempfile::TempDir, Result<(Config, Vec<String>), ConfigError>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("toolrouter.toml");
+    std::fs::write(&path, text).unwrap();
+    let result = Config::load_with_env(Some(&path), env(vars));
+    (dir, result)
+}
+
+#[test]
+fn the_shipped_file_states_the_defaults() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/toolrouter.toml");
+    let (config, warnings) = Config::load_with_env(Some(&path), Vec::new()).unwrap();
+    assert_eq!(config, Config::default());
+    assert!(warnings.is_empty());
+    // And every key of the defaults appears in the shipped file.
+    let shipped: Table = std::fs::read_to_string(&path).unwrap().parse().unwrap();
+    let defaults = Value::try_from(Config::default()).unwrap();
+    for (section, keys) in defaults.as_table().unwrap() {
+        for key in keys.as_table().unwrap().keys() {
+            assert!(shipped.get(section).and_then(|s| s.get(key)).is_some(), "{section}.{key} is not documented");
+        }
+    }
+}
+
+#[test]
+fn environment_overrides_every_kind_of_key() {
+    let vars = [
+        ("TOOLROUTER_ARGS_STRICT", "false"),
+        ("TOOLROUTER_UPSTREAM_ALLOWED_HOSTS", "127.0.0.1:8089, *.internal.example"),
+        ("TOOLROUTER_LOG_LEVEL", "debug"),
+        ("TOOLROUTER_LOG_FORMAT", "json"),
+        ("TOOLROUTER_CATALOG_QUERY_FILES", "[]"),
+        ("UNRELATED", "x"),
+    ];
+    let (config, warnings) = Config::load_with_env(None, env(&vars)).unwrap();
+    assert!(!config.args.strict);
+    assert_eq!(config.upstream.allowed_hosts, ["127.0.0.1:8089", "*.internal.example"]);
+    assert_eq!(config.log.level, "debug");
+    assert_eq!(config.log.format, LogFormat::Json);
+    assert!(warnings.is_empty());
+}
+
+#[test]
+fn unknown_environment_variables_are_warned_about() {
+    let (_, warnings) = Config::load_with_env(None, env(&[("TOOLROUTER_ARGS_STRICTT", "true")])).unwrap();
+    assert_eq!(warnings.len(), 1);
+    assert!(warnings[0].contains("TOOLROUTER_ARGS_STRICTT"));
+}
+
+#[test]
+fn errors_name_the_key_and_where_it_was_set() {
+    let err = Config::load_with_env(None, env(&[("TOOLROUTER_ARGS_STRICT", "maybe")])).unwrap_err().to_string();
+    assert_eq!(err, "config key `args.strict` (set by TOOLROUTER_ARGS_STRICT): expected true or false, got \"maybe\"");
+
+    let (_, r) = load_text("[args]\nstrict = \"yes\"\n", &[]);
+    let err = r.unwrap_err().to_string();
+    assert!(err.starts_with("config key `args.strict` (in "), "{err}");
+    assert!(err.contains("invalid type"), "{err}");
+
+    let (_, r) = load_text("[catalog]\npathz = []\n", &[]);
+    let err = r.unwrap_err().to_string();
+    assert!(err.contains("`catalog.pathz`") && err.contains("unknown field `pathz`"), "{err}");
+
+    let (_, r) = load_text("[catalgo]\n", &[]);
+    assert!(r.unwrap_err().to_string().contains("unknown field `catalgo`"));
+
+    let (_, r) = load_text("[log]\nformat = \"xml\"\n", &[]);
+    assert!(r.unwrap_err().to_string().contains("`log.format`"));
+
+    let (_, r) = load_text("[log]\nlevel = \"loud=!!\"\n", &[]);
+    assert!(r.unwrap_err().to_string().contains("`log.level`"));
+
+    let (_, r) = load_text("[upstream]\nallowed_hosts = [\"http://x/y\"]\n", &[]);
+    assert!(r.unwrap_err().to_string().contains("`upstream.allowed_hosts[0]`"));
+
+    let (_, r) = load_text("not toml = = 1", &[]);
+    assert!(matches!(r.unwrap_err(), ConfigError::Syntax { .. }));
+}
+
+#[test]
+fn paths_must_exist_and_resolve_against_the_file() {
+    let (_, r) = load_text("[catalog]\npaths = [\"missing-dir\"]\n", &[]);
+    let err = r.unwrap_err().to_string();
+    assert!(err.starts_with("config key `catalog.paths[0]`"), "{err}");
+    assert!(err.contains("missing-dir does not exist"), "{err}");
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("specs")).unwrap();
+    let path = dir.path().join("toolrouter.toml");
+    std::fs::write(&path, "[catalog]\npaths = [\"specs\"]\n").unwrap();
+    let (config, _) = Config::load_with_env(Some(&path), Vec::new()).unwrap();
+    assert_eq!(config.catalog.paths, [dir.path().join("specs")]);
+}
+
+#[test]
+fn secrets_are_refused_in_the_file_and_read_from_key_files() {
+    let (_, r) = load_text("[upstream]\nrapidapi_key = \"abc\"\n", &[]);
+    let err = r.unwrap_err().to_string();
+    assert!(err.contains("secrets cannot be set in the config file"), "{err}");
+    assert!(!err.contains("abc"), "the secret is not echoed: {err}");
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("key"), "  s3cret\n").unwrap();
+    std::fs::write(dir.path().join("empty"), "\n").unwrap();
+    let path = dir.path().join("toolrouter.toml");
+    std::fs::write(&path, "[upstream]\nrapidapi_key_file = \"key\"\n").unwrap();
+    let (config, _) = Config::load_with_env(Some(&path), Vec::new()).unwrap();
+    if std::env::var(RAPIDAPI_KEY_ENV).is_err() {
+        assert_eq!(config.rapidapi_key().unwrap().unwrap().expose(), "s3cret");
+        assert_eq!(format!("{:?}", config.rapidapi_key().unwrap().unwrap()), "Secret(<redacted>)");
+    }
+    std::fs::write(&path, "[upstream]\nrapidapi_key_file = \"empty\"\n").unwrap();
+    if std::env::var(RAPIDAPI_KEY_ENV).is_err() {
+        let err = Config::load_with_env(Some(&path), Vec::new()).unwrap_err().to_string();
+        assert!(err.contains("`upstream.rapidapi_key_file`") && err.contains("is empty"), "{err}");
+    }
+}
