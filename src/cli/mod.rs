@@ -1,0 +1,144 @@
+//! The `toolrouter` command line.
+//!
+//! `--config FILE` (or `TOOLROUTER_CONFIG`) and `--catalog PATH` work with
+//! every subcommand. Exit codes: 0 success, 1 a negative answer or a
+//! failure (`validate` found invalid arguments), 2 a usage error (bad
+//! config, malformed JSON, unknown function name). Results go to stdout,
+//! logs and errors to stderr.
+
+mod catalog;
+mod validate;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::catalog::{Catalog, Sources};
+use crate::config::{CONFIG_ENV, Config, LogFormat};
+
+/// Exit code of a usage error: bad configuration, malformed input, unknown names.
+pub const EXIT_USAGE: u8 = 2;
+/// Exit code of a negative answer (invalid arguments) or a failure.
+pub const EXIT_FAILURE: u8 = 1;
+
+#[derive(Debug, Parser)]
+#[command(name = "toolrouter", version, about = "A tool-routing proxy between AI agents and thousands of real APIs.")]
+struct Cli {
+    /// Config file (TOML); defaults apply without one.
+    #[arg(long, global = true, value_name = "FILE", env = CONFIG_ENV)]
+    config: Option<PathBuf>,
+    /// Catalog source, repeatable: a ToolBench tools directory, a JSONL file,
+    /// OpenAPI specs or a directory of them. Replaces `catalog.paths`.
+    #[arg(long = "catalog", global = true, value_name = "PATH")]
+    catalog: Vec<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Inspect the API catalog.
+    #[command(subcommand)]
+    Catalog(catalog::CatalogCommand),
+    /// Validate a call's arguments against its API's schema (exit 0 valid, 1 invalid).
+    Validate(validate::ValidateArgs),
+    /// Inspect the configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigCommand {
+    /// Print the effective configuration (file + environment + flags) as TOML; secrets are never shown.
+    Show,
+}
+
+/// An error that ends the command, with its exit code.
+#[derive(Debug)]
+pub(crate) enum CliError {
+    /// The user asked for something malformed or unknown (exit 2).
+    Usage(String),
+    /// Something failed (exit 1).
+    Failure(anyhow::Error),
+}
+
+impl From<anyhow::Error> for CliError {
+    fn from(e: anyhow::Error) -> Self {
+        CliError::Failure(e)
+    }
+}
+
+/// Parses the command line, runs the command, and maps the outcome to an exit code.
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    let config = match load_config(&cli) {
+        Ok(config) => config,
+        Err(message) => {
+            eprintln!("toolrouter: {message}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let outcome = match &cli.command {
+        Command::Catalog(command) => catalog::run(command, &config),
+        Command::Validate(args) => validate::run(args, &config),
+        Command::Config(ConfigCommand::Show) => show_config(&config),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(CliError::Usage(message)) => {
+            eprintln!("toolrouter: {message}");
+            ExitCode::from(EXIT_USAGE)
+        }
+        Err(CliError::Failure(error)) => {
+            eprintln!("toolrouter: {error:#}");
+            ExitCode::from(EXIT_FAILURE)
+        }
+    }
+}
+
+/// Loads and validates the config, applies the flags and starts logging.
+fn load_config(cli: &Cli) -> Result<Config, String> {
+    let (mut config, warnings) = Config::load(cli.config.as_deref()).map_err(|e| e.to_string())?;
+    if !cli.catalog.is_empty() {
+        for path in &cli.catalog {
+            if !path.exists() {
+                return Err(format!("--catalog {}: no such file or directory", path.display()));
+            }
+        }
+        config.catalog.paths = cli.catalog.clone();
+    }
+    init_logging(&config);
+    for warning in warnings {
+        tracing::warn!("{warning}");
+    }
+    Ok(config)
+}
+
+fn init_logging(config: &Config) {
+    let filter = tracing_subscriber::EnvFilter::try_new(&config.log.level).unwrap_or_else(|_| "info".into());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // A second initialization (tests calling `run` twice) is harmless; ignore it.
+    let _ = match config.log.format {
+        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+}
+
+/// Loads the configured catalog; a missing source is a usage error.
+pub(crate) fn load_catalog(config: &Config) -> Result<Catalog, CliError> {
+    let sources = Sources {
+        paths: config.catalog.paths.clone(),
+        include_embedded: config.catalog.include_embedded,
+        query_files: config.catalog.query_files.clone(),
+    };
+    Catalog::load(&sources).map_err(|e| CliError::Usage(e.to_string()))
+}
+
+fn show_config(config: &Config) -> Result<ExitCode, CliError> {
+    let text = toml::to_string_pretty(config).map_err(|e| CliError::Failure(e.into()))?;
+    println!("{text}");
+    println!("# secrets (values are never shown)");
+    println!("# upstream rapidapi key: {}", config.rapidapi_key_source());
+    Ok(ExitCode::SUCCESS)
+}
