@@ -21,8 +21,6 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
 
-use crate::args;
-
 /// Prefix of environment overrides.
 pub const ENV_PREFIX: &str = "TOOLROUTER_";
 /// Environment variable holding the RapidAPI key.
@@ -31,6 +29,10 @@ pub const RAPIDAPI_KEY_ENV: &str = "TOOLROUTER_UPSTREAM_RAPIDAPI_KEY";
 pub const CONFIG_ENV: &str = "TOOLROUTER_CONFIG";
 /// Default log filter (`log.level`): a level or a `tracing` filter directive.
 pub const DEFAULT_LOG_LEVEL: &str = "info";
+/// Default of `args.strict`: reject parameters the API does not declare.
+pub const DEFAULT_ARGS_STRICT: bool = true;
+/// Default of `args.coerce`: apply the safe coercions before validating.
+pub const DEFAULT_ARGS_COERCE: bool = true;
 
 /// Keys that must never be set in the file, with where to put them instead.
 const SECRET_KEYS: [(&str, &str, &str); 1] = [("upstream", "rapidapi_key", "upstream.rapidapi_key_file")];
@@ -71,13 +73,7 @@ pub struct ArgsConfig {
 
 impl Default for ArgsConfig {
     fn default() -> Self {
-        ArgsConfig { strict: args::DEFAULT_STRICT, coerce: args::DEFAULT_COERCE }
-    }
-}
-
-impl ArgsConfig {
-    pub fn options(&self) -> args::Options {
-        args::Options { strict: self.strict, coerce: self.coerce }
+        ArgsConfig { strict: DEFAULT_ARGS_STRICT, coerce: DEFAULT_ARGS_COERCE }
     }
 }
 

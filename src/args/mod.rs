@@ -24,13 +24,10 @@ use serde_json::{Map, Value};
 use crate::catalog::names::standardize_member;
 use crate::catalog::schema::{Coerced, coerce, short, type_name};
 use crate::catalog::{Api, Param};
+use crate::config;
 
 pub use url::check_url;
 
-/// Reject parameters the API does not declare (config `args.strict`).
-pub const DEFAULT_STRICT: bool = true;
-/// Apply safe coercions before validating (config `args.coerce`).
-pub const DEFAULT_COERCE: bool = true;
 /// How much of a parameter's description a message quotes.
 const DESCRIPTION_IN_MESSAGE: usize = 120;
 
@@ -45,7 +42,13 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { strict: DEFAULT_STRICT, coerce: DEFAULT_COERCE }
+        Options { strict: config::DEFAULT_ARGS_STRICT, coerce: config::DEFAULT_ARGS_COERCE }
+    }
+}
+
+impl From<&config::ArgsConfig> for Options {
+    fn from(c: &config::ArgsConfig) -> Self {
+        Options { strict: c.strict, coerce: c.coerce }
     }
 }
 

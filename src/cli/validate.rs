@@ -46,7 +46,7 @@ pub(super) fn run(a: &ValidateArgs, config: &Config) -> Result<ExitCode, CliErro
     })?;
     let catalog = load_catalog(config)?;
     let (api, _) = find(&catalog, &a.function)?;
-    let mut options: Options = config.args.options();
+    let mut options = Options::from(&config.args);
     if a.strict {
         options.strict = true;
     }
