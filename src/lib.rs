@@ -14,9 +14,14 @@
 //! * [`args`]: validates a call's arguments against its API's schema, with
 //!   safe coercions, strict mode and LLM-actionable errors; checks URLs
 //!   against the catalog's hosts.
+//! * [`trajectory`]: parses tool-call trajectories (ToolBench DFS trees and
+//!   CoT chains, converted answers, StepTool runs, SFT conversations) into
+//!   one model, and maps their function names to catalog APIs, saying why
+//!   a name does not resolve.
 //! * [`cli`]: the `toolrouter` command line (the binary's `main` only calls it).
 
 pub mod args;
 pub mod catalog;
 pub mod cli;
 pub mod config;
+pub mod trajectory;
