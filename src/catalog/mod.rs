@@ -308,6 +308,12 @@ impl Catalog {
         })
     }
 
+    /// Whether a tool with this standardized name (or its punctuation
+    /// variant) is in the catalog.
+    pub fn has_tool(&self, std_name: &str) -> bool {
+        self.resolver.has_tool(std_name)
+    }
+
     /// Function names close to `name`, for "did you mean" messages.
     pub fn suggest(&self, name: &str, max: usize) -> Vec<&str> {
         self.resolver.suggest(&self.apis, name, max)

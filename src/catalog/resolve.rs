@@ -7,7 +7,7 @@
 //! replaced, different case, stray spaces. Every such spelling of every API
 //! is indexed once at load; a lookup is a hash probe.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
@@ -63,6 +63,8 @@ pub(super) struct Resolver {
     exact: HashMap<String, ApiId>,
     variants: HashMap<String, Vec<ApiId>>,
     pairs: HashMap<(String, String), Vec<ApiId>>,
+    /// Standardized tool names, with their punctuation variants.
+    tools: HashSet<String>,
 }
 
 impl Resolver {
@@ -71,7 +73,12 @@ impl Resolver {
             exact: HashMap::with_capacity(apis.len()),
             variants: HashMap::with_capacity(apis.len() / 4),
             pairs: HashMap::with_capacity(apis.len()),
+            tools: HashSet::with_capacity(tools.len()),
         };
+        for tool in tools {
+            r.tools.insert(tool.std_name.clone());
+            r.tools.extend(deleted_punctuation_variant(&tool.name));
+        }
         for api in apis {
             let tool = &tools[api.tool.0 as usize];
             r.exact.insert(api.function_name.clone(), api.id);
@@ -111,6 +118,10 @@ impl Resolver {
             1 => Resolution::Unique(ids[0], by),
             _ => Resolution::Ambiguous(ids, by),
         }
+    }
+
+    pub(super) fn has_tool(&self, std_name: &str) -> bool {
+        self.tools.contains(std_name)
     }
 
     pub(super) fn resolve_pair(&self, tool: &str, api: &str) -> Option<ApiId> {
