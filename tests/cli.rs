@@ -220,3 +220,41 @@ fn config_show_never_prints_secrets() {
     assert!(text.contains("rapidapi key: set (from TOOLROUTER_UPSTREAM_RAPIDAPI_KEY)"), "{text}");
     assert!(text.contains("level = \"debug\""), "{text}");
 }
+
+#[test]
+fn coverage_of_the_trajectories_by_cause() {
+    let Some(dir) = common::toolbench_dir() else { return };
+    let tools = dir.join("tools");
+    let trajectories = dir.join("trajectories");
+    let args = [
+        "catalog",
+        "coverage",
+        "--json",
+        "--catalog",
+        tools.to_str().unwrap(),
+        "--trajectories",
+        trajectories.to_str().unwrap(),
+    ];
+    let out = toolrouter(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let cov: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let calls = cov["calls"].as_u64().unwrap();
+    let resolved = cov["resolved_calls"].as_u64().unwrap();
+    // The dataset README: about 27% of StepTool calls cannot be mapped to a tool file.
+    assert!(calls > 7_000 && (0.70..0.80).contains(&(resolved as f64 / calls as f64)), "{resolved}/{calls}");
+    let unresolved: u64 = cov["unresolved"].as_object().unwrap().values().map(|u| u["calls"].as_u64().unwrap()).sum();
+    assert_eq!(resolved + unresolved, calls, "every call is resolved or has a cause");
+    let hallucinated = &cov["unresolved"]["hallucinated"]["names"];
+    assert!(hallucinated.as_array().unwrap().iter().any(|n| n["name"] == "invalid_hallucination_function_name"));
+    let api_missing = &cov["unresolved"]["api_missing"]["names"];
+    assert!(
+        api_missing.as_array().unwrap().iter().any(|n| n["name"] == "search_basic_free_for_streaming_availability")
+    );
+    assert!(cov["unresolved"]["tool_missing"]["calls"].as_u64().unwrap() > 0);
+    assert!(cov["resolved_by"]["variant"].as_u64().unwrap() > 0, "2023 spellings resolve");
+
+    let markdown = toolrouter(&args[..args.len()].iter().filter(|a| **a != "--json").copied().collect::<Vec<_>>());
+    assert!(stdout(&markdown).contains("| resolved |"), "{}", stdout(&markdown));
+    let none = toolrouter(&["catalog", "coverage", "--trajectories", "/no/such/path"]);
+    assert_eq!(none.status.code(), Some(2));
+}

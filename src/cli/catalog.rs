@@ -20,6 +20,16 @@ pub(super) enum CatalogCommand {
         #[arg(long)]
         json: bool,
     },
+    /// How many function names recorded in trajectories the catalog resolves,
+    /// and why the others do not (Markdown; `--json` for JSON).
+    Coverage {
+        /// Trajectory files or directories (ToolBench, StableToolBench, StepTool formats); repeatable.
+        #[arg(long = "trajectories", value_name = "PATH", required = true)]
+        trajectories: Vec<std::path::PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// One API: description, URL, parameters and JSON Schema.
     Show {
         /// Function name (variant spellings of trajectories are accepted).
@@ -35,6 +45,7 @@ pub(super) fn run(command: &CatalogCommand, config: &Config) -> Result<ExitCode,
     match command {
         CatalogCommand::Stats { json } => stats(&catalog, *json),
         CatalogCommand::Show { function, json } => show(&catalog, function, *json),
+        CatalogCommand::Coverage { trajectories, json } => super::coverage::run(&catalog, trajectories, *json),
     }
 }
 

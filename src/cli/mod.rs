@@ -7,6 +7,7 @@
 //! logs and errors to stderr.
 
 mod catalog;
+mod coverage;
 mod validate;
 
 use std::path::PathBuf;
@@ -117,7 +118,8 @@ fn load_config(cli: &Cli) -> Result<Config, String> {
 
 fn init_logging(config: &Config) {
     let filter = tracing_subscriber::EnvFilter::try_new(&config.log.level).unwrap_or_else(|_| "info".into());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     // A second initialization (tests calling `run` twice) is harmless; ignore it.
     let _ = match config.log.format {
         LogFormat::Json => builder.json().try_init(),
