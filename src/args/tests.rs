@@ -142,7 +142,10 @@ fn comma_joined_lists_are_split_when_the_wire_form_is_the_same() {
     let a = api(&c, "latest_rates_for_frankfurter");
     let ok = validate(a, &json!({"symbols": "GBP, JPY"}), Options::default()).unwrap();
     assert_eq!(ok.arguments["symbols"], json!(["GBP", "JPY"]));
-    assert_eq!(ok.coercions, [Coercion::Converted { pointer: "/symbols".into(), from: json!("GBP, JPY"), to: json!(["GBP", "JPY"]) }]);
+    assert_eq!(
+        ok.coercions,
+        [Coercion::Converted { pointer: "/symbols".into(), from: json!("GBP, JPY"), to: json!(["GBP", "JPY"]) }]
+    );
     assert!(validate(a, &json!({"symbols": "GBP,JPY"}), Options { strict: true, coerce: false }).is_err());
 }
 
