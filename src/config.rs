@@ -37,8 +37,22 @@ pub const DEFAULT_ARGS_COERCE: bool = true;
 /// Keys that must never be set in the file, with where to put them instead.
 const SECRET_KEYS: [(&str, &str, &str); 1] = [("upstream", "rapidapi_key", "upstream.rapidapi_key_file")];
 /// Keys holding paths, resolved against the config file's directory.
-const PATH_KEYS: [(&str, &str); 3] =
-    [("catalog", "paths"), ("catalog", "query_files"), ("upstream", "rapidapi_key_file")];
+const PATH_KEYS: [(&str, &str); 7] = [
+    ("catalog", "paths"),
+    ("catalog", "query_files"),
+    ("upstream", "rapidapi_key_file"),
+    ("state", "dir"),
+    ("embedding", "model_dir"),
+    ("embedding", "onnxruntime"),
+    ("embedding", "cache_dir"),
+];
+/// Texts per `embed` call while indexing (`embedding.batch_size`): bounds memory.
+pub const DEFAULT_EMBED_BATCH: usize = 256;
+/// Tokens an embedded text is cut to (`embedding.max_length`). all-MiniLM-L6-v2
+/// was trained on 128-token sequences; twice that makes indexing ~1.7x slower.
+pub const DEFAULT_EMBED_MAX_LENGTH: usize = 128;
+/// Longest query searched, in characters (`retrieval.max_query_chars`); the rest is cut and reported.
+pub const DEFAULT_MAX_QUERY_CHARS: usize = 2000;
 
 /// The whole configuration.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -47,6 +61,9 @@ pub struct Config {
     pub catalog: CatalogConfig,
     pub args: ArgsConfig,
     pub upstream: UpstreamConfig,
+    pub state: StateConfig,
+    pub embedding: EmbeddingConfig,
+    pub retrieval: RetrievalConfig,
     pub log: LogConfig,
 }
 
@@ -85,6 +102,159 @@ pub struct UpstreamConfig {
     pub allowed_hosts: Vec<String>,
     /// File holding the RapidAPI key (empty: only the environment variable).
     pub rapidapi_key_file: PathBuf,
+}
+
+/// `[state]`: where toolrouter keeps what it builds and learns.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StateConfig {
+    /// Empty: `$XDG_STATE_HOME/toolrouter`, else `~/.local/state/toolrouter`.
+    pub dir: PathBuf,
+}
+
+impl StateConfig {
+    /// The state directory in effect.
+    pub fn dir(&self) -> PathBuf {
+        if !self.dir.as_os_str().is_empty() {
+            return self.dir.clone();
+        }
+        xdg_dir("XDG_STATE_HOME", ".local/state").join("toolrouter")
+    }
+}
+
+/// `[embedding]`: the embedding model used for dense retrieval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmbeddingConfig {
+    /// Directory with `model.onnx` and the tokenizer files. Empty: where
+    /// `scripts/fetch-models.sh` puts them (`~/.cache/toolrouter/models/all-MiniLM-L6-v2`).
+    pub model_dir: PathBuf,
+    /// The ONNX Runtime shared library (>= 1.24). Empty: `ORT_DYLIB_PATH`,
+    /// else `~/.cache/toolrouter/models/onnxruntime/libonnxruntime.so`.
+    pub onnxruntime: PathBuf,
+    /// A fastembed model name (e.g. `BAAI/bge-small-en-v1.5`) downloaded at
+    /// start instead of `model_dir`: needs internet and a build with `--features hub`.
+    pub model: String,
+    /// ONNX Runtime threads; 0: one per core.
+    pub threads: usize,
+    /// Texts per embedding call while indexing (bounds memory).
+    pub batch_size: usize,
+    /// Tokens a text is cut to.
+    pub max_length: usize,
+    /// Embedding cache, keyed by each text's hash. Empty: `~/.cache/toolrouter/embeddings`.
+    pub cache_dir: PathBuf,
+}
+
+impl Default for EmbeddingConfig {
+    fn default() -> Self {
+        EmbeddingConfig {
+            model_dir: PathBuf::new(),
+            onnxruntime: PathBuf::new(),
+            model: String::new(),
+            threads: 0,
+            batch_size: DEFAULT_EMBED_BATCH,
+            max_length: DEFAULT_EMBED_MAX_LENGTH,
+            cache_dir: PathBuf::new(),
+        }
+    }
+}
+
+impl EmbeddingConfig {
+    /// The model directory in effect.
+    pub fn model_dir(&self) -> PathBuf {
+        if !self.model_dir.as_os_str().is_empty() {
+            return self.model_dir.clone();
+        }
+        models_dir().join("all-MiniLM-L6-v2")
+    }
+
+    /// The ONNX Runtime library in effect.
+    pub fn onnxruntime(&self) -> PathBuf {
+        if !self.onnxruntime.as_os_str().is_empty() {
+            return self.onnxruntime.clone();
+        }
+        match std::env::var_os("ORT_DYLIB_PATH") {
+            Some(p) if !p.is_empty() => PathBuf::from(p),
+            _ => models_dir().join("onnxruntime/libonnxruntime.so"),
+        }
+    }
+
+    /// The embedding cache directory in effect.
+    pub fn cache_dir(&self) -> PathBuf {
+        if !self.cache_dir.as_os_str().is_empty() {
+            return self.cache_dir.clone();
+        }
+        xdg_dir("XDG_CACHE_HOME", ".cache").join("toolrouter/embeddings")
+    }
+}
+
+/// Where `scripts/fetch-models.sh` puts models: `$TOOLROUTER_MODELS`, else
+/// `$XDG_CACHE_HOME/toolrouter/models`, else `~/.cache/toolrouter/models`.
+pub fn models_dir() -> PathBuf {
+    match std::env::var_os("TOOLROUTER_MODELS") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => xdg_dir("XDG_CACHE_HOME", ".cache").join("toolrouter/models"),
+    }
+}
+
+/// `$VAR`, else `$HOME/<fallback>`, else `<fallback>` in the working directory.
+fn xdg_dir(var: &str, fallback: &str) -> PathBuf {
+    match std::env::var_os(var) {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(fallback),
+    }
+}
+
+/// Which ranking signals a search uses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchMode {
+    /// Dense and lexical ranks fused.
+    #[default]
+    Hybrid,
+    /// Embedding similarity only.
+    Dense,
+    /// BM25 only.
+    Lexical,
+}
+
+/// How the dense side finds nearest neighbours.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DenseIndex {
+    /// instant-distance HNSW (approximate).
+    #[default]
+    Hnsw,
+    /// A scan of every vector (exact).
+    Exact,
+}
+
+/// `[retrieval]`: finding the APIs for a request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetrievalConfig {
+    pub mode: SearchMode,
+    pub dense_index: DenseIndex,
+    /// Split multi-part requests into intents and retrieve each too: better
+    /// recall on such requests, at the cost of embedding every intent.
+    pub intents: bool,
+    /// Build (or rebuild) the index when it is missing, stale or damaged;
+    /// otherwise refuse with a message to run `toolrouter index`.
+    pub auto_index: bool,
+    /// Longest query searched, in characters; the rest is cut and reported.
+    pub max_query_chars: usize,
+}
+
+impl Default for RetrievalConfig {
+    fn default() -> Self {
+        RetrievalConfig {
+            mode: SearchMode::Hybrid,
+            dense_index: DenseIndex::Hnsw,
+            intents: true,
+            auto_index: true,
+            max_query_chars: DEFAULT_MAX_QUERY_CHARS,
+        }
+    }
 }
 
 /// `[log]`: diagnostics on stderr.
@@ -221,6 +391,22 @@ impl Config {
                 if !p.exists() {
                     return Err(fail(&format!("{key}[{i}]"), format!("{} does not exist", p.display())));
                 }
+            }
+        }
+        for (key, path) in
+            [("embedding.model_dir", &self.embedding.model_dir), ("embedding.onnxruntime", &self.embedding.onnxruntime)]
+        {
+            if !path.as_os_str().is_empty() && !path.exists() {
+                return Err(fail(key, format!("{} does not exist", path.display())));
+            }
+        }
+        for (key, n) in [
+            ("embedding.batch_size", self.embedding.batch_size),
+            ("embedding.max_length", self.embedding.max_length),
+            ("retrieval.max_query_chars", self.retrieval.max_query_chars),
+        ] {
+            if n == 0 {
+                return Err(fail(key, "must be at least 1".to_string()));
             }
         }
         for (i, p) in self.catalog.query_files.iter().enumerate() {
