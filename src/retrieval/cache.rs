@@ -1,0 +1,165 @@
+//! The embedding cache: vectors keyed by the hash of (model id, text).
+//!
+//! One append-only file per model, `<cache_dir>/<model id>.emb`: an 8-byte
+//! magic, the vector length as a little-endian `u32`, then records of a
+//! 32-byte SHA-256 key and `dims` little-endian `f32`s. Re-indexing after a
+//! catalog change embeds only texts whose key is missing. New records are
+//! appended and fsync'd chunk by chunk, so an interrupted indexing run keeps
+//! what it computed; a torn last record (a crash mid-write) is cut off when
+//! the file is next opened. A file with the wrong magic or length is set
+//! aside (`.corrupt`) and a fresh one started: the cache is only a cache.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+const MAGIC: &[u8; 8] = b"TREMBED1";
+const HEADER: usize = 12;
+
+/// A cache key: SHA-256 of the model id and the text.
+pub type Key = [u8; 32];
+
+/// The key of `text` under `model_id`.
+pub fn key(model_id: &str, text: &str) -> Key {
+    let mut h = Sha256::new();
+    h.update(model_id.as_bytes());
+    h.update([0]);
+    h.update(text.as_bytes());
+    h.finalize().into()
+}
+
+/// An open cache file with its records in memory.
+#[derive(Debug)]
+pub struct EmbeddingCache {
+    path: PathBuf,
+    dims: usize,
+    index: HashMap<Key, usize>,
+    vectors: Vec<f32>,
+    file: File,
+}
+
+impl EmbeddingCache {
+    /// Opens (or creates) the cache of `model_id` in `dir`.
+    pub fn open(dir: &Path, model_id: &str, dims: usize) -> std::io::Result<EmbeddingCache> {
+        std::fs::create_dir_all(dir)?;
+        let path = dir.join(format!("{model_id}.emb"));
+        let record = 32 + 4 * dims;
+        let mut bytes = Vec::new();
+        if path.exists() {
+            File::open(&path)?.read_to_end(&mut bytes)?;
+        }
+        let valid_header = bytes.len() >= HEADER
+            && &bytes[..8] == MAGIC
+            && u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize == dims;
+        if !bytes.is_empty() && !valid_header {
+            let aside = path.with_extension("emb.corrupt");
+            tracing::warn!(cache = %path.display(), moved_to = %aside.display(), "embedding cache has a bad header; starting a new one");
+            std::fs::rename(&path, &aside)?;
+            bytes.clear();
+        }
+        let mut file = OpenOptions::new().create(true).read(true).append(true).open(&path)?;
+        if bytes.is_empty() {
+            let mut header = MAGIC.to_vec();
+            header.extend((dims as u32).to_le_bytes());
+            file.write_all(&header)?;
+            file.sync_all()?;
+            bytes = header;
+        }
+        let whole = (bytes.len() - HEADER) / record;
+        let torn = (bytes.len() - HEADER) % record;
+        if torn != 0 {
+            tracing::warn!(cache = %path.display(), bytes = torn, "cutting off a torn record at the end of the embedding cache");
+            file.set_len((HEADER + whole * record) as u64)?;
+            file.sync_all()?;
+        }
+        let mut cache = EmbeddingCache {
+            path,
+            dims,
+            index: HashMap::with_capacity(whole),
+            vectors: Vec::with_capacity(whole * dims),
+            file,
+        };
+        for rec in bytes[HEADER..HEADER + whole * record].chunks_exact(record) {
+            let key: Key = rec[..32].try_into().expect("32 bytes");
+            let at = cache.vectors.len();
+            cache.vectors.extend(rec[32..].chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes"))));
+            cache.index.insert(key, at);
+        }
+        Ok(cache)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// The cached vector of `key`.
+    pub fn get(&self, key: &Key) -> Option<&[f32]> {
+        self.index.get(key).map(|&at| &self.vectors[at..at + self.dims])
+    }
+
+    /// Appends new vectors and fsyncs the file.
+    pub fn put(&mut self, entries: &[(Key, Vec<f32>)]) -> std::io::Result<()> {
+        let mut buf = Vec::with_capacity(entries.len() * (32 + 4 * self.dims));
+        for (key, vector) in entries {
+            assert_eq!(vector.len(), self.dims, "vector length must match the cache");
+            buf.extend_from_slice(key);
+            buf.extend(vector.iter().flat_map(|x| x.to_le_bytes()));
+        }
+        self.file.write_all(&buf)?;
+        self.file.sync_data()?;
+        for (key, vector) in entries {
+            let at = self.vectors.len();
+            self.vectors.extend_from_slice(vector);
+            self.index.insert(*key, at);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vectors_survive_reopening_and_torn_tails_are_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (key("m", "a"), key("m", "b"));
+        assert_ne!(a, key("other-model", "a"));
+        let mut cache = EmbeddingCache::open(dir.path(), "m", 3).unwrap();
+        cache.put(&[(a, vec![1.0, 2.0, 3.0]), (b, vec![4.0, 5.0, 6.0])]).unwrap();
+        let path = cache.path().to_path_buf();
+        drop(cache);
+        // A crash in the middle of the next record.
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(&[7; 40]).unwrap();
+        drop(f);
+        let cache = EmbeddingCache::open(dir.path(), "m", 3).unwrap();
+        assert_eq!(cache.len(), 2);
+        assert_eq!(cache.get(&b), Some(&[4.0, 5.0, 6.0][..]));
+        assert_eq!(std::fs::metadata(&path).unwrap().len() as usize, HEADER + 2 * (32 + 12));
+    }
+
+    #[test]
+    fn a_file_with_another_shape_is_set_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cache = EmbeddingCache::open(dir.path(), "m", 3).unwrap();
+        cache.put(&[(key("m", "a"), vec![1.0, 2.0, 3.0])]).unwrap();
+        drop(cache);
+        let cache = EmbeddingCache::open(dir.path(), "m", 4).unwrap();
+        assert!(cache.is_empty());
+        assert!(dir.path().join("m.emb.corrupt").exists());
+        std::fs::write(dir.path().join("m.emb"), b"garbage").unwrap();
+        assert!(EmbeddingCache::open(dir.path(), "m", 4).unwrap().is_empty());
+    }
+}

