@@ -18,10 +18,19 @@
 //!   CoT chains, converted answers, StepTool runs, SFT conversations) into
 //!   one model, and maps their function names to catalog APIs, saying why
 //!   a name does not resolve.
+//! * [`retrieval`]: finds the APIs for a request: fastembed embeddings
+//!   (offline model), an instant-distance HNSW graph or exact scan, BM25
+//!   over APIs and over whole tools, fused by weighted reciprocal rank,
+//!   multi-part requests split into intents; the index persists in the
+//!   state directory, embeddings are cached by text hash.
+//! * [`eval`]: measures retrieval on ToolBench query files (Recall@k,
+//!   NDCG@k, MRR), per file and overall.
 //! * [`cli`]: the `toolrouter` command line (the binary's `main` only calls it).
 
 pub mod args;
 pub mod catalog;
 pub mod cli;
 pub mod config;
+pub mod eval;
+pub mod retrieval;
 pub mod trajectory;

@@ -1,0 +1,332 @@
+//! Lexical retrieval: Okapi BM25 over the API documents.
+//!
+//! Tokens are the alphanumeric runs of the text, split again at camelCase
+//! and letter/digit boundaries (`getCompanyDetails` → get, company,
+//! details), lower-cased, without English function words and request
+//! filler ("can you please…"), and stemmed with Snowball English. Scores
+//! are BM25 with k1 = 1.2, b = 0.75; each distinct query term counts once.
+//!
+//! Hand-written rather than a search-engine crate: the index is a few
+//! postings lists that must serialize with the rest of toolrouter's index,
+//! and the tokenizer is where the tuning is.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use rust_stemmers::{Algorithm, Stemmer};
+use serde::{Deserialize, Serialize};
+
+/// Bump when [`tokens`] changes: stored postings are then rebuilt.
+pub const TOKENIZER_VERSION: u32 = 1;
+/// BM25 term-frequency saturation.
+pub const K1: f32 = 1.2;
+/// BM25 length normalization.
+pub const B: f32 = 0.75;
+
+/// Function words and request filler; never indexed or searched.
+const STOPWORDS: &[&str] = &[
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "all",
+    "also",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "been",
+    "being",
+    "both",
+    "but",
+    "by",
+    "can",
+    "could",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "for",
+    "from",
+    "further",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "him",
+    "his",
+    "how",
+    "i",
+    "if",
+    "im",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "just",
+    "me",
+    "might",
+    "more",
+    "most",
+    "my",
+    "myself",
+    "no",
+    "nor",
+    "not",
+    "now",
+    "of",
+    "off",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "our",
+    "ours",
+    "out",
+    "over",
+    "own",
+    "please",
+    "same",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "than",
+    "that",
+    "the",
+    "their",
+    "them",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "us",
+    "very",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "would",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "ll",
+    "ve",
+    "re",
+    "s",
+    "t",
+    "d",
+    "m",
+    "additionally",
+    "want",
+    "need",
+    "know",
+    "help",
+    "like",
+    "provide",
+    "tell",
+    "let",
+    "also",
+    "e",
+    "g",
+    "etc",
+];
+
+fn stemmer() -> &'static Stemmer {
+    static STEMMER: OnceLock<Stemmer> = OnceLock::new();
+    STEMMER.get_or_init(|| Stemmer::create(Algorithm::English))
+}
+
+fn is_stopword(word: &str) -> bool {
+    static SET: OnceLock<std::collections::HashSet<&'static str>> = OnceLock::new();
+    SET.get_or_init(|| STOPWORDS.iter().copied().collect()).contains(word)
+}
+
+/// The index terms of a text, in order (repeats kept).
+pub fn tokens(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut prev: Option<char> = None;
+    let flush = |word: &mut String, out: &mut Vec<String>| {
+        if !word.is_empty() {
+            let lower = word.to_lowercase();
+            if !is_stopword(&lower) {
+                out.push(stemmer().stem(&lower).into_owned());
+            }
+            word.clear();
+        }
+    };
+    for c in text.chars() {
+        if !c.is_alphanumeric() {
+            flush(&mut word, &mut out);
+            prev = None;
+            continue;
+        }
+        if let Some(p) = prev {
+            let camel = p.is_lowercase() && c.is_uppercase();
+            let digit_edge = p.is_ascii_digit() != c.is_ascii_digit();
+            if camel || digit_edge {
+                flush(&mut word, &mut out);
+            }
+        }
+        word.push(c);
+        prev = Some(c);
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
+/// A BM25 index over documents numbered 0..n.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Bm25 {
+    terms: HashMap<String, u32>,
+    /// Per term: (document, term frequency), documents ascending.
+    postings: Vec<Vec<(u32, u32)>>,
+    doc_len: Vec<u32>,
+    avg_len: f32,
+}
+
+impl Bm25 {
+    /// Indexes `documents`; document `i` is `documents[i]`.
+    pub fn build(documents: &[String]) -> Bm25 {
+        let mut index = Bm25 { doc_len: Vec::with_capacity(documents.len()), ..Bm25::default() };
+        let mut total = 0u64;
+        for (doc, text) in documents.iter().enumerate() {
+            let toks = tokens(text);
+            index.doc_len.push(toks.len() as u32);
+            total += toks.len() as u64;
+            let mut counts: HashMap<&str, u32> = HashMap::new();
+            for t in &toks {
+                *counts.entry(t.as_str()).or_default() += 1;
+            }
+            for (term, tf) in &counts {
+                let next = index.terms.len() as u32;
+                let id = *index.terms.entry((*term).to_string()).or_insert(next);
+                if id as usize == index.postings.len() {
+                    index.postings.push(Vec::new());
+                }
+                index.postings[id as usize].push((doc as u32, *tf));
+            }
+        }
+        index.avg_len = if documents.is_empty() { 0.0 } else { total as f32 / documents.len() as f32 };
+        index
+    }
+
+    /// Number of documents.
+    pub fn len(&self) -> usize {
+        self.doc_len.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.doc_len.is_empty()
+    }
+
+    /// The `k` best documents for `query`, best first; `mask[d]` says whether
+    /// document `d` may be returned (`None`: all may).
+    pub fn search(&self, query: &str, k: usize, mask: Option<&[bool]>) -> Vec<(u32, f32)> {
+        let n = self.len() as f32;
+        let mut terms = tokens(query);
+        terms.sort();
+        terms.dedup();
+        // A flat score array beats a map: common terms touch thousands of documents.
+        let mut scores = vec![0f32; self.len()];
+        let mut touched: Vec<u32> = Vec::new();
+        for term in &terms {
+            let Some(&id) = self.terms.get(term) else { continue };
+            let postings = &self.postings[id as usize];
+            let df = postings.len() as f32;
+            let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+            for &(doc, tf) in postings {
+                let tf = tf as f32;
+                let len = self.doc_len[doc as usize] as f32;
+                let norm = tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / self.avg_len.max(1.0)));
+                let slot = &mut scores[doc as usize];
+                if *slot == 0.0 {
+                    touched.push(doc);
+                }
+                *slot += idf * norm;
+            }
+        }
+        let mut hits: Vec<(u32, f32)> = touched
+            .into_iter()
+            .filter(|&d| mask.is_none_or(|m| m[d as usize]))
+            .map(|d| (d, scores[d as usize]))
+            .collect();
+        top_k(&mut hits, k);
+        hits
+    }
+}
+
+/// Keeps the `k` highest-scoring entries, sorted best first (ties by id).
+pub fn top_k(hits: &mut Vec<(u32, f32)>, k: usize) {
+    let order = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    if hits.len() > k && k > 0 {
+        hits.select_nth_unstable_by(k - 1, order);
+        hits.truncate(k);
+    }
+    hits.sort_by(order);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_split_case_and_digits_and_stem() {
+        assert_eq!(tokens("getCompanyDetails"), ["get", "compani", "detail"]);
+        assert_eq!(tokens("Can you please tell me the 120HourForecast?"), ["120", "hour", "forecast"]);
+        assert_eq!(tokens("holidays_by_country-code"), ["holiday", "countri", "code"]);
+        assert!(tokens("").is_empty());
+    }
+
+    #[test]
+    fn ranks_the_matching_document_first() {
+        let docs: Vec<String> = [
+            "Public holidays of a country in a year",
+            "Latest exchange rates of currencies",
+            "Weather forecast for coordinates, hourly and daily",
+            "Search locations by name",
+        ]
+        .map(String::from)
+        .to_vec();
+        let index = Bm25::build(&docs);
+        let hits = index.search("What's the weather forecast for tomorrow?", 3, None);
+        assert_eq!(hits[0].0, 2);
+        assert_eq!(hits.len(), 1, "only documents sharing a term score");
+        let hits = index.search("exchange rate of the euro", 3, Some(&[true, false, true, true]));
+        assert!(hits.is_empty(), "the filter removes the only match");
+        assert!(index.search("the of and", 3, None).is_empty());
+        let round: Bm25 = postcard::from_bytes(&postcard::to_stdvec(&index).unwrap()).unwrap();
+        assert_eq!(round.search("holiday", 1, None), index.search("holiday", 1, None));
+    }
+}

@@ -1,0 +1,143 @@
+//! The text that represents an API for retrieval, and the content hash of
+//! a catalog's texts.
+//!
+//! An API's document leads with what it does (API name and description),
+//! then its tool (name, description, category), then its parameter names:
+//! many API descriptions are terse or empty, and the tool's text and the
+//! parameter names carry the rest (DESIGN §3). Both the embedding and BM25
+//! use the same document. The catalog hash covers every function name and
+//! document, so an index built for other texts is recognised as stale.
+
+use sha2::{Digest, Sha256};
+
+use super::embedder::hex;
+use crate::catalog::{Api, Catalog};
+
+/// Bump when the document text changes: every index is then rebuilt.
+pub const DOCUMENT_VERSION: u32 = 1;
+/// Longest tool description kept in a document, in characters.
+const MAX_TOOL_DESCRIPTION: usize = 600;
+/// Longest API description kept in a document, in characters.
+const MAX_API_DESCRIPTION: usize = 600;
+
+/// The lexical (BM25) document of one API: its name, description, tool
+/// name and parameter names. The tool's description is left to the
+/// tool-level index: repeated in every API of the tool, it would drown
+/// what tells the APIs apart.
+pub fn lexical_document(catalog: &Catalog, api: &Api) -> String {
+    let tool = catalog.tool_of(api);
+    let mut doc = String::with_capacity(160);
+    doc.push_str(&api.name);
+    let description = clip(&api.description, MAX_API_DESCRIPTION);
+    if !description.is_empty() && description != api.name {
+        doc.push_str(": ");
+        doc.push_str(description);
+    }
+    doc.push_str(". Tool ");
+    doc.push_str(&tool.name);
+    if !api.params.is_empty() {
+        doc.push_str(". Parameters: ");
+        let names: Vec<&str> = api.params.iter().map(|p| p.name.as_str()).collect();
+        doc.push_str(&names.join(", "));
+    }
+    doc
+}
+
+/// The dense (embedded) document of one API.
+pub fn api_document(catalog: &Catalog, api: &Api) -> String {
+    let tool = catalog.tool_of(api);
+    let mut doc = String::with_capacity(256);
+    doc.push_str(&api.name);
+    let description = clip(&api.description, MAX_API_DESCRIPTION);
+    if !description.is_empty() && description != api.name {
+        doc.push_str(": ");
+        doc.push_str(description);
+    }
+    doc.push_str(". Tool ");
+    doc.push_str(&tool.name);
+    let tool_description = clip(&tool.description, MAX_TOOL_DESCRIPTION);
+    if !tool_description.is_empty() {
+        doc.push_str(": ");
+        doc.push_str(tool_description);
+    }
+    doc.push_str(". Category ");
+    doc.push_str(&tool.category.replace('_', " "));
+    if !api.params.is_empty() {
+        doc.push_str(". Parameters: ");
+        let names: Vec<&str> = api.params.iter().map(|p| p.name.as_str()).collect();
+        doc.push_str(&names.join(", "));
+    }
+    doc
+}
+
+/// Every API's dense and lexical documents, indexed by `ApiId`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Documents {
+    pub dense: Vec<String>,
+    pub lexical: Vec<String>,
+}
+
+pub fn documents(catalog: &Catalog) -> Documents {
+    Documents {
+        dense: catalog.apis().iter().map(|api| api_document(catalog, api)).collect(),
+        lexical: catalog.apis().iter().map(|api| lexical_document(catalog, api)).collect(),
+    }
+}
+
+/// SHA-256 (hex) of the document and tokenizer versions, and every function
+/// name and document: what an index is built from.
+pub fn catalog_hash(catalog: &Catalog, documents: &Documents) -> String {
+    let mut h = Sha256::new();
+    h.update(DOCUMENT_VERSION.to_le_bytes());
+    h.update(super::bm25::TOKENIZER_VERSION.to_le_bytes());
+    for ((api, dense), lexical) in catalog.apis().iter().zip(&documents.dense).zip(&documents.lexical) {
+        h.update(api.function_name.as_bytes());
+        h.update([0]);
+        h.update(dense.as_bytes());
+        h.update([0]);
+        h.update(lexical.as_bytes());
+        h.update([b'\n']);
+    }
+    hex(&h.finalize())
+}
+
+/// The first `max` characters of `text`, trimmed, cut at a word boundary.
+fn clip(text: &str, max: usize) -> &str {
+    let text = text.trim();
+    match text.char_indices().nth(max) {
+        None => text,
+        Some((end, _)) => text[..end].rsplit_once(char::is_whitespace).map_or(&text[..end], |(head, _)| head),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Sources;
+
+    #[test]
+    fn documents_lead_with_the_api_and_hash_changes_with_them() {
+        let catalog = Catalog::load(&Sources::default()).unwrap();
+        let docs = documents(&catalog);
+        let api = catalog.api(catalog.resolve("latest_rates_for_frankfurter").first().unwrap());
+        let doc = &docs.dense[api.id.0 as usize];
+        assert_eq!(
+            docs.lexical[api.id.0 as usize],
+            "latest_rates: Latest exchange rates. Rates of the latest working day, updated around 16:00 CET. Convert an amount by multiplying it with the rate.. Tool Frankfurter. Parameters: base, symbols"
+        );
+        assert!(doc.starts_with("latest_rates: Latest exchange rates. Rates of the latest working day"), "{doc}");
+        assert!(doc.contains(". Tool Frankfurter: Current and historical"), "{doc}");
+        assert!(doc.ends_with(". Category Finance. Parameters: base, symbols"), "{doc}");
+        let hash = catalog_hash(&catalog, &docs);
+        let mut changed = docs.clone();
+        changed.lexical[0].push('!');
+        assert_ne!(hash, catalog_hash(&catalog, &changed));
+        assert_eq!(hash, catalog_hash(&catalog, &documents(&catalog)));
+    }
+
+    #[test]
+    fn clip_cuts_at_words() {
+        assert_eq!(clip("  one two three  ", 9), "one two");
+        assert_eq!(clip("short", 10), "short");
+    }
+}

@@ -1,0 +1,515 @@
+//! Retrieval: finding the few APIs, out of the whole catalog, that could
+//! serve a request (DESIGN §3).
+//!
+//! Two signals over the same API documents ([`document`]): dense cosine
+//! similarity of fastembed embeddings ([`embedder`], [`dense`]: exact scan
+//! or instant-distance HNSW) and BM25 ([`bm25`]). A search fuses them with
+//! weighted reciprocal rank fusion: each ranked list adds
+//! `weight / (RRF_K + rank)` to a document's score. Rank fusion needs no
+//! calibration between cosine and BM25 scales, which differ per query; the
+//! weights were tuned on one development set and checked on the others
+//! (docs/benchmarks.md). On top of that:
+//!
+//! * APIs of one tool are needed together: tools are also ranked by their
+//!   whole text (BM25 over a document per tool), and each API gets its
+//!   tool's fused score times [`TOOL_WEIGHT`];
+//! * requests asking for several things are split into intents
+//!   ([`intents`]), each retrieved on its own; their scores add to the
+//!   whole query's (weighted [`INTENT_WEIGHT`]) and each intent's best hit
+//!   is kept within the first [`RESERVED_TOP`].
+//!
+//! The index (vectors, HNSW graph, BM25 postings) is built once, stored in
+//! the state directory ([`store`]) and loaded at start; embeddings are
+//! cached by text hash ([`cache`]), so rebuilding after a catalog change
+//! embeds only what changed.
+
+pub mod bm25;
+mod build;
+pub mod cache;
+pub mod dense;
+pub mod document;
+pub mod embedder;
+pub mod intents;
+pub mod store;
+mod tools;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+
+pub use build::BuildReport;
+pub use embedder::{EmbedError, Embedder};
+
+use crate::catalog::{ApiId, Catalog, names::category_dir_name, names::standardize};
+use crate::config::{Config, DenseIndex, RetrievalConfig, SearchMode};
+
+/// Reciprocal rank fusion constant (`weight / (RRF_K + rank)`, rank from 1).
+/// Small: the first few ranks of each list carry most of the evidence here
+/// (60, the usual value, scored 0.60 Recall@10 on G1_instruction; 5 scores 0.73).
+pub const RRF_K: f32 = 5.0;
+/// Candidates taken from each ranked list before fusion.
+pub const POOL: usize = 50;
+/// Each intent's best hit is kept within this many first results.
+pub const RESERVED_TOP: usize = 10;
+/// Tools taken from each tool-level list.
+pub const TOOL_POOL: usize = 30;
+/// Weight of the BM25 lists in the fusion.
+pub const LEXICAL_WEIGHT: f32 = 1.0;
+/// Weight of the dense lists in the fusion (all-MiniLM-L6-v2 is the weaker signal).
+pub const DENSE_WEIGHT: f32 = 0.7;
+/// Weight of each intent's lists relative to the whole query's.
+pub const INTENT_WEIGHT: f32 = 0.5;
+/// Weight of the tool-level lists (tools ranked by their whole text), added to each of the tool's APIs.
+pub const TOOL_WEIGHT: f32 = 1.0;
+
+/// Why retrieval cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum RetrievalError {
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+    #[error("{problem}; run `toolrouter index` to build it (retrieval.auto_index is off)")]
+    NoIndex { problem: store::Unusable },
+    #[error("{context}: {source}")]
+    Io { context: String, source: std::io::Error },
+    #[error("the query is empty")]
+    EmptyQuery,
+}
+
+/// Restricts a search to one category or one tool.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filters {
+    /// A category, in any spelling (`News, Media`, `news_media`).
+    pub category: Option<String>,
+    /// A tool, by original or standardized name.
+    pub tool: Option<String>,
+}
+
+/// How a search ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SearchOptions {
+    pub mode: SearchMode,
+    pub dense_index: DenseIndex,
+    /// Retrieve each intent of a multi-part request too.
+    pub intents: bool,
+    pub intent_merge: IntentMerge,
+    pub weights: Weights,
+}
+
+/// How the rankings of a query's intents join the whole query's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IntentMerge {
+    /// Scores add up, each intent's weighted by `Weights::intent`.
+    Sum,
+    /// As `Sum`, and each intent's best hit is moved up into the first
+    /// [`RESERVED_TOP`] if it ranks below: every intent keeps its best hit.
+    #[default]
+    Reserve,
+}
+
+/// The fusion's parameters (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Weights {
+    pub lexical: f32,
+    pub dense: f32,
+    /// Of each intent's lists, relative to the whole query's.
+    pub intent: f32,
+    /// Weight of the tool-level lists; 0: off.
+    pub tool: f32,
+    pub rrf_k: f32,
+}
+
+impl Default for Weights {
+    fn default() -> Self {
+        Weights { lexical: LEXICAL_WEIGHT, dense: DENSE_WEIGHT, intent: INTENT_WEIGHT, tool: TOOL_WEIGHT, rrf_k: RRF_K }
+    }
+}
+
+impl SearchOptions {
+    pub fn from_config(config: &RetrievalConfig) -> SearchOptions {
+        SearchOptions {
+            mode: config.mode,
+            dense_index: config.dense_index,
+            intents: config.intents,
+            intent_merge: IntentMerge::default(),
+            weights: Weights::default(),
+        }
+    }
+}
+
+/// A query made ready for ranking: cut to length, split into intents, embedded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prepared {
+    /// The whole query first, then its intents.
+    pub texts: Vec<String>,
+    /// One vector per text when dense retrieval is on; empty otherwise.
+    pub vectors: Vec<Vec<f32>>,
+    pub cut_chars: usize,
+    pub embed_ms: f64,
+}
+
+/// A signal's view of one hit: its rank (from 1) and raw score.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Signal {
+    pub rank: usize,
+    pub score: f32,
+}
+
+/// One retrieved API.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hit {
+    pub api: ApiId,
+    /// The fused score that ranks the hits.
+    pub score: f32,
+    /// The whole query's dense and lexical ranks, when the API was in their pools.
+    pub dense: Option<Signal>,
+    pub lexical: Option<Signal>,
+}
+
+/// The outcome of a search.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchResults {
+    pub hits: Vec<Hit>,
+    /// The intents the query was split into (empty: searched as one).
+    pub intents: Vec<String>,
+    /// Characters cut from an over-long query (`retrieval.max_query_chars`).
+    pub cut_chars: usize,
+    pub embed_ms: f64,
+    pub search_ms: f64,
+}
+
+/// The loaded index of a catalog, ready to search.
+pub struct Retriever {
+    catalog: Arc<Catalog>,
+    embedder: Option<Arc<Embedder>>,
+    index: store::Index,
+    tool_apis: HashMap<u32, Vec<u32>>,
+    options: SearchOptions,
+    max_query_chars: usize,
+    /// Where the index lives and how it came to be.
+    pub index_dir: PathBuf,
+    pub built: Option<BuildReport>,
+}
+
+impl std::fmt::Debug for Retriever {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Retriever").field("apis", &self.index.dense.len()).field("index_dir", &self.index_dir).finish()
+    }
+}
+
+impl Retriever {
+    /// Loads the catalog's index from the state directory, building it when
+    /// it is missing, stale or damaged (if `retrieval.auto_index`). The
+    /// embedding model is loaded unless the mode is lexical.
+    pub fn open(catalog: Arc<Catalog>, config: &Config) -> Result<Retriever, RetrievalError> {
+        let embedder = match config.retrieval.mode {
+            SearchMode::Lexical => None,
+            _ => Some(Arc::new(Embedder::load(&config.embedding)?)),
+        };
+        Retriever::open_with(catalog, config, embedder, false)
+    }
+
+    /// [`Retriever::open`] with a loaded embedder (`None`: lexical only;
+    /// building then needs one), optionally rebuilding even a usable index.
+    pub fn open_with(
+        catalog: Arc<Catalog>,
+        config: &Config,
+        embedder: Option<Arc<Embedder>>,
+        force_build: bool,
+    ) -> Result<Retriever, RetrievalError> {
+        let t = Instant::now();
+        let documents = document::documents(&catalog);
+        let hash = document::catalog_hash(&catalog, &documents);
+        tracing::debug!(ms = t.elapsed().as_millis() as u64, "documents and hash");
+        let dir = store::index_dir(&config.state.dir(), &hash);
+        let model_id = embedder.as_ref().map(|e| e.id().to_string());
+        let loaded = if force_build {
+            Err(store::Unusable::Missing(dir.clone()))
+        } else {
+            store::load(&dir, &hash, model_id.as_deref())
+        };
+        let (index, built) = match loaded {
+            Ok((_, index)) => (index, None),
+            Err(problem) if !config.retrieval.auto_index && !force_build => {
+                return Err(RetrievalError::NoIndex { problem });
+            }
+            Err(problem) => {
+                if !matches!(problem, store::Unusable::Missing(_)) {
+                    tracing::warn!("{problem}; rebuilding it");
+                }
+                let embedder = match &embedder {
+                    Some(e) => e.clone(),
+                    None => Arc::new(Embedder::load(&config.embedding)?),
+                };
+                let (index, report) = build::build(&catalog, &documents, &embedder, &config.embedding)?;
+                store::save(&dir, &hash, embedder.id(), &index).map_err(|source| RetrievalError::Io {
+                    context: format!("writing the index to {}", dir.display()),
+                    source,
+                })?;
+                (index, Some(report))
+            }
+        };
+        let mut tool_apis: HashMap<u32, Vec<u32>> = HashMap::new();
+        for api in catalog.apis() {
+            tool_apis.entry(api.tool.0).or_default().push(api.id.0);
+        }
+
+        Ok(Retriever {
+            catalog,
+            embedder,
+            index,
+            tool_apis,
+            options: SearchOptions::from_config(&config.retrieval),
+            max_query_chars: config.retrieval.max_query_chars,
+            index_dir: dir,
+            built,
+        })
+    }
+
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.catalog
+    }
+
+    pub fn options(&self) -> SearchOptions {
+        self.options
+    }
+
+    /// The embedder, when dense retrieval is on.
+    pub fn embedder(&self) -> Option<&Arc<Embedder>> {
+        self.embedder.as_ref()
+    }
+
+    /// The `k` best APIs for `query` with the configured options.
+    pub fn search(&self, query: &str, k: usize, filters: &Filters) -> Result<SearchResults, RetrievalError> {
+        self.search_with(query, k, filters, self.options)
+    }
+
+    /// The `k` best APIs for `query` with explicit options.
+    pub fn search_with(
+        &self,
+        query: &str,
+        k: usize,
+        filters: &Filters,
+        options: SearchOptions,
+    ) -> Result<SearchResults, RetrievalError> {
+        let prepared = self.prepare(query, options)?;
+        Ok(self.rank(&prepared, k, filters, options))
+    }
+
+    /// Cuts, splits and embeds a query (the costly part of a search).
+    pub fn prepare(&self, query: &str, options: SearchOptions) -> Result<Prepared, RetrievalError> {
+        let trimmed = query.trim();
+        if trimmed.is_empty() {
+            return Err(RetrievalError::EmptyQuery);
+        }
+        let total = trimmed.chars().count();
+        let text: String = trimmed.chars().take(self.max_query_chars).collect();
+        let cut_chars = total.saturating_sub(self.max_query_chars);
+        let mut texts = vec![text];
+        if options.intents {
+            texts.extend(intents::split(&texts[0]));
+        }
+        let started = Instant::now();
+        let vectors = match &self.embedder {
+            Some(embedder) if options.mode != SearchMode::Lexical => embedder.embed(&texts)?,
+            _ => Vec::new(),
+        };
+        Ok(Prepared { texts, vectors, cut_chars, embed_ms: started.elapsed().as_secs_f64() * 1e3 })
+    }
+
+    /// Ranks a prepared query: fuses the ranked lists of every text and
+    /// signal, then combines the whole query's ranking with its intents'.
+    pub fn rank(&self, prepared: &Prepared, k: usize, filters: &Filters, options: SearchOptions) -> SearchResults {
+        let started = Instant::now();
+        let masks = self.masks(filters);
+        let mut ctx = RankContext { options, masks: masks.as_ref(), pool: POOL.max(k) };
+        ctx.options.mode = match options.mode {
+            SearchMode::Lexical => SearchMode::Lexical,
+            _ if prepared.vectors.len() != prepared.texts.len() => SearchMode::Lexical,
+            mode => mode,
+        };
+        let (whole, whole_lexical, whole_dense) = self.score_text(prepared, 0, &ctx);
+        let intents = if options.intents && options.weights.intent > 0.0 { prepared.texts.len() } else { 1 };
+        let ranked: Vec<(u32, f32)> = match options.intent_merge {
+            IntentMerge::Sum => {
+                let mut fused = whole;
+                for i in 1..intents {
+                    for (doc, score) in self.score_text(prepared, i, &ctx).0 {
+                        *fused.entry(doc).or_default() += options.weights.intent * score;
+                    }
+                }
+                let mut ranked: Vec<(u32, f32)> = fused.into_iter().collect();
+                bm25::top_k(&mut ranked, k);
+                ranked
+            }
+            IntentMerge::Reserve => {
+                let mut fused = whole;
+                let mut bests = Vec::new();
+                for i in 1..intents {
+                    let scores = self.score_text(prepared, i, &ctx).0;
+                    bests.extend(sorted(scores.clone(), 1).first().map(|b| b.0));
+                    for (doc, score) in scores {
+                        *fused.entry(doc).or_default() += options.weights.intent * score;
+                    }
+                }
+                let mut ranked = sorted(fused, k.max(RESERVED_TOP));
+                reserve(&mut ranked, &bests, RESERVED_TOP);
+                ranked.truncate(k);
+                ranked
+            }
+        };
+        let hits = ranked
+            .into_iter()
+            .map(|(doc, score)| Hit {
+                api: ApiId(doc),
+                score,
+                dense: whole_dense.get(&doc).copied(),
+                lexical: whole_lexical.get(&doc).copied(),
+            })
+            .collect();
+        SearchResults {
+            hits,
+            intents: prepared.texts[1..].to_vec(),
+            cut_chars: prepared.cut_chars,
+            embed_ms: prepared.embed_ms,
+            search_ms: started.elapsed().as_secs_f64() * 1e3,
+        }
+    }
+
+    /// The fused scores of one text (the whole query or an intent): its
+    /// BM25 and dense lists, the tool-level lists and the tool boost. Also
+    /// returns the text's own lexical and dense ranks.
+    fn score_text(
+        &self,
+        prepared: &Prepared,
+        i: usize,
+        ctx: &RankContext,
+    ) -> (HashMap<u32, f32>, HashMap<u32, Signal>, HashMap<u32, Signal>) {
+        let w = ctx.options.weights;
+        let use_dense = ctx.options.mode != SearchMode::Lexical;
+        let use_lexical = ctx.options.mode != SearchMode::Dense;
+        let mut fused: HashMap<u32, f32> = HashMap::new();
+        let (mut lexical, mut dense) = (HashMap::new(), HashMap::new());
+        if use_lexical {
+            let hits = self.index.bm25.search(&prepared.texts[i], ctx.pool, ctx.masks.map(|m| m.apis.as_slice()));
+            add_ranks(&mut fused, &hits, w.lexical, w.rrf_k);
+            lexical = signals(&hits);
+        }
+        if use_dense {
+            let v = &prepared.vectors[i];
+            let mask = ctx.masks.map(|m| m.apis.as_slice());
+            let hits = match (ctx.options.dense_index, mask) {
+                (DenseIndex::Hnsw, None) => self
+                    .index
+                    .dense
+                    .approximate(v, ctx.pool)
+                    .unwrap_or_else(|| self.index.dense.exact(v, ctx.pool, None)),
+                _ => self.index.dense.exact(v, ctx.pool, mask),
+            };
+            add_ranks(&mut fused, &hits, w.dense, w.rrf_k);
+            dense = signals(&hits);
+        }
+        if w.tool > 0.0 {
+            let mut tools: HashMap<u32, f32> = HashMap::new();
+            if use_lexical {
+                let mask = ctx.masks.map(|m| m.tools.as_slice());
+                add_ranks(
+                    &mut tools,
+                    &self.index.tools.search(&prepared.texts[i], TOOL_POOL, mask),
+                    w.lexical,
+                    w.rrf_k,
+                );
+            }
+            self.add_to_tools(&mut fused, tools, w.tool, ctx.masks.map(|m| m.apis.as_slice()));
+        }
+        (fused, lexical, dense)
+    }
+
+    /// Adds `weight` × each tool's score to every allowed API of the tool.
+    fn add_to_tools(
+        &self,
+        fused: &mut HashMap<u32, f32>,
+        tools: HashMap<u32, f32>,
+        weight: f32,
+        mask: Option<&[bool]>,
+    ) {
+        for (tool, score) in tools {
+            for &doc in self.tool_apis.get(&tool).into_iter().flatten() {
+                if mask.is_none_or(|m| m[doc as usize]) {
+                    *fused.entry(doc).or_default() += weight * score;
+                }
+            }
+        }
+    }
+
+    /// The document filter for `filters`.
+    /// Which APIs and which tools `filters` allow; `None` when nothing is filtered.
+    fn masks(&self, filters: &Filters) -> Option<Masks> {
+        if filters.category.is_none() && filters.tool.is_none() {
+            return None;
+        }
+        let category = filters.category.as_deref().map(|c| category_dir_name(c).to_lowercase());
+        let tool = filters.tool.as_deref().map(standardize);
+        let tools: Vec<bool> = self
+            .catalog
+            .tools()
+            .iter()
+            .map(|t| {
+                category.as_ref().is_none_or(|c| t.category.to_lowercase() == *c)
+                    && tool.as_ref().is_none_or(|n| &t.std_name == n)
+            })
+            .collect();
+        let apis = self.catalog.apis().iter().map(|a| tools[a.tool.0 as usize]).collect();
+        Some(Masks { apis, tools })
+    }
+}
+
+/// What scoring one text needs to know.
+struct RankContext<'a> {
+    options: SearchOptions,
+    masks: Option<&'a Masks>,
+    pool: usize,
+}
+
+/// The APIs and tools a filtered search may return (indexed by id).
+struct Masks {
+    apis: Vec<bool>,
+    tools: Vec<bool>,
+}
+
+/// The `k` best entries of a score map, best first.
+fn sorted(scores: HashMap<u32, f32>, k: usize) -> Vec<(u32, f32)> {
+    let mut ranked: Vec<(u32, f32)> = scores.into_iter().collect();
+    bm25::top_k(&mut ranked, k);
+    ranked
+}
+
+/// Moves each of `bests` that ranks below `top` (or is absent) to the last
+/// place within `top`, above the entries already moved; the others shift down.
+fn reserve(ranked: &mut Vec<(u32, f32)>, bests: &[u32], top: usize) {
+    let mut slot = top.min(ranked.len().max(1)).saturating_sub(1);
+    for &doc in bests {
+        match ranked.iter().position(|(d, _)| *d == doc) {
+            Some(at) if at <= slot => continue,
+            Some(at) => {
+                let entry = ranked.remove(at);
+                ranked.insert(slot, entry);
+            }
+            None => ranked.insert(slot.min(ranked.len()), (doc, ranked.get(slot).map_or(0.0, |e| e.1))),
+        }
+        slot = slot.saturating_sub(1);
+    }
+}
+
+fn add_ranks(fused: &mut HashMap<u32, f32>, hits: &[(u32, f32)], weight: f32, rrf_k: f32) {
+    for (rank, (doc, _)) in hits.iter().enumerate() {
+        *fused.entry(*doc).or_default() += weight / (rrf_k + rank as f32 + 1.0);
+    }
+}
+
+fn signals(hits: &[(u32, f32)]) -> HashMap<u32, Signal> {
+    hits.iter().enumerate().map(|(rank, (doc, score))| (*doc, Signal { rank: rank + 1, score: *score })).collect()
+}
