@@ -6,8 +6,11 @@
 //! config, malformed JSON, unknown function name). Results go to stdout,
 //! logs and errors to stderr.
 
+mod bench;
 mod catalog;
 mod coverage;
+mod eval;
+mod search;
 mod validate;
 
 use std::path::PathBuf;
@@ -44,6 +47,16 @@ enum Command {
     Catalog(catalog::CatalogCommand),
     /// Validate a call's arguments against its API's schema (exit 0 valid, 1 invalid).
     Validate(validate::ValidateArgs),
+    /// Build the search index of the catalog (embeddings, HNSW, BM25) in the state directory.
+    Index(search::IndexArgs),
+    /// Find the APIs that fit a request.
+    Search(search::SearchArgs),
+    /// Measure speed on this machine.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
+    /// Measure quality on ToolBench query files.
+    #[command(subcommand)]
+    Eval(eval::EvalCommand),
     /// Inspect the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -83,6 +96,10 @@ pub fn run() -> ExitCode {
     let outcome = match &cli.command {
         Command::Catalog(command) => catalog::run(command, &config),
         Command::Validate(args) => validate::run(args, &config),
+        Command::Index(args) => search::index(args, &config),
+        Command::Search(args) => search::search(args, &config),
+        Command::Eval(command) => eval::run(command, &config),
+        Command::Bench(command) => bench::run(command, &config),
         Command::Config(ConfigCommand::Show) => show_config(&config),
     };
     match outcome {

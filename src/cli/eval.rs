@@ -1,0 +1,157 @@
+//! `toolrouter eval retrieval`: retrieval quality on ToolBench query files.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+
+use super::CliError;
+use super::search::{DenseArg, ModeArg, open, retrieval_error};
+use crate::config::Config;
+use crate::eval::{queries, retrieval};
+use crate::retrieval::{IntentMerge, SearchOptions};
+
+#[derive(Debug, Subcommand)]
+pub(super) enum EvalCommand {
+    /// Recall@k, NDCG@k and MRR of the queries' relevant APIs over the whole catalog.
+    Retrieval(RetrievalArgs),
+}
+
+#[derive(Debug, Args)]
+pub(super) struct RetrievalArgs {
+    /// ToolBench query files; the `api_list` tools they name that the catalog lacks are added to it.
+    #[arg(long = "queries", value_name = "FILE", required = true, num_args = 1..)]
+    queries: Vec<PathBuf>,
+    /// Cut-offs, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 3, 5, 10])]
+    k: Vec<usize>,
+    /// Ranking signals (default from `retrieval.mode`); a list sweeps them.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    mode: Vec<ModeArg>,
+    /// Dense nearest neighbours (default from `retrieval.dense_index`).
+    #[arg(long, value_enum)]
+    dense_index: Option<DenseArg>,
+    /// Search each query whole only, without splitting it into intents (ablation).
+    #[arg(long)]
+    no_intents: bool,
+    /// How intents join the whole query's ranking: reserve (each intent keeps
+    /// its best hit in the top 10) or sum; a list sweeps both.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    intent_merge: Vec<MergeArg>,
+    /// Fusion weight of BM25 (a list sweeps values; defaults: the built-in weights).
+    #[arg(long, value_delimiter = ',', value_name = "X")]
+    lexical_weight: Vec<f32>,
+    /// Fusion weight of the dense ranking.
+    #[arg(long, value_delimiter = ',', value_name = "X")]
+    dense_weight: Vec<f32>,
+    /// Weight of each intent's lists relative to the whole query's (0: intents off).
+    #[arg(long, value_delimiter = ',', value_name = "X")]
+    intent_weight: Vec<f32>,
+    /// Weight of the tool-level lists (0: off).
+    #[arg(long, value_delimiter = ',', value_name = "X")]
+    tool_weight: Vec<f32>,
+    /// Reciprocal rank fusion constant.
+    #[arg(long, value_delimiter = ',', value_name = "X")]
+    rrf_k: Vec<f32>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(super) enum MergeArg {
+    Sum,
+    Reserve,
+}
+
+pub(super) fn run(command: &EvalCommand, config: &Config) -> Result<ExitCode, CliError> {
+    let EvalCommand::Retrieval(args) = command;
+    if args.k.is_empty() || args.k.contains(&0) {
+        return Err(CliError::Usage("--k takes cut-offs of at least 1, e.g. --k 1,5,10".into()));
+    }
+    let mut sets = Vec::new();
+    for path in &args.queries {
+        let records = queries::load(path).map_err(CliError::Usage)?;
+        let name = path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned());
+        sets.push((name, records));
+    }
+    let mut config = config.clone();
+    config.catalog.query_files.extend(args.queries.iter().cloned());
+    if args.mode.iter().any(|m| !matches!(m, ModeArg::Lexical)) {
+        config.retrieval.mode = crate::config::SearchMode::Hybrid;
+    } else if let Some(mode) = args.mode.first() {
+        config.retrieval.mode = (*mode).into();
+    }
+    if let Some(d) = args.dense_index {
+        config.retrieval.dense_index = d.into();
+    }
+    let retriever = open(&config, false)?;
+    let report = retriever.catalog().report();
+    tracing::info!(
+        tools = report.query_tools_added,
+        apis = report.query_apis_added,
+        "added from the query files' api_list"
+    );
+    let variants = variants(args, &config);
+    let results = retrieval::evaluate(&retriever, &sets, &args.k, &variants).map_err(retrieval_error)?;
+    if args.json {
+        let value = serde_json::json!({
+            "query_tools_added": report.query_tools_added,
+            "query_apis_added": report.query_apis_added,
+            "reports": results,
+        });
+        println!("{}", serde_json::to_string_pretty(&value).map_err(anyhow::Error::from)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{} tools ({} APIs) the catalog lacked were added from the query files' api_list.\n",
+        report.query_tools_added, report.query_apis_added
+    );
+    if results.len() == 1 {
+        print!("{}", retrieval::markdown(&results[0], &args.k));
+    } else {
+        print!("{}", retrieval::summary(&results));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every combination of the listed option values (one when none is listed).
+fn variants(args: &RetrievalArgs, config: &Config) -> Vec<SearchOptions> {
+    let base = SearchOptions::from_config(&config.retrieval);
+    let mut out = vec![base];
+    // Each listed option multiplies the variants built so far.
+    fn sweep<T: Copy>(
+        out: Vec<SearchOptions>,
+        values: &[T],
+        set: impl Fn(&mut SearchOptions, T),
+    ) -> Vec<SearchOptions> {
+        if values.is_empty() {
+            return out;
+        }
+        let mut next = Vec::with_capacity(out.len() * values.len());
+        for o in out {
+            for v in values {
+                let mut o = o;
+                set(&mut o, *v);
+                next.push(o);
+            }
+        }
+        next
+    }
+    out = sweep(out, &args.mode, |o, m| o.mode = m.into());
+    out = sweep(out, &args.intent_merge, |o, m| {
+        o.intent_merge = match m {
+            MergeArg::Sum => IntentMerge::Sum,
+            MergeArg::Reserve => IntentMerge::Reserve,
+        }
+    });
+    out = sweep(out, &args.lexical_weight, |o, v| o.weights.lexical = v);
+    out = sweep(out, &args.dense_weight, |o, v| o.weights.dense = v);
+    out = sweep(out, &args.intent_weight, |o, v| o.weights.intent = v);
+    out = sweep(out, &args.tool_weight, |o, v| o.weights.tool = v);
+    out = sweep(out, &args.rrf_k, |o, v| o.weights.rrf_k = v);
+    if args.no_intents {
+        out.iter_mut().for_each(|o| o.intents = false);
+    }
+    out
+}
