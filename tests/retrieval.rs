@@ -1,0 +1,203 @@
+//! Retrieval on a small real index: a few hundred APIs of the ToolBench
+//! catalog (the tools of real queries plus a whole category as
+//! distractors), the real embedding model, a temporary state directory.
+
+mod common;
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+
+use toolrouter::catalog::{ApiId, Catalog, Sources};
+use toolrouter::config::{Config, SearchMode};
+use toolrouter::eval::queries;
+use toolrouter::retrieval::{Filters, RetrievalError, Retriever, store};
+
+/// Queries of G1_instruction with the tool files of their relevant APIs.
+fn sample() -> Option<(Vec<queries::QueryRecord>, Vec<PathBuf>)> {
+    let dir = common::toolbench_dir()?;
+    if !common::model_available() {
+        return None;
+    }
+    let full = common::toolbench_catalog()?;
+    let records = queries::load(&dir.join("queries/stabletoolbench_solvable/G1_instruction.json")).unwrap();
+    let mut picked = Vec::new();
+    let mut files: Vec<PathBuf> = vec![dir.join("tools/Weather")];
+    for q in records {
+        let ids: Vec<ApiId> = q.relevant.iter().filter_map(|(t, a)| full.resolve_pair(t, a)).collect();
+        if ids.len() != q.relevant.len() || ids.is_empty() {
+            continue;
+        }
+        for id in ids {
+            let source = full.tool_of(full.api(id)).source.clone();
+            if !files.contains(&source) {
+                files.push(source);
+            }
+        }
+        picked.push(q);
+        if picked.len() == 12 {
+            break;
+        }
+    }
+    Some((picked, files))
+}
+
+fn config(state: &std::path::Path) -> Config {
+    let mut config = Config::default();
+    config.state.dir = state.to_path_buf();
+    config
+}
+
+#[test]
+fn real_queries_find_their_apis() {
+    let Some((queries, files)) = sample() else { return };
+    let catalog = Arc::new(Catalog::load(&Sources { paths: files, ..Sources::default() }).unwrap());
+    assert!((400..2000).contains(&catalog.apis().len()), "{} APIs", catalog.apis().len());
+    let state = tempfile::tempdir().unwrap();
+    let retriever = Retriever::open(catalog.clone(), &config(state.path())).unwrap();
+    assert!(retriever.built.is_some(), "a fresh state directory gets a new index");
+
+    let mut recall_sum = 0.0;
+    for q in &queries {
+        let relevant: HashSet<ApiId> = q.relevant.iter().filter_map(|(t, a)| catalog.resolve_pair(t, a)).collect();
+        let hits = retriever.search(&q.query, 5, &Filters::default()).unwrap().hits;
+        let found = hits.iter().filter(|h| relevant.contains(&h.api)).count();
+        assert!(found > 0, "query {} found none of {:?} in the top 5", q.id, q.relevant);
+        recall_sum += found as f64 / relevant.len() as f64;
+    }
+    let recall = recall_sum / queries.len() as f64;
+    assert!(recall >= 0.7, "mean recall@5 {recall:.2}");
+
+    // Reopening loads the stored index instead of building it.
+    let again = Retriever::open(catalog.clone(), &config(state.path())).unwrap();
+    assert!(again.built.is_none());
+    let q = &queries[0].query;
+    assert_eq!(
+        again.search(q, 5, &Filters::default()).unwrap().hits,
+        retriever.search(q, 5, &Filters::default()).unwrap().hits
+    );
+
+    // Filters keep to one category or tool.
+    let weather = retriever
+        .search("sunrise and sunset times", 10, &Filters { category: Some("weather".into()), tool: None })
+        .unwrap();
+    assert!(!weather.hits.is_empty());
+    assert!(weather.hits.iter().all(|h| catalog.tool_of(catalog.api(h.api)).category == "Weather"));
+    let tool = catalog.tool_of(catalog.api(weather.hits[0].api)).name.clone();
+    let one = retriever.search("forecast", 10, &Filters { category: None, tool: Some(tool.clone()) }).unwrap();
+    assert!(one.hits.iter().all(|h| catalog.tool_of(catalog.api(h.api)).name == tool));
+
+    // Every mode answers; lexical needs no model.
+    let mut lexical = config(state.path());
+    lexical.retrieval.mode = SearchMode::Lexical;
+    let lex = Retriever::open(catalog.clone(), &lexical).unwrap();
+    assert!(lex.embedder().is_none());
+    assert!(!lex.search(q, 5, &Filters::default()).unwrap().hits.is_empty());
+    assert!(matches!(retriever.search("   ", 5, &Filters::default()), Err(RetrievalError::EmptyQuery)));
+    let long = "weather ".repeat(1000);
+    assert_eq!(retriever.search(&long, 3, &Filters::default()).unwrap().cut_chars, 8000 - 2000 - 1);
+}
+
+#[test]
+fn stale_and_damaged_indexes_are_never_used() {
+    let Some((_, files)) = sample() else { return };
+    let catalog = Arc::new(Catalog::load(&Sources { paths: files[..1].to_vec(), ..Sources::default() }).unwrap());
+    let state = tempfile::tempdir().unwrap();
+    let mut cfg = config(state.path());
+    let built = Retriever::open(catalog.clone(), &cfg).unwrap();
+    let dir = built.index_dir.clone();
+
+    // Damaged: a flipped byte in the vectors.
+    let vectors = dir.join("vectors.f32");
+    let mut bytes = std::fs::read(&vectors).unwrap();
+    bytes[100] ^= 0x40;
+    std::fs::write(&vectors, &bytes).unwrap();
+    cfg.retrieval.auto_index = false;
+    let err = Retriever::open(catalog.clone(), &cfg).unwrap_err();
+    assert!(matches!(err, RetrievalError::NoIndex { problem: store::Unusable::Damaged { .. } }), "{err}");
+    assert!(err.to_string().contains("run `toolrouter index`"), "{err}");
+    // With auto_index the index is rebuilt (from the embedding cache) and works.
+    cfg.retrieval.auto_index = true;
+    let rebuilt = Retriever::open(catalog.clone(), &cfg).unwrap();
+    assert!(rebuilt.built.as_ref().is_some_and(|b| b.embedded == 0), "cached embeddings are reused");
+
+    // Stale: the manifest names another catalog.
+    let manifest = dir.join("manifest.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    value["catalog_hash"] = "0".repeat(64).into();
+    std::fs::write(&manifest, value.to_string()).unwrap();
+    cfg.retrieval.auto_index = false;
+    let err = Retriever::open(catalog, &cfg).unwrap_err().to_string();
+    assert!(err.contains("stale") && err.contains("built for catalog"), "{err}");
+}
+
+#[test]
+fn a_bad_model_or_runtime_is_a_clear_error() {
+    if !common::model_available() {
+        return;
+    }
+    let catalog = Arc::new(Catalog::load(&Sources::default()).unwrap());
+    let state = tempfile::tempdir().unwrap();
+    let models = tempfile::tempdir().unwrap();
+    let mut cfg = config(state.path());
+    cfg.embedding.model_dir = models.path().to_path_buf();
+    let err = Retriever::open(catalog.clone(), &cfg).unwrap_err().to_string();
+    assert!(err.contains("model.onnx is missing") && err.contains("scripts/fetch-models.sh"), "{err}");
+
+    let real = toolrouter::config::EmbeddingConfig::default().model_dir();
+    for f in toolrouter::retrieval::embedder::MODEL_FILES {
+        std::fs::copy(real.join(f), models.path().join(f)).unwrap();
+    }
+    std::fs::write(models.path().join("model.onnx"), b"not an onnx model").unwrap();
+    let err = Retriever::open(catalog.clone(), &cfg).unwrap_err().to_string();
+    assert!(err.starts_with("embedding model"), "{err}");
+
+    let mut cfg = config(state.path());
+    cfg.embedding.onnxruntime = state.path().join("libonnxruntime.so");
+    let err = Retriever::open(catalog, &cfg).unwrap_err().to_string();
+    assert!(err.contains("ONNX Runtime") && err.contains("no such file"), "{err}");
+}
+
+#[test]
+fn search_and_index_on_the_command_line() {
+    if !common::model_available() {
+        return;
+    }
+    let state = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(common::binary()).args(args).env("TOOLROUTER_STATE_DIR", state.path()).output().unwrap()
+    };
+    let out = run(&["index"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("indexed 11 APIs"));
+    let out = run(&["index"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("up to date"));
+
+    let out = run(&["search", "exchange rate from US dollars to euros", "-k", "3", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["hits"].as_array().unwrap().len(), 3);
+    assert!(v["hits"][0]["function"].as_str().unwrap().ends_with("_for_frankfurter"), "{v}");
+
+    let out = run(&["search", "public holidays in France", "--mode", "lexical", "--category", "events"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().next().unwrap().contains("holidays_for_nager_date"), "{text}");
+
+    let out = run(&["search", "  "]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the query is empty"));
+    let out = Command::new(common::binary())
+        .args(["search", "weather"])
+        .env("TOOLROUTER_STATE_DIR", state.path())
+        .env("TOOLROUTER_EMBEDDING_MODEL_DIR", state.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("model.onnx is missing"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
