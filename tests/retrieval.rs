@@ -200,4 +200,18 @@ fn search_and_index_on_the_command_line() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+
+    // A file that is not an ONNX Runtime library (its own process: one runtime per process).
+    let fake = state.path().join("libonnxruntime.so");
+    std::fs::write(&fake, b"\x7fELF but not really").unwrap();
+    let out = Command::new(common::binary())
+        .args(["search", "weather"])
+        .env("TOOLROUTER_STATE_DIR", state.path())
+        .env("TOOLROUTER_EMBEDDING_ONNXRUNTIME", &fake)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("ONNX Runtime") && err.contains("1.24 or newer"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
 }
