@@ -51,6 +51,14 @@ pub const DEFAULT_EMBED_BATCH: usize = 256;
 /// Tokens an embedded text is cut to (`embedding.max_length`). all-MiniLM-L6-v2
 /// was trained on 128-token sequences; twice that makes indexing ~1.7x slower.
 pub const DEFAULT_EMBED_MAX_LENGTH: usize = 128;
+/// `graph.a`: the `a` of `f(x)` in the online update (DESIGN §4).
+pub const DEFAULT_GRAPH_A: f64 = 0.1;
+/// `graph.beta`: the share of static weights kept by online updates (DESIGN §4).
+pub const DEFAULT_GRAPH_BETA: f64 = 0.8;
+/// `graph.max_calls`: longer trajectories are not used for transitions (DESIGN §4: 8).
+pub const DEFAULT_GRAPH_MAX_CALLS: usize = 8;
+/// `graph.snapshot_every`: runs recorded between two graph snapshots.
+pub const DEFAULT_SNAPSHOT_EVERY: u64 = 100;
 /// Longest query searched, in characters (`retrieval.max_query_chars`); the rest is cut and reported.
 pub const DEFAULT_MAX_QUERY_CHARS: usize = 2000;
 
@@ -64,6 +72,7 @@ pub struct Config {
     pub state: StateConfig,
     pub embedding: EmbeddingConfig,
     pub retrieval: RetrievalConfig,
+    pub graph: GraphConfig,
     pub log: LogConfig,
 }
 
@@ -257,6 +266,31 @@ impl Default for RetrievalConfig {
     }
 }
 
+/// `[graph]`: the tool graph learned from trajectories and runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GraphConfig {
+    /// `a` of `f(x)`: how fast online evaluations move transition weights.
+    pub a: f64,
+    /// `β`: the share of the static weights and availability kept online.
+    pub beta: f64,
+    /// Trajectories whose path has more calls are not used for transitions.
+    pub max_calls: usize,
+    /// Runs recorded between two snapshots of the graph.
+    pub snapshot_every: u64,
+}
+
+impl Default for GraphConfig {
+    fn default() -> Self {
+        GraphConfig {
+            a: DEFAULT_GRAPH_A,
+            beta: DEFAULT_GRAPH_BETA,
+            max_calls: DEFAULT_GRAPH_MAX_CALLS,
+            snapshot_every: DEFAULT_SNAPSHOT_EVERY,
+        }
+    }
+}
+
 /// `[log]`: diagnostics on stderr.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -400,7 +434,15 @@ impl Config {
                 return Err(fail(key, format!("{} does not exist", path.display())));
             }
         }
+        if !(0.0..=1.0).contains(&self.graph.beta) {
+            return Err(fail("graph.beta", format!("must be between 0 and 1, got {}", self.graph.beta)));
+        }
+        if !(self.graph.a > 0.0 && self.graph.a.is_finite()) {
+            return Err(fail("graph.a", format!("must be a positive number, got {}", self.graph.a)));
+        }
         for (key, n) in [
+            ("graph.max_calls", self.graph.max_calls),
+            ("graph.snapshot_every", self.graph.snapshot_every as usize),
             ("embedding.batch_size", self.embedding.batch_size),
             ("embedding.max_length", self.embedding.max_length),
             ("retrieval.max_query_chars", self.retrieval.max_query_chars),

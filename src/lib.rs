@@ -23,6 +23,9 @@
 //!   over APIs and over whole tools, fused by weighted reciprocal rank,
 //!   multi-part requests split into intents; the index persists in the
 //!   state directory, embeddings are cached by text hash.
+//! * [`graph`]: the tool graph (petgraph): transition weights and API
+//!   availability learned from trajectories, updated online after every
+//!   run, durable as a snapshot plus an fsync'd run log.
 //! * [`eval`]: measures retrieval on ToolBench query files (Recall@k,
 //!   NDCG@k, MRR), per file and overall.
 //! * [`cli`]: the `toolrouter` command line (the binary's `main` only calls it).
@@ -32,5 +35,6 @@ pub mod catalog;
 pub mod cli;
 pub mod config;
 pub mod eval;
+pub mod graph;
 pub mod retrieval;
 pub mod trajectory;

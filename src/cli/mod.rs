@@ -10,6 +10,7 @@ mod bench;
 mod catalog;
 mod coverage;
 mod eval;
+mod graph;
 mod search;
 mod validate;
 
@@ -51,6 +52,9 @@ enum Command {
     Index(search::IndexArgs),
     /// Find the APIs that fit a request.
     Search(search::SearchArgs),
+    /// Build and inspect the tool graph.
+    #[command(subcommand)]
+    Graph(graph::GraphCommand),
     /// Measure speed on this machine.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -100,6 +104,7 @@ pub fn run() -> ExitCode {
         Command::Search(args) => search::search(args, &config),
         Command::Eval(command) => eval::run(command, &config),
         Command::Bench(command) => bench::run(command, &config),
+        Command::Graph(command) => graph::run(command, &config),
         Command::Config(ConfigCommand::Show) => show_config(&config),
     };
     match outcome {
