@@ -7,6 +7,8 @@
 //!
 //! * [`config`]: the TOML configuration file plus `TOOLROUTER_*` environment
 //!   overrides, validated at start; secrets only from env or files.
+//! * [`journal`]: an append-only, fsync'd, per-line checksummed JSON-lines
+//!   log (the graph's run log).
 //! * [`catalog`]: loads ToolBench tool JSON, compacted JSONL, OpenAPI 3
 //!   specs, query `api_list` entries and the embedded example specs into
 //!   one model of tools and APIs, each with a JSON Schema and a unique,
@@ -36,5 +38,6 @@ pub mod cli;
 pub mod config;
 pub mod eval;
 pub mod graph;
+pub mod journal;
 pub mod retrieval;
 pub mod trajectory;

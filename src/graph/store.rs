@@ -6,9 +6,8 @@
 //!   and the body (postcard: parameters, counters, nodes, edges). Written to
 //!   a temporary file, fsync'd, renamed into place; the one it replaces is
 //!   kept as `snapshot.prev`;
-//! * `log.jsonl`: one line per run recorded since the snapshot,
-//!   `{"seq": n, "sum": "<16 hex of SHA-256 of the run>", "run": {...}}`,
-//!   appended and fsync'd before the run is acknowledged;
+//! * `log.jsonl`: a [`journal`] of the runs recorded since the snapshot,
+//!   each appended and fsync'd before the run is acknowledged;
 //! * `LOCK`: held by the one process allowed to write.
 //!
 //! Opening loads the snapshot (the previous one if the current is damaged,
@@ -19,7 +18,7 @@
 //! crash between the two is harmless.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use petgraph::graph::NodeIndex;
@@ -28,6 +27,7 @@ use sha2::{Digest, Sha256};
 
 use super::{Edge, Meta, Node, Params, RunRecord, ToolGraph};
 use crate::catalog::Catalog;
+use crate::journal::{self, Journal};
 
 const MAGIC: &[u8; 8] = b"TRGRAPH1";
 /// Version of the snapshot body.
@@ -71,13 +71,6 @@ struct Body {
     edges: Vec<(u32, u32, Edge)>,
 }
 
-#[derive(Serialize, Deserialize)]
-struct LogLine {
-    seq: u64,
-    sum: String,
-    run: RunRecord,
-}
-
 /// The directory of the graph in a state directory.
 pub fn graph_dir(state_dir: &Path) -> PathBuf {
     state_dir.join("graph")
@@ -87,7 +80,7 @@ pub fn graph_dir(state_dir: &Path) -> PathBuf {
 #[derive(Debug)]
 pub struct GraphStore {
     dir: PathBuf,
-    log: File,
+    log: Journal,
     _lock: File,
 }
 
@@ -113,19 +106,10 @@ impl GraphStore {
             Err(std::fs::TryLockError::WouldBlock) => return Err(StoreError::Locked(dir.to_path_buf())),
             Err(std::fs::TryLockError::Error(e)) => return Err(io(format!("locking {}", dir.display()))(e)),
         }
-        let (graph, mut recovery, valid_len) = load(dir, params, catalog)?;
         let log_path = dir.join(LOG);
-        let log = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log_path)
-            .map_err(io(format!("opening {}", log_path.display())))?;
-        let len = log.metadata().map_err(io(format!("reading {}", log_path.display())))?.len();
-        if valid_len < len {
-            log.set_len(valid_len).map_err(io(format!("cutting the torn end of {}", log_path.display())))?;
-            log.sync_all().map_err(io(format!("syncing {}", log_path.display())))?;
-            recovery.truncated_bytes = len - valid_len;
-        }
+        let (log, records, report) =
+            Journal::open::<RunRecord>(&log_path).map_err(io(format!("opening {}", log_path.display())))?;
+        let (graph, mut recovery) = recover(dir, params, catalog, records, report);
         let mut store = GraphStore { dir: dir.to_path_buf(), log, _lock: lock };
         if recovery.snapshot != "current" && (graph.meta.seq > 0 || recovery.snapshot == "previous") {
             store.snapshot(&graph)?;
@@ -143,12 +127,10 @@ impl GraphStore {
         catalog: Option<&Catalog>,
     ) -> Result<u64, StoreError> {
         let seq = graph.meta.seq + 1;
-        let line = LogLine { seq, sum: run_sum(run), run: run.clone() };
-        let mut bytes = serde_json::to_vec(&line).expect("runs serialize");
-        bytes.push(b'\n');
-        let context = || format!("appending to {}", self.dir.join(LOG).display());
-        self.log.write_all(&bytes).map_err(|source| StoreError::Io { context: context(), source })?;
-        self.log.sync_data().map_err(|source| StoreError::Io { context: context(), source })?;
+        self.log.append(seq, run).map_err(|source| StoreError::Io {
+            context: format!("appending to {}", self.log.path().display()),
+            source,
+        })?;
         graph.apply(run, catalog);
         graph.meta.seq = seq;
         Ok(seq)
@@ -173,8 +155,7 @@ impl GraphStore {
         }
         std::fs::rename(&tmp, &current).map_err(io(format!("renaming {}", tmp.display())))?;
         sync_dir(&self.dir).map_err(io(format!("syncing {}", self.dir.display())))?;
-        self.log.set_len(0).map_err(io(format!("emptying {}", self.dir.join(LOG).display())))?;
-        self.log.sync_all().map_err(io(format!("syncing {}", self.dir.join(LOG).display())))?;
+        self.log.clear().map_err(io(format!("emptying {}", self.log.path().display())))?;
         Ok(())
     }
 }
@@ -182,13 +163,22 @@ impl GraphStore {
 /// Loads the graph without taking the lock or changing any file (for
 /// readers while a writer may be running).
 pub fn read(dir: &Path, params: Params, catalog: Option<&Catalog>) -> Result<(ToolGraph, Recovery), StoreError> {
-    let (graph, recovery, _) = load(dir, params, catalog)?;
-    Ok((graph, recovery))
+    let log_path = dir.join(LOG);
+    let (records, report) = journal::read::<RunRecord>(&log_path)
+        .map_err(|source| StoreError::Io { context: format!("reading {}", log_path.display()), source })?;
+    Ok(recover(dir, params, catalog, records, report))
 }
 
-/// The snapshot and replayed log; also the byte length of the log's intact part.
-fn load(dir: &Path, params: Params, catalog: Option<&Catalog>) -> Result<(ToolGraph, Recovery, u64), StoreError> {
-    let mut recovery = Recovery::default();
+/// The snapshot (or the previous one, or an empty graph) with the log's
+/// newer records applied.
+fn recover(
+    dir: &Path,
+    params: Params,
+    catalog: Option<&Catalog>,
+    records: Vec<(u64, RunRecord)>,
+    log: journal::ReadReport,
+) -> (ToolGraph, Recovery) {
+    let mut recovery = Recovery { dropped: log.dropped, truncated_bytes: log.torn_bytes, ..Recovery::default() };
     let mut graph = None;
     for (name, label) in [(SNAPSHOT, "current"), (PREVIOUS, "previous")] {
         let path = dir.join(name);
@@ -215,53 +205,20 @@ fn load(dir: &Path, params: Params, catalog: Option<&Catalog>) -> Result<(ToolGr
         ToolGraph::new(params)
     });
     graph.set_params(params);
-
-    let log_path = dir.join(LOG);
-    let mut text = Vec::new();
-    if let Ok(mut f) = File::open(&log_path) {
-        f.read_to_end(&mut text)
-            .map_err(|source| StoreError::Io { context: format!("reading {}", log_path.display()), source })?;
-    }
-    let mut valid_len = 0u64;
-    let mut offset = 0usize;
-    while offset < text.len() {
-        let end = text[offset..].iter().position(|&b| b == b'\n').map(|i| offset + i + 1);
-        let Some(end) = end else {
-            recovery.dropped += 1;
-            recovery
-                .problems
-                .push(format!("the last line of {} is torn (a crash mid-write); dropped", log_path.display()));
-            break;
-        };
-        let line = &text[offset..end - 1];
-        match serde_json::from_slice::<LogLine>(line) {
-            Ok(entry) if entry.sum == run_sum(&entry.run) => {
-                if entry.seq <= graph.meta.seq {
-                    recovery.already_in_snapshot += 1;
-                } else {
-                    graph.apply(&entry.run, catalog);
-                    graph.meta.seq = entry.seq;
-                    recovery.replayed += 1;
-                }
-            }
-            Ok(_) => {
-                recovery.dropped += 1;
-                recovery
-                    .problems
-                    .push(format!("a line of {} does not match its checksum; skipped", log_path.display()));
-            }
-            Err(e) => {
-                recovery.dropped += 1;
-                recovery.problems.push(format!("a line of {} is not a run record ({e}); skipped", log_path.display()));
-            }
+    for (seq, run) in records {
+        if seq <= graph.meta.seq {
+            recovery.already_in_snapshot += 1;
+        } else {
+            graph.apply(&run, catalog);
+            graph.meta.seq = seq;
+            recovery.replayed += 1;
         }
-        offset = end;
-        valid_len = end as u64;
     }
     for problem in &recovery.problems {
         tracing::warn!("{problem}");
     }
-    Ok((graph, recovery, valid_len))
+    recovery.problems.extend(log.problems);
+    (graph, recovery)
 }
 
 fn read_snapshot(path: &Path) -> Result<ToolGraph, String> {
@@ -313,11 +270,6 @@ fn from_body(body: Body) -> Result<ToolGraph, String> {
         graph.graph.add_edge(NodeIndex::new(from as usize), NodeIndex::new(to as usize), edge);
     }
     Ok(graph)
-}
-
-fn run_sum(run: &RunRecord) -> String {
-    let bytes = serde_json::to_vec(run).expect("runs serialize");
-    Sha256::digest(&bytes)[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn sync_dir(dir: &Path) -> std::io::Result<()> {

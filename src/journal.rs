@@ -1,0 +1,169 @@
+//! An append-only journal of records, one JSON line each, fsync'd.
+//!
+//! A line is `{"seq": n, "sum": "<16 hex of SHA-256 of the record>",
+//! "record": {...}}`. [`Journal::append`] writes and fsyncs a line before
+//! returning, so an acknowledged record survives a crash. Reading
+//! ([`read`]) returns the intact records in order and reports what it
+//! dropped: a torn last line (a crash mid-write) or a damaged line (a
+//! checksum or JSON mismatch). [`Journal::open`] also cuts a torn last line
+//! off, so that new lines start on a clean line. The graph's run log and
+//! the planner's long-term memory are journals.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// What reading a journal found besides its records.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ReadReport {
+    /// Damaged lines skipped, and a torn last line.
+    pub dropped: usize,
+    /// Bytes of a torn last line (cut off by [`Journal::open`]).
+    pub torn_bytes: u64,
+    pub problems: Vec<String>,
+}
+
+/// Records with their sequence numbers, in journal order.
+pub type Records<T> = Vec<(u64, T)>;
+
+/// An open journal, for appending.
+#[derive(Debug)]
+pub struct Journal {
+    path: PathBuf,
+    file: File,
+}
+
+#[derive(Serialize)]
+struct LineOut<'a, T> {
+    seq: u64,
+    sum: String,
+    record: &'a T,
+}
+
+#[derive(Deserialize)]
+struct LineIn<T> {
+    seq: u64,
+    sum: String,
+    record: T,
+}
+
+impl Journal {
+    /// Opens (or creates) the journal at `path`, reading its intact records
+    /// and cutting off a torn last line.
+    pub fn open<T: Serialize + DeserializeOwned>(path: &Path) -> std::io::Result<(Journal, Records<T>, ReadReport)> {
+        let (records, mut report, valid_len) = read_with_len(path)?;
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        let len = file.metadata()?.len();
+        if valid_len < len {
+            file.set_len(valid_len)?;
+            file.sync_all()?;
+            report.torn_bytes = len - valid_len;
+        }
+        Ok((Journal { path: path.to_path_buf(), file }, records, report))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends a record and fsyncs it; when this returns `Ok`, the record is durable.
+    pub fn append<T: Serialize>(&mut self, seq: u64, record: &T) -> std::io::Result<()> {
+        let line = LineOut { seq, sum: sum(record), record };
+        let mut bytes = serde_json::to_vec(&line).map_err(std::io::Error::other)?;
+        bytes.push(b'\n');
+        self.file.write_all(&bytes)?;
+        self.file.sync_data()
+    }
+
+    /// Empties the journal (its records are safe elsewhere, e.g. in a snapshot).
+    pub fn clear(&mut self) -> std::io::Result<()> {
+        self.file.set_len(0)?;
+        self.file.sync_all()
+    }
+}
+
+/// Reads the intact records of the journal at `path` without changing it.
+pub fn read<T: DeserializeOwned + Serialize>(path: &Path) -> std::io::Result<(Records<T>, ReadReport)> {
+    let (records, report, _) = read_with_len(path)?;
+    Ok((records, report))
+}
+
+/// The records, the report, and the length of the intact part of the file.
+fn read_with_len<T: DeserializeOwned + Serialize>(path: &Path) -> std::io::Result<(Records<T>, ReadReport, u64)> {
+    let mut text = Vec::new();
+    match File::open(path) {
+        Ok(mut f) => {
+            f.read_to_end(&mut text)?;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let mut report = ReadReport::default();
+    let mut records = Vec::new();
+    let mut offset = 0usize;
+    let mut valid_len = 0u64;
+    while offset < text.len() {
+        let Some(end) = text[offset..].iter().position(|&b| b == b'\n').map(|i| offset + i + 1) else {
+            report.dropped += 1;
+            report.problems.push(format!("the last line of {} is torn (a crash mid-write); dropped", path.display()));
+            break;
+        };
+        match serde_json::from_slice::<LineIn<T>>(&text[offset..end - 1]) {
+            Ok(line) if line.sum == sum(&line.record) => records.push((line.seq, line.record)),
+            Ok(_) => {
+                report.dropped += 1;
+                report.problems.push(format!("a line of {} does not match its checksum; skipped", path.display()));
+            }
+            Err(e) => {
+                report.dropped += 1;
+                report.problems.push(format!("a line of {} is not a record ({e}); skipped", path.display()));
+            }
+        }
+        offset = end;
+        valid_len = end as u64;
+    }
+    for problem in &report.problems {
+        tracing::warn!("{problem}");
+    }
+    Ok((records, report, valid_len))
+}
+
+/// The first 8 bytes of the SHA-256 of a record's JSON, in hex.
+fn sum<T: Serialize>(record: &T) -> String {
+    let bytes = serde_json::to_vec(record).unwrap_or_default();
+    Sha256::digest(&bytes)[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_and_damage_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.jsonl");
+        let (mut j, records, _) = Journal::open::<String>(&path).unwrap();
+        assert!(records.is_empty());
+        for (i, r) in ["a", "b", "c"].iter().enumerate() {
+            j.append(i as u64 + 1, r).unwrap();
+        }
+        drop(j);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let damaged = text.replacen("\"b\"", "\"B\"", 1);
+        std::fs::write(&path, format!("{damaged}{{\"seq\":4,\"su")).unwrap();
+        let (records, report) = read::<String>(&path).unwrap();
+        assert_eq!(records, [(1, "a".to_string()), (3, "c".to_string())]);
+        assert_eq!(report.dropped, 2);
+        let (mut j, _, report) = Journal::open::<String>(&path).unwrap();
+        assert!(report.torn_bytes > 0);
+        j.append(4, &"d".to_string()).unwrap();
+        let (records, _) = read::<String>(&path).unwrap();
+        assert_eq!(records.last(), Some(&(4, "d".to_string())));
+        j.clear().unwrap();
+        assert!(read::<String>(&path).unwrap().0.is_empty());
+    }
+}
