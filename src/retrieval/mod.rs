@@ -236,6 +236,17 @@ impl Retriever {
             Err(problem) if !config.retrieval.auto_index && !force_build => {
                 return Err(RetrievalError::NoIndex { problem });
             }
+            Err(problem) if embedder.is_none() && config.retrieval.mode == SearchMode::Lexical && !force_build => {
+                // Lexical search needs no model: index BM25 in memory (not
+                // stored, so it is never taken for a full index).
+                tracing::info!("{problem}; lexical mode: indexing BM25 in memory");
+                let index = store::Index {
+                    dense: dense::Dense::new(1, Vec::new(), None),
+                    bm25: bm25::Bm25::build(&documents.lexical),
+                    tools: tools::tool_bm25(&catalog),
+                };
+                (index, None)
+            }
             Err(problem) => {
                 if !matches!(problem, store::Unusable::Missing(_)) {
                     tracing::warn!("{problem}; rebuilding it");
@@ -379,9 +390,21 @@ impl Retriever {
         }
     }
 
+    /// The ranking of every prepared text on its own (the whole query first,
+    /// then each intent), best first, at most `k` each.
+    pub fn text_rankings(&self, prepared: &Prepared, k: usize, options: SearchOptions) -> Vec<Vec<ApiId>> {
+        let mut ctx = RankContext { options, masks: None, pool: POOL.max(k) };
+        if prepared.vectors.len() != prepared.texts.len() {
+            ctx.options.mode = SearchMode::Lexical;
+        }
+        (0..prepared.texts.len())
+            .map(|i| sorted(self.score_text(prepared, i, &ctx).0, k).into_iter().map(|(doc, _)| ApiId(doc)).collect())
+            .collect()
+    }
+
     /// The fused scores of one text (the whole query or an intent): its
-    /// BM25 and dense lists, the tool-level lists and the tool boost. Also
-    /// returns the text's own lexical and dense ranks.
+    /// BM25 and dense lists and the tool-level lists. Also returns the
+    /// text's own lexical and dense ranks.
     fn score_text(
         &self,
         prepared: &Prepared,
