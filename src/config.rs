@@ -59,6 +59,22 @@ pub const DEFAULT_GRAPH_BETA: f64 = 0.8;
 pub const DEFAULT_GRAPH_MAX_CALLS: usize = 8;
 /// `graph.snapshot_every`: runs recorded between two graph snapshots.
 pub const DEFAULT_SNAPSHOT_EVERY: u64 = 100;
+/// `planner.max_steps`: steps one planner run may take.
+pub const DEFAULT_MAX_STEPS: usize = 8;
+/// `planner.max_backtracks`.
+pub const DEFAULT_MAX_BACKTRACKS: usize = 8;
+/// `planner.max_restarts`.
+pub const DEFAULT_MAX_RESTARTS: usize = 2;
+/// `planner.deadline_ms`: time one planner run may take.
+pub const DEFAULT_PLAN_DEADLINE_MS: u64 = 10_000;
+/// `planner.roots`: first steps offered.
+pub const DEFAULT_ROOTS: usize = 10;
+/// `planner.neighbors`: successors offered per step (DESIGN §5's K).
+pub const DEFAULT_NEIGHBORS: usize = 5;
+/// `planner.alpha_min`: APIs less available are not offered (DESIGN §5's α_min).
+pub const DEFAULT_ALPHA_MIN: f64 = 0.2;
+/// `planner.hints`: remembered tasks consulted.
+pub const DEFAULT_HINTS: usize = 3;
 /// Longest query searched, in characters (`retrieval.max_query_chars`); the rest is cut and reported.
 pub const DEFAULT_MAX_QUERY_CHARS: usize = 2000;
 
@@ -73,6 +89,7 @@ pub struct Config {
     pub embedding: EmbeddingConfig,
     pub retrieval: RetrievalConfig,
     pub graph: GraphConfig,
+    pub planner: PlannerConfig,
     pub log: LogConfig,
 }
 
@@ -291,6 +308,42 @@ impl Default for GraphConfig {
     }
 }
 
+/// `[planner]`: the graph-guided depth-first search over APIs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PlannerConfig {
+    /// Steps a run may take (failed ones included).
+    pub max_steps: usize,
+    pub max_backtracks: usize,
+    /// Restarts without the roots that led nowhere.
+    pub max_restarts: usize,
+    /// Time a run may take, in milliseconds.
+    pub deadline_ms: u64,
+    /// First steps offered (the retrieval ranking's top).
+    pub roots: usize,
+    /// Successors offered per step (graph neighbours padded from retrieval).
+    pub neighbors: usize,
+    /// APIs with a lower availability α are never offered.
+    pub alpha_min: f64,
+    /// Similar remembered tasks whose paths are used as hints.
+    pub hints: usize,
+}
+
+impl Default for PlannerConfig {
+    fn default() -> Self {
+        PlannerConfig {
+            max_steps: DEFAULT_MAX_STEPS,
+            max_backtracks: DEFAULT_MAX_BACKTRACKS,
+            max_restarts: DEFAULT_MAX_RESTARTS,
+            deadline_ms: DEFAULT_PLAN_DEADLINE_MS,
+            roots: DEFAULT_ROOTS,
+            neighbors: DEFAULT_NEIGHBORS,
+            alpha_min: DEFAULT_ALPHA_MIN,
+            hints: DEFAULT_HINTS,
+        }
+    }
+}
+
 /// `[log]`: diagnostics on stderr.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -440,7 +493,14 @@ impl Config {
         if !(self.graph.a > 0.0 && self.graph.a.is_finite()) {
             return Err(fail("graph.a", format!("must be a positive number, got {}", self.graph.a)));
         }
+        if !(0.0..=1.0).contains(&self.planner.alpha_min) {
+            return Err(fail("planner.alpha_min", format!("must be between 0 and 1, got {}", self.planner.alpha_min)));
+        }
         for (key, n) in [
+            ("planner.max_steps", self.planner.max_steps),
+            ("planner.deadline_ms", self.planner.deadline_ms as usize),
+            ("planner.roots", self.planner.roots),
+            ("planner.neighbors", self.planner.neighbors),
             ("graph.max_calls", self.graph.max_calls),
             ("graph.snapshot_every", self.graph.snapshot_every as usize),
             ("embedding.batch_size", self.embedding.batch_size),

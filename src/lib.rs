@@ -8,7 +8,7 @@
 //! * [`config`]: the TOML configuration file plus `TOOLROUTER_*` environment
 //!   overrides, validated at start; secrets only from env or files.
 //! * [`journal`]: an append-only, fsync'd, per-line checksummed JSON-lines
-//!   log (the graph's run log).
+//!   log (the graph's run log, the planner's memory).
 //! * [`catalog`]: loads ToolBench tool JSON, compacted JSONL, OpenAPI 3
 //!   specs, query `api_list` entries and the embedded example specs into
 //!   one model of tools and APIs, each with a JSON Schema and a unique,
@@ -28,8 +28,12 @@
 //! * [`graph`]: the tool graph (petgraph): transition weights and API
 //!   availability learned from trajectories, updated online after every
 //!   run, durable as a snapshot plus an fsync'd run log.
-//! * [`eval`]: measures retrieval on ToolBench query files (Recall@k,
-//!   NDCG@k, MRR), per file and overall.
+//! * [`planner`]: graph-guided depth-first search for a chain of API calls,
+//!   with backtracking, budgets, reflection, short- and long-term memory;
+//!   `Decider` and `Executor` traits (deterministic decider, dry run).
+//! * [`eval`]: measures retrieval (Recall@k, NDCG@k, MRR) and planning
+//!   (precision, recall and F1 of the planned APIs, the tool graph built
+//!   leave-one-set-out) on ToolBench query files, per file and overall.
 //! * [`cli`]: the `toolrouter` command line (the binary's `main` only calls it).
 
 pub mod args;
@@ -39,5 +43,6 @@ pub mod config;
 pub mod eval;
 pub mod graph;
 pub mod journal;
+pub mod planner;
 pub mod retrieval;
 pub mod trajectory;

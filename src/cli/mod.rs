@@ -11,6 +11,7 @@ mod catalog;
 mod coverage;
 mod eval;
 mod graph;
+mod plan;
 mod search;
 mod validate;
 
@@ -52,6 +53,8 @@ enum Command {
     Index(search::IndexArgs),
     /// Find the APIs that fit a request.
     Search(search::SearchArgs),
+    /// Plan the chain of API calls for a request (dry run: nothing is called).
+    Plan(plan::PlanArgs),
     /// Build and inspect the tool graph.
     #[command(subcommand)]
     Graph(graph::GraphCommand),
@@ -105,6 +108,7 @@ pub fn run() -> ExitCode {
         Command::Eval(command) => eval::run(command, &config),
         Command::Bench(command) => bench::run(command, &config),
         Command::Graph(command) => graph::run(command, &config),
+        Command::Plan(args) => plan::run(args, &config),
         Command::Config(ConfigCommand::Show) => show_config(&config),
     };
     match outcome {

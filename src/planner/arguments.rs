@@ -1,0 +1,121 @@
+//! Filling a planned step's arguments without a model (DESIGN §5,
+//! deterministic decider): explicit values of the request first, then the
+//! parameter's documented default.
+//!
+//! Values are taken from the request by kind: quoted strings, ISO dates,
+//! e-mail addresses, URLs and numbers. A parameter gets a value of its kind
+//! when exactly one such value is left (dates for `format: date`, numbers
+//! for numeric types, a URL or e-mail for parameters named so, a quoted
+//! string for other strings); values are used once. Required parameters
+//! still empty are reported as missing: the caller (or a model) must supply
+//! them. Earlier steps' outputs are not used yet: a dry run has none.
+
+use regex::Regex;
+use serde_json::{Map, Value, json};
+
+use crate::catalog::Api;
+use crate::catalog::schema::{JsonType, declared_types};
+
+/// Values found in a request, by kind.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Explicit {
+    pub quoted: Vec<String>,
+    pub dates: Vec<String>,
+    pub emails: Vec<String>,
+    pub urls: Vec<String>,
+    pub numbers: Vec<f64>,
+}
+
+/// Finds the explicit values of a request.
+pub fn explicit_values(task: &str) -> Explicit {
+    fn re(p: &str) -> Regex {
+        Regex::new(p).expect("valid pattern")
+    }
+    let quoted = re(r#""([^"]{1,200})"|'([^']{1,200})'"#);
+    let date = re(r"\b(\d{4}-\d{2}-\d{2})\b");
+    let email = re(r"\b[\w.+-]+@[\w-]+\.[\w.-]+\b");
+    let url = re(r#"\bhttps?://[^\s"'<>]+"#);
+    let number = re(r"(?:^|[\s(])(-?\d+(?:\.\d+)?)\b");
+    let mut out = Explicit::default();
+    for c in quoted.captures_iter(task) {
+        if let Some(m) = c.get(1).or_else(|| c.get(2)) {
+            out.quoted.push(m.as_str().to_string());
+        }
+    }
+    let dates: Vec<_> = date.find_iter(task).map(|m| m.range()).collect();
+    out.dates = dates.iter().map(|r| task[r.clone()].to_string()).collect();
+    out.emails = email.find_iter(task).map(|m| m.as_str().to_string()).collect();
+    out.urls = url.find_iter(task).map(|m| m.as_str().trim_end_matches(['.', ',', ')']).to_string()).collect();
+    // Numbers, except the parts of dates.
+    out.numbers = number
+        .captures_iter(task)
+        .filter_map(|c| c.get(1))
+        .filter(|m| !dates.iter().any(|d| d.contains(&m.start())))
+        .filter_map(|m| m.as_str().parse().ok())
+        .collect();
+    out
+}
+
+/// The arguments of a step and the required parameters left empty.
+pub fn fill(api: &Api, explicit: &Explicit) -> (Map<String, Value>, Vec<String>) {
+    let mut left = explicit.clone();
+    let mut args = Map::new();
+    let mut missing = Vec::new();
+    // Required parameters first: they need values most.
+    let mut params: Vec<_> = api.params.iter().collect();
+    params.sort_by_key(|p| !p.required);
+    for p in params {
+        let types = declared_types(&p.schema);
+        let name = p.key.to_lowercase();
+        let take_one = |v: &mut Vec<String>| if v.len() == 1 { v.pop() } else { None };
+        let value = if p.schema.get("format").and_then(Value::as_str) == Some("date") {
+            take_one(&mut left.dates).map(Value::String)
+        } else if types.iter().any(|t| matches!(t, JsonType::Number | JsonType::Integer)) {
+            (left.numbers.len() == 1).then(|| json!(left.numbers.remove(0)))
+        } else if name.contains("email") {
+            take_one(&mut left.emails).map(Value::String)
+        } else if name.contains("url") || name.contains("link") {
+            take_one(&mut left.urls).map(Value::String)
+        } else if types.contains(&JsonType::String) || types.is_empty() {
+            take_one(&mut left.quoted).map(Value::String)
+        } else {
+            None
+        };
+        match value.or_else(|| p.required.then(|| p.default_value().cloned()).flatten()) {
+            Some(v) => {
+                args.insert(p.key.clone(), v);
+            }
+            None if p.required => missing.push(p.key.clone()),
+            None => {}
+        }
+    }
+    (args, missing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::{Catalog, Sources};
+
+    #[test]
+    fn explicit_values_by_kind() {
+        let e = explicit_values("Holidays in 'DE' for 2025, from 2025-05-01; mail me@x.org or see https://x.org/a.");
+        assert_eq!(e.quoted, ["DE"]);
+        assert_eq!(e.dates, ["2025-05-01"]);
+        assert_eq!(e.emails, ["me@x.org"]);
+        assert_eq!(e.urls, ["https://x.org/a"]);
+        assert_eq!(e.numbers, [2025.0]);
+    }
+
+    #[test]
+    fn fills_from_the_request_then_defaults() {
+        let c = Catalog::load(&Sources::default()).unwrap();
+        let api = c.api(c.resolve("public_holidays_for_nager_date").first().unwrap());
+        let (args, missing) = fill(api, &explicit_values("Public holidays in 'DE' in 2025"));
+        assert_eq!(Value::Object(args), json!({"year": 2025.0, "countryCode": "DE"}));
+        assert!(missing.is_empty());
+        let (args, missing) = fill(api, &explicit_values("public holidays please"));
+        assert!(args.is_empty());
+        assert_eq!(missing, ["year", "countryCode"]);
+    }
+}

@@ -1,0 +1,229 @@
+//! Who chooses the next move of the DFS, and the deterministic chooser.
+//!
+//! A [`Decider`] sees the task, the path so far, the candidates (each with
+//! its transition weight `w` from the current node, availability `α`,
+//! retrieval similarity to every part of the task, and long-term memory
+//! hint) and the short-term memory of earlier moves, and answers
+//! [`Move::Next`], [`Move::Finish`] or [`Move::Backtrack`]. After a finish
+//! it judges the path ([`Reflection`]). The methods are async so that an
+//! LLM decider (which asks a model) fits the same trait.
+//!
+//! [`DeterministicDecider`] (DESIGN §5) needs no model. A candidate's score
+//! is a weighted mix of its relevance to the task (its retrieval score over
+//! the best one), its similarity to the parts of the task not served yet,
+//! `w` and `α`, plus a memory hint. It takes the best candidate while that
+//! stays relevant enough, follows a strong graph edge to a relevant API,
+//! and finishes otherwise.
+
+use std::future::Future;
+
+use serde::Serialize;
+
+use super::Step;
+use crate::catalog::ApiId;
+
+/// Weight of the relevance to the whole task in a candidate's score.
+pub const RELEVANCE_WEIGHT: f64 = 1.0;
+/// Weight of the similarity to the task's unserved parts.
+pub const PART_WEIGHT: f64 = 0.1;
+/// Weight of the transition weight `w`.
+pub const W_WEIGHT: f64 = 0.5;
+/// Weight of availability (centred on 0.5).
+pub const ALPHA_WEIGHT: f64 = 0.1;
+/// Weight of a long-term memory hint.
+pub const HINT_WEIGHT: f64 = 0.3;
+/// A candidate serves a part when its similarity to it (1 / its rank in the
+/// part's own ranking) is at least this: it is among the part's three best.
+pub const MIN_GAIN: f32 = 0.3;
+/// Further steps need a relevance (retrieval score over the best) of at
+/// least this. Swept on the development sets (`eval plan --min-relevance
+/// 0.5,0.7,0.8,0.85,0.9`): 0.8 has the best F1 with the fewest steps.
+pub const MIN_RELEVANCE: f32 = 0.8;
+/// A graph edge this heavy (and heavier than `Finish`) is followed…
+pub const FOLLOW_W: f64 = 0.5;
+/// …to an API at least this relevant.
+pub const FOLLOW_RELEVANCE: f32 = 0.2;
+
+/// Where a candidate came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// An out-neighbour of the current node in the tool graph.
+    Graph,
+    /// The retrieval ranking of the task (or of one of its parts).
+    Retrieval,
+}
+
+/// One API the decider may choose.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Candidate {
+    pub api: ApiId,
+    pub function: String,
+    /// Transition weight from the current node (0 from the start or without an edge).
+    pub w: f64,
+    pub alpha: f64,
+    /// Relevance to the task: its retrieval score over the best one (0 if unranked).
+    pub relevance: f32,
+    /// Similarity to each text, the whole task first, then each part:
+    /// 1 / the candidate's rank in that text's retrieval ranking (0 if unranked).
+    pub similarity: Vec<f32>,
+    /// Similarity of the task to a remembered successful task whose path used this API.
+    pub hint: f32,
+    pub source: Source,
+}
+
+impl Candidate {
+    /// The best similarity to any of `parts` (text indexes).
+    pub fn gain(&self, parts: &[usize]) -> f32 {
+        parts.iter().map(|&t| self.similarity.get(t).copied().unwrap_or(0.0)).fold(0.0, f32::max)
+    }
+}
+
+/// A move of the search.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "move", rename_all = "snake_case")]
+pub enum Move {
+    /// Call this API next.
+    Next { api: ApiId, reason: String },
+    /// The task is done (or nothing useful is left).
+    Finish { reason: String },
+    /// Undo the last step.
+    Backtrack { reason: String },
+}
+
+/// A judgement of a finished path.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Reflection {
+    Success,
+    /// Steps from `first_bad` on went wrong: cut back to it and go on.
+    Partial {
+        first_bad: usize,
+    },
+    /// Nothing useful came out: restart without these roots.
+    Failure {
+        drop_roots: Vec<ApiId>,
+    },
+}
+
+/// What the decider sees.
+#[derive(Debug)]
+pub struct View<'a> {
+    pub task: &'a str,
+    /// The task's texts: the whole task, then its parts (intents).
+    pub texts: &'a [String],
+    /// Text indexes the path does not serve yet (parts, or the whole task if it has none).
+    pub unserved: &'a [usize],
+    pub path: &'a [Step],
+    pub candidates: &'a [Candidate],
+    /// `w(current node, Finish)` (0 from the start or without a graph).
+    pub finish_w: f64,
+    /// Earlier moves and their reasons (short-term memory).
+    pub memory: &'a [String],
+}
+
+/// Chooses moves and judges paths.
+pub trait Decider: Sync {
+    fn decide(&self, view: &View<'_>) -> impl Future<Output = Move> + Send;
+    fn reflect(&self, task: &str, path: &[Step]) -> impl Future<Output = Reflection> + Send;
+}
+
+/// The deterministic decider of DESIGN §5.
+#[derive(Debug, Clone)]
+pub struct DeterministicDecider {
+    /// Never follow graph edges on their own account.
+    pub ignore_graph: bool,
+    /// See [`MIN_RELEVANCE`].
+    pub min_relevance: f32,
+}
+
+impl Default for DeterministicDecider {
+    fn default() -> Self {
+        DeterministicDecider { ignore_graph: false, min_relevance: MIN_RELEVANCE }
+    }
+}
+
+impl DeterministicDecider {
+    /// A candidate's score for the current view.
+    pub fn score(c: &Candidate, unserved: &[usize]) -> f64 {
+        RELEVANCE_WEIGHT * c.relevance as f64
+            + PART_WEIGHT * c.gain(unserved) as f64
+            + W_WEIGHT * c.w
+            + ALPHA_WEIGHT * (c.alpha - 0.5)
+            + HINT_WEIGHT * c.hint as f64
+    }
+
+    fn choose(&self, view: &View<'_>) -> Move {
+        let best = view
+            .candidates
+            .iter()
+            .map(|c| (Self::score(c, view.unserved), c))
+            .max_by(|a, b| a.0.total_cmp(&b.0).then_with(|| b.1.function.cmp(&a.1.function)));
+        let Some((score, best)) = best else {
+            return if view.path.is_empty() {
+                Move::Finish { reason: "no API matches the task".into() }
+            } else {
+                Move::Backtrack { reason: "no candidate left from here".into() }
+            };
+        };
+        if view.path.is_empty() {
+            return Move::Next { api: best.api, reason: format!("best match for the task (score {score:.2})") };
+        }
+        if best.relevance >= self.min_relevance {
+            let part = view
+                .unserved
+                .iter()
+                .copied()
+                .filter(|&t| best.similarity.get(t).copied().unwrap_or(0.0) >= MIN_GAIN)
+                .max_by(|a, b| best.similarity[*a].total_cmp(&best.similarity[*b]));
+            let what = match part {
+                Some(t) if t > 0 => format!("serves \"{}\"", clip(&view.texts[t])),
+                _ => "relevant to the task".to_string(),
+            };
+            let via = if best.w > 0.0 { format!(", w {:.2} from the last step", best.w) } else { String::new() };
+            return Move::Next { api: best.api, reason: format!("{what} (relevance {:.2}{via})", best.relevance) };
+        }
+        if !self.ignore_graph {
+            let follow = view
+                .candidates
+                .iter()
+                .filter(|c| c.w >= FOLLOW_W && c.w > view.finish_w && c.relevance >= FOLLOW_RELEVANCE)
+                .max_by(|a, b| a.w.total_cmp(&b.w));
+            if let Some(c) = follow {
+                return Move::Next {
+                    api: c.api,
+                    reason: format!("runs usually go on to it from here (w {:.2} vs Finish {:.2})", c.w, view.finish_w),
+                };
+            }
+        }
+        Move::Finish {
+            reason: format!(
+                "no other API is relevant enough (best relevance {:.2}; w to Finish {:.2})",
+                best.relevance, view.finish_w
+            ),
+        }
+    }
+}
+
+impl Decider for DeterministicDecider {
+    async fn decide(&self, view: &View<'_>) -> Move {
+        self.choose(view)
+    }
+
+    async fn reflect(&self, _task: &str, path: &[Step]) -> Reflection {
+        match path.iter().position(|s| !s.outcome.ok) {
+            _ if path.is_empty() => Reflection::Failure { drop_roots: Vec::new() },
+            Some(0) => Reflection::Failure { drop_roots: vec![path[0].api] },
+            Some(k) => Reflection::Partial { first_bad: k },
+            None => Reflection::Success,
+        }
+    }
+}
+
+fn clip(text: &str) -> String {
+    let mut out: String = text.chars().take(60).collect();
+    if text.chars().count() > 60 {
+        out.push('…');
+    }
+    out
+}

@@ -1,0 +1,48 @@
+//! Who carries out a planned step. The planner calls an [`Executor`] for
+//! every step it takes; [`DryRun`] carries out nothing (plans only), and the
+//! upstream layer will provide one that really calls the API. The method
+//! is async because a real call is.
+
+use std::future::Future;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::catalog::Api;
+
+/// What came of a step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcome {
+    /// The step did what it should (for a dry run: it was planned).
+    pub ok: bool,
+    /// In words: `planned`, `200 OK`, `timeout after 10 s`…
+    pub status: String,
+    /// The (compressed) response, when there is one.
+    pub response: Option<Value>,
+    pub elapsed_ms: f64,
+}
+
+/// Carries out steps.
+pub trait Executor: Sync {
+    fn execute(&self, api: &Api, arguments: &Map<String, Value>) -> impl Future<Output = Outcome> + Send;
+
+    /// Whether this executor only plans. A real one is never called with
+    /// arguments that fail validation; a planning one sees every step.
+    fn plans_only(&self) -> bool {
+        false
+    }
+}
+
+/// Plans only: every step "succeeds" without being executed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DryRun;
+
+impl Executor for DryRun {
+    async fn execute(&self, _api: &Api, _arguments: &Map<String, Value>) -> Outcome {
+        Outcome { ok: true, status: "planned (dry run, not executed)".into(), response: None, elapsed_ms: 0.0 }
+    }
+
+    fn plans_only(&self) -> bool {
+        true
+    }
+}

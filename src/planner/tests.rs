@@ -1,0 +1,260 @@
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::{Map, Value};
+
+use super::*;
+use crate::catalog::{Api, Catalog, Sources};
+use crate::config::{Config, SearchMode};
+use crate::graph::Params;
+
+const GEO: &str = "search_locations_for_open_meteo_geocoding";
+const FORECAST: &str = "weather_forecast_for_open_meteo_forecast";
+const RATES: &str = "latest_rates_for_frankfurter";
+const CURRENCIES: &str = "currencies_for_frankfurter";
+
+/// A lexical retriever over the embedded catalog (no model needed).
+fn retriever() -> (Retriever, tempfile::TempDir) {
+    let state = tempfile::tempdir().unwrap();
+    let mut config = Config::default();
+    config.state.dir = state.path().to_path_buf();
+    config.retrieval.mode = SearchMode::Lexical;
+    let catalog = Arc::new(Catalog::load(&Sources::default()).unwrap());
+    (Retriever::open(catalog, &config).unwrap(), state)
+}
+
+fn settings() -> Settings {
+    Settings::from(&crate::config::PlannerConfig::default())
+}
+
+fn functions(run: &PlanRun) -> Vec<&str> {
+    run.steps.iter().map(|s| s.function.as_str()).collect()
+}
+
+/// A graph built from successful trajectories that went `first -> second`.
+fn graph_with(first: &str, second: &str, times: usize) -> ToolGraph {
+    let call = |name: &str| crate::trajectory::Call {
+        name: name.into(),
+        arguments: "{}".into(),
+        response: None,
+        failed: Some(false),
+    };
+    let t = crate::trajectory::Trajectory {
+        source: "test".into(),
+        format: crate::trajectory::Format::StepToolEval,
+        query_id: None,
+        query: String::new(),
+        offered: vec![first.into(), second.into()],
+        calls: vec![call(first), call(second)],
+        abandoned: Vec::new(),
+        finish: Some(crate::trajectory::Finish::GiveAnswer),
+        finish_call: None,
+        solved: Some(true),
+    };
+    let catalog = Catalog::load(&Sources::default()).unwrap();
+    crate::graph::build(&catalog, &vec![t; times], 8, Params::default())
+}
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+}
+
+#[test]
+fn serves_each_part_of_the_task_in_order() {
+    let (r, _state) = retriever();
+    let planner = Planner::new(&r, None, None, settings());
+    let task = "Search locations named Berlin. Then get the weather forecast for that location.";
+    let run = block_on(planner.run(task, &DeterministicDecider::default(), &DryRun)).unwrap();
+    assert_eq!(functions(&run), [GEO, FORECAST], "{:#?}", run.trace);
+    assert_eq!(run.parts.len(), 2);
+    assert!(
+        matches!(&run.ending, Ending::Finished { reason } if reason.contains("no other API is relevant enough")),
+        "{:?}",
+        run.ending
+    );
+    assert!(run.steps[1].reason.contains("serves \"Then get the weather forecast"), "{}", run.steps[1].reason);
+    // Arguments are filled from the request where it gives them, the rest is reported missing.
+    assert_eq!(run.steps[1].missing, ["latitude", "longitude"]);
+    assert!(!run.trace.is_empty() && run.trace.iter().all(|e| !e.candidates.is_empty()));
+    assert!(run.considered.iter().any(|f| f == GEO));
+}
+
+#[test]
+fn the_graph_adds_the_step_runs_usually_take_next() {
+    let (r, _state) = retriever();
+    let task = "Show the latest exchange rates of the euro.";
+    // The embedded catalog is tiny and its tool-level ranking lifts every
+    // Frankfurter API close to the best: a stricter threshold makes the
+    // plain planner stop after one step.
+    let strict = DeterministicDecider { min_relevance: 0.95, ..DeterministicDecider::default() };
+    let alone = block_on(Planner::new(&r, None, None, settings()).run(task, &strict, &DryRun)).unwrap();
+    assert_eq!(functions(&alone), [RATES]);
+    let graph = graph_with(RATES, CURRENCIES, 5);
+    let guided = block_on(Planner::new(&r, Some(&graph), None, settings()).run(task, &strict, &DryRun)).unwrap();
+    assert_eq!(functions(&guided), [RATES, CURRENCIES], "{:#?}", guided.trace);
+    assert!(guided.steps[1].reason.contains("runs usually go on to it"), "{}", guided.steps[1].reason);
+    assert!(guided.steps[1].w > 0.5);
+    // The ablation that ignores the graph's edges stops like the plain planner.
+    let ignoring = DeterministicDecider { ignore_graph: true, ..strict };
+    let run = block_on(Planner::new(&r, Some(&graph), None, settings()).run(task, &ignoring, &DryRun)).unwrap();
+    assert_eq!(functions(&run), [RATES]);
+}
+
+/// Fails every call of one API.
+struct FailOn(&'static str);
+
+impl Executor for FailOn {
+    async fn execute(&self, api: &Api, _arguments: &Map<String, Value>) -> Outcome {
+        let ok = api.function_name != self.0;
+        Outcome {
+            ok,
+            status: if ok { "200 OK".into() } else { "503 Service Unavailable".into() },
+            response: None,
+            elapsed_ms: 1.0,
+        }
+    }
+
+    fn plans_only(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn a_failed_step_is_recorded_and_another_candidate_chosen() {
+    let (r, _state) = retriever();
+    let task = "Show the latest exchange rates of the euro.";
+    let run =
+        block_on(Planner::new(&r, None, None, settings()).run(task, &DeterministicDecider::default(), &FailOn(RATES)))
+            .unwrap();
+    assert!(!functions(&run).contains(&RATES));
+    assert!(!run.steps.is_empty(), "another API was chosen");
+    assert!(run.memory.iter().any(|m| m.contains(&format!("{RATES} failed: 503"))), "{:?}", run.memory);
+    assert!(run.trace.iter().any(|e| e.note.as_deref() == Some("503 Service Unavailable")));
+    // The greedy ablation stops at the failure instead.
+    let mut greedy = settings();
+    greedy.greedy = true;
+    let run =
+        block_on(Planner::new(&r, None, None, greedy).run(task, &DeterministicDecider::default(), &FailOn(RATES)))
+            .unwrap();
+    assert!(run.steps.is_empty());
+    assert!(
+        matches!(&run.ending, Ending::Finished { reason } if reason.contains("does not retry")),
+        "{:?}",
+        run.ending
+    );
+}
+
+/// Plays a fixed list of moves by function name, then finishes.
+struct Script {
+    moves: Vec<&'static str>,
+    at: AtomicUsize,
+    reflections: Vec<Reflection>,
+    reflected: AtomicUsize,
+}
+
+impl Decider for Script {
+    async fn decide(&self, view: &View<'_>) -> Move {
+        let i = self.at.fetch_add(1, Ordering::SeqCst);
+        match self.moves.get(i).copied() {
+            Some("back") => Move::Backtrack { reason: "scripted".into() },
+            Some("stop") => Move::Finish { reason: "scripted stop".into() },
+            Some(name) => match view.candidates.iter().find(|c| c.function == name) {
+                Some(c) => Move::Next { api: c.api, reason: "scripted".into() },
+                None => Move::Backtrack { reason: format!("{name} not offered") },
+            },
+            None => Move::Finish { reason: "script done".into() },
+        }
+    }
+
+    async fn reflect(&self, _task: &str, _path: &[Step]) -> Reflection {
+        let i = self.reflected.fetch_add(1, Ordering::SeqCst);
+        self.reflections.get(i).cloned().unwrap_or(Reflection::Success)
+    }
+}
+
+fn script(moves: &[&'static str], reflections: Vec<Reflection>) -> Script {
+    Script { moves: moves.to_vec(), at: AtomicUsize::new(0), reflections, reflected: AtomicUsize::new(0) }
+}
+
+#[test]
+fn backtracking_pops_the_last_step_and_its_choice_is_not_offered_again() {
+    let (r, _state) = retriever();
+    let task = "Show the latest exchange rates of the euro.";
+    let s = script(&[RATES, CURRENCIES, "back"], Vec::new());
+    let run = block_on(Planner::new(&r, None, None, settings()).run(task, &s, &DryRun)).unwrap();
+    assert_eq!(functions(&run), [RATES]);
+    assert_eq!(run.backtracks, 1);
+    assert!(run.memory.iter().any(|m| m.starts_with(&format!("backtracked from {CURRENCIES}"))), "{:?}", run.memory);
+    // Back at RATES, CURRENCIES (tried there) is no longer offered.
+    let after = run.trace.last().unwrap();
+    assert_eq!(after.from.as_deref(), Some(RATES));
+    assert!(after.candidates.iter().all(|c| c.function != CURRENCIES), "{:?}", after.candidates);
+}
+
+#[test]
+fn backtracking_past_the_start_is_infeasible() {
+    let (r, _state) = retriever();
+    let run = block_on(Planner::new(&r, None, None, settings()).run(
+        "exchange rates",
+        &script(&["back"], Vec::new()),
+        &DryRun,
+    ))
+    .unwrap();
+    assert!(matches!(run.ending, Ending::Infeasible { .. }), "{:?}", run.ending);
+}
+
+#[test]
+fn reflection_cuts_back_or_restarts_without_the_bad_root() {
+    let (r, _state) = retriever();
+    let task = "Show the latest exchange rates of the euro.";
+    let s = script(&[RATES, CURRENCIES], vec![Reflection::Partial { first_bad: 1 }]);
+    let run = block_on(Planner::new(&r, None, None, settings()).run(task, &s, &DryRun)).unwrap();
+    assert_eq!(functions(&run), [RATES], "cut back to the first bad step, then finished");
+
+    let rates = r.catalog().resolve(RATES).first().unwrap();
+    let s = script(&[RATES, "stop", RATES], vec![Reflection::Failure { drop_roots: vec![rates] }]);
+    let run = block_on(Planner::new(&r, None, None, settings()).run(task, &s, &DryRun)).unwrap();
+    assert_eq!(run.restarts, 1, "{:?}", run.memory);
+    // After the restart RATES is no longer offered as a first step: the scripted RATES backtracks past the start.
+    assert!(matches!(run.ending, Ending::Infeasible { .. }), "{:?}", run.ending);
+}
+
+#[test]
+fn budgets_end_runs() {
+    let (r, _state) = retriever();
+    let mut tight = settings();
+    tight.budget.max_steps = 1;
+    let s = script(&[RATES, CURRENCIES], Vec::new());
+    let run = block_on(Planner::new(&r, None, None, tight).run("exchange rates", &s, &DryRun)).unwrap();
+    assert_eq!(run.ending, Ending::OutOfBudget { limit: "steps".into() });
+    assert_eq!(functions(&run), [RATES]);
+    let mut none = settings();
+    none.budget.deadline = Duration::ZERO;
+    let run =
+        block_on(Planner::new(&r, None, None, none).run("exchange rates", &DeterministicDecider::default(), &DryRun))
+            .unwrap();
+    assert_eq!(run.ending, Ending::OutOfBudget { limit: "deadline".into() });
+}
+
+#[test]
+fn unknown_names_in_the_graph_are_ignored() {
+    let (r, _state) = retriever();
+    let graph = graph_with(RATES, "no_such_api_for_anything", 5);
+    let run = block_on(Planner::new(&r, Some(&graph), None, settings()).run(
+        "latest exchange rates",
+        &DeterministicDecider::default(),
+        &DryRun,
+    ))
+    .unwrap();
+    assert_eq!(functions(&run)[0], RATES);
+    assert!(run.steps.iter().all(|s| s.function != "no_such_api_for_anything"));
+}
+
+#[test]
+fn an_empty_task_is_an_error() {
+    let (r, _state) = retriever();
+    assert!(matches!(
+        block_on(Planner::new(&r, None, None, settings()).run("  ", &DeterministicDecider::default(), &DryRun)),
+        Err(RetrievalError::EmptyQuery)
+    ));
+}
