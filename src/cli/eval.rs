@@ -15,6 +15,43 @@ use crate::retrieval::{IntentMerge, SearchOptions};
 pub(super) enum EvalCommand {
     /// Recall@k, NDCG@k and MRR of the queries' relevant APIs over the whole catalog.
     Retrieval(RetrievalArgs),
+    /// Precision, recall and F1 of planned APIs, with the graph built leave-one-set-out.
+    Plan(PlanArgs),
+}
+
+#[derive(Debug, Args)]
+pub(super) struct PlanArgs {
+    /// ToolBench query files (each is a set, left out of its own graph).
+    #[arg(long = "queries", value_name = "FILE", required = true, num_args = 1..)]
+    queries: Vec<PathBuf>,
+    /// Trajectory files or directories the graph and memory learn from.
+    #[arg(long = "trajectories", value_name = "PATH", required = true, num_args = 1..)]
+    trajectories: Vec<PathBuf>,
+    /// Only the planner without the tool graph (and the retrieval baselines).
+    #[arg(long)]
+    no_graph: bool,
+    /// Only the greedy planner (and the retrieval baselines).
+    #[arg(long)]
+    greedy: bool,
+    /// How queries are kept from the runs the graph learns: `sets` (leave one
+    /// set out) or `queries` (folds within a set: a diagnostic).
+    #[arg(long, value_enum, default_value = "sets")]
+    split: SplitArg,
+    /// The deterministic decider's relevance threshold for further steps (a list sweeps values).
+    #[arg(long, value_delimiter = ',', value_name = "X")]
+    min_relevance: Vec<f32>,
+    /// Sizes of the retrieval-only baselines.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 3])]
+    baseline: Vec<usize>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(super) enum SplitArg {
+    Sets,
+    Queries,
 }
 
 #[derive(Debug, Args)]
@@ -65,16 +102,83 @@ pub(super) enum MergeArg {
 }
 
 pub(super) fn run(command: &EvalCommand, config: &Config) -> Result<ExitCode, CliError> {
-    let EvalCommand::Retrieval(args) = command;
-    if args.k.is_empty() || args.k.contains(&0) {
-        return Err(CliError::Usage("--k takes cut-offs of at least 1, e.g. --k 1,5,10".into()));
+    match command {
+        EvalCommand::Retrieval(args) => run_retrieval(args, config),
+        EvalCommand::Plan(args) => run_plan(args, config),
     }
+}
+
+fn load_sets(paths: &[PathBuf]) -> Result<Vec<(String, Vec<queries::QueryRecord>)>, CliError> {
     let mut sets = Vec::new();
-    for path in &args.queries {
+    for path in paths {
         let records = queries::load(path).map_err(CliError::Usage)?;
         let name = path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned());
         sets.push((name, records));
     }
+    Ok(sets)
+}
+
+fn run_plan(args: &PlanArgs, config: &Config) -> Result<ExitCode, CliError> {
+    use crate::eval::plan::{self, Split, Variant};
+    let sets = load_sets(&args.queries)?;
+    let mut trajectories = Vec::new();
+    for path in &args.trajectories {
+        if !path.exists() {
+            return Err(CliError::Usage(format!("--trajectories {}: no such file or directory", path.display())));
+        }
+        trajectories.extend(crate::trajectory::load_path(path).0);
+    }
+    let mut config = config.clone();
+    config.catalog.query_files.extend(args.queries.iter().cloned());
+    let retriever = open(&config, false)?;
+    let split = match args.split {
+        SplitArg::Sets => Split::Sets,
+        SplitArg::Queries => Split::Queries,
+    };
+    let folds = plan::folds(&sets, &trajectories, split);
+    let mut variants = Vec::new();
+    let thresholds = if args.min_relevance.is_empty() {
+        vec![crate::planner::decider::MIN_RELEVANCE]
+    } else {
+        args.min_relevance.clone()
+    };
+    for min_relevance in thresholds {
+        if args.no_graph || args.greedy {
+            variants.push(Variant::Planner { graph: !args.no_graph, greedy: args.greedy, memory: true, min_relevance });
+        } else {
+            variants.push(Variant::Planner { graph: true, greedy: false, memory: true, min_relevance });
+            variants.push(Variant::Planner { graph: true, greedy: false, memory: false, min_relevance });
+            variants.push(Variant::Planner { graph: false, greedy: false, memory: false, min_relevance });
+            variants.push(Variant::Planner { graph: true, greedy: true, memory: true, min_relevance });
+        }
+    }
+    variants.extend(args.baseline.iter().filter(|&&n| n > 0).map(|&n| Variant::Retrieval { n }));
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| CliError::Failure(e.into()))?;
+    let settings = crate::planner::Settings::from(&config.planner);
+    let params = crate::graph::Params::from(&config.graph);
+    let reports = runtime
+        .block_on(plan::evaluate(&retriever, &folds, &variants, settings, params, config.graph.max_calls))
+        .map_err(retrieval_error)?;
+    if args.json {
+        let value = serde_json::json!({"split": split, "trajectories": trajectories.len(), "reports": reports});
+        println!("{}", serde_json::to_string_pretty(&value).map_err(anyhow::Error::from)?);
+    } else {
+        let label = match split {
+            Split::Sets => "leave one set out",
+            Split::Queries => "query folds within each set (diagnostic: the graph has seen other queries of the set)",
+        };
+        println!("{} trajectories; graph and memory per fold: {label}\n", trajectories.len());
+        print!("{}", plan::markdown(&reports));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_retrieval(args: &RetrievalArgs, config: &Config) -> Result<ExitCode, CliError> {
+    if args.k.is_empty() || args.k.contains(&0) {
+        return Err(CliError::Usage("--k takes cut-offs of at least 1, e.g. --k 1,5,10".into()));
+    }
+    let sets = load_sets(&args.queries)?;
     let mut config = config.clone();
     config.catalog.query_files.extend(args.queries.iter().cloned());
     if args.mode.iter().any(|m| !matches!(m, ModeArg::Lexical)) {

@@ -4,8 +4,11 @@
 //! * [`queries`] reads the query files;
 //! * [`metrics`] computes Recall@k, NDCG@k and reciprocal rank;
 //! * [`retrieval`] runs every query through the retriever and reports per
-//!   file and overall.
+//!   file and overall;
+//! * [`plan`] runs every query through the planner (and baselines), with
+//!   the tool graph built leave-one-set-out.
 
 pub mod metrics;
+pub mod plan;
 pub mod queries;
 pub mod retrieval;

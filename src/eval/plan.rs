@@ -1,0 +1,298 @@
+//! Plan quality on ToolBench query files (DESIGN §12): the APIs a plan
+//! uses against the queries' `relevant APIs`.
+//!
+//! Per query: precision (planned APIs that are relevant), recall (relevant
+//! APIs planned; those missing from the catalog count as missed), F1, and
+//! the recall of every API the planner offered as a candidate. Averaged over
+//! queries. Variants: the planner (graph-guided DFS), the same without the
+//! graph, a greedy planner, and retrieval alone (its top n).
+//!
+//! The graph and the long-term memory used for a query never come from runs
+//! on that query's set ([`Split::Sets`], leave-one-set-out). [`Split::Queries`]
+//! is a diagnostic: folds of queries within each set, so the graph has seen
+//! the same tools on other queries.
+
+use std::collections::HashSet;
+use std::fmt::Write;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::queries::QueryRecord;
+use super::retrieval::Latency;
+use crate::catalog::{ApiId, Catalog};
+use crate::graph::{self, Params};
+use crate::planner::{DeterministicDecider, DryRun, LongTermMemory, Memory, Planner, Settings};
+use crate::retrieval::{Filters, RetrievalError, Retriever};
+use crate::trajectory::Trajectory;
+
+/// Folds of the query split.
+pub const QUERY_FOLDS: usize = 5;
+
+/// How queries are kept apart from the runs the graph learns from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Split {
+    /// Leave one set out: the graph of a set is built from runs on the other sets.
+    Sets,
+    /// Folds of queries within each set (diagnostic: the same tools appear in other folds).
+    Queries,
+}
+
+/// One thing evaluated.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Variant {
+    /// The planner; `graph: false` runs it without the tool graph.
+    Planner { graph: bool, greedy: bool, memory: bool, min_relevance: f32 },
+    /// Retrieval alone: its `n` best APIs are the plan.
+    Retrieval { n: usize },
+}
+
+impl Variant {
+    pub fn name(&self) -> String {
+        match self {
+            Variant::Planner { graph, greedy, memory, min_relevance } => format!(
+                "{}{}{} (relevance ≥ {min_relevance})",
+                if *greedy { "greedy" } else { "DFS" },
+                if *graph { " + graph" } else { ", no graph" },
+                if *memory { " + memory" } else { "" }
+            ),
+            Variant::Retrieval { n } => format!("retrieval top {n}"),
+        }
+    }
+}
+
+/// Scores of one variant on one set (or overall).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Scores {
+    pub set: String,
+    pub queries: usize,
+    pub precision: f64,
+    pub recall: f64,
+    pub f1: f64,
+    pub candidate_recall: f64,
+    pub mean_steps: f64,
+    /// Whole run: retrieval (embedding included, measured once per query) and planning.
+    pub latency_ms: Latency,
+}
+
+/// A variant's scores.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VariantReport {
+    pub variant: Variant,
+    pub name: String,
+    pub sets: Vec<Scores>,
+    pub overall: Scores,
+}
+
+/// A query set with the runs its graph and memory may learn from.
+pub struct Fold<'a> {
+    pub set: String,
+    pub queries: Vec<&'a QueryRecord>,
+    /// Trajectories of runs on other queries (see [`Split`]).
+    pub trajectories: Vec<&'a Trajectory>,
+}
+
+/// Splits `sets` into folds whose trajectories exclude runs on their own queries.
+pub fn folds<'a>(
+    sets: &'a [(String, Vec<QueryRecord>)],
+    trajectories: &'a [Trajectory],
+    split: Split,
+) -> Vec<Fold<'a>> {
+    let mut out = Vec::new();
+    for (name, queries) in sets {
+        let groups: Vec<Vec<&QueryRecord>> = match split {
+            Split::Sets => vec![queries.iter().collect()],
+            Split::Queries => (0..QUERY_FOLDS)
+                .map(|f| queries.iter().enumerate().filter(|(i, _)| i % QUERY_FOLDS == f).map(|(_, q)| q).collect())
+                .collect(),
+        };
+        for group in groups {
+            let held_out: HashSet<&str> = match split {
+                Split::Sets => queries.iter().map(|q| q.id.as_str()).collect(),
+                Split::Queries => group.iter().map(|q| q.id.as_str()).collect(),
+            };
+            let kept =
+                trajectories.iter().filter(|t| t.query_id.as_deref().is_none_or(|id| !held_out.contains(id))).collect();
+            out.push(Fold { set: name.clone(), queries: group, trajectories: kept });
+        }
+    }
+    out
+}
+
+/// Runs every variant on every fold.
+pub async fn evaluate(
+    retriever: &Retriever,
+    folds: &[Fold<'_>],
+    variants: &[Variant],
+    settings: Settings,
+    params: Params,
+    max_calls: usize,
+) -> Result<Vec<VariantReport>, RetrievalError> {
+    let catalog = retriever.catalog().clone();
+    let mut per_variant: Vec<Vec<(String, Sample)>> = vec![Vec::new(); variants.len()];
+    for fold in folds {
+        let owned: Vec<Trajectory> = fold.trajectories.iter().map(|t| (*t).clone()).collect();
+        let tool_graph = graph::build(&catalog, &owned, max_calls, params);
+        let memory = memory_of(retriever, &catalog, &owned, max_calls)?;
+        for q in &fold.queries {
+            let relevant: HashSet<ApiId> = q.relevant.iter().filter_map(|(t, a)| catalog.resolve_pair(t, a)).collect();
+            let total = q.relevant.len();
+            // Embedded once; every variant ranks the same prepared query.
+            let prepared = retriever.prepare(&q.query, retriever.options())?;
+            for (v, variant) in variants.iter().enumerate() {
+                let started = Instant::now();
+                let sample = match *variant {
+                    Variant::Planner { graph, greedy, memory: use_memory, min_relevance } => {
+                        let mut s = settings;
+                        s.greedy = greedy;
+                        let planner =
+                            Planner::new(retriever, graph.then_some(&tool_graph), use_memory.then_some(&memory), s);
+                        let decider = DeterministicDecider { min_relevance, ..DeterministicDecider::default() };
+                        let run = planner.run_prepared(&q.query, &prepared, started, &decider, &DryRun).await?;
+                        let planned: Vec<ApiId> = run.steps.iter().map(|s| s.api).collect();
+                        let considered: Vec<ApiId> =
+                            run.considered.iter().filter_map(|f| catalog.resolve(f).first()).collect();
+                        let ms = prepared.embed_ms + run.timings.retrieval_ms + run.timings.planning_ms;
+                        Sample::new(&planned, &considered, &relevant, total, ms)
+                    }
+                    Variant::Retrieval { n } => {
+                        let hits = retriever.rank(&prepared, n, &Filters::default(), retriever.options()).hits;
+                        let planned: Vec<ApiId> = hits.iter().map(|h| h.api).collect();
+                        Sample::new(
+                            &planned,
+                            &planned,
+                            &relevant,
+                            total,
+                            prepared.embed_ms + started.elapsed().as_secs_f64() * 1e3,
+                        )
+                    }
+                };
+                per_variant[v].push((fold.set.clone(), sample));
+            }
+        }
+    }
+    let mut set_names: Vec<String> = Vec::new();
+    for f in folds {
+        if !set_names.contains(&f.set) {
+            set_names.push(f.set.clone());
+        }
+    }
+    Ok(variants
+        .iter()
+        .zip(per_variant)
+        .map(|(variant, samples)| VariantReport {
+            variant: *variant,
+            name: variant.name(),
+            sets: set_names
+                .iter()
+                .map(|name| average(name, samples.iter().filter(|(s, _)| s == name).map(|(_, x)| x)))
+                .collect(),
+            overall: average("overall", samples.iter().map(|(_, x)| x)),
+        })
+        .collect())
+}
+
+/// Long-term memory of the successful runs among `trajectories` (their
+/// queries embedded), empty when retrieval has no embedder.
+fn memory_of(
+    retriever: &Retriever,
+    catalog: &Catalog,
+    trajectories: &[Trajectory],
+    max_calls: usize,
+) -> Result<LongTermMemory, RetrievalError> {
+    let Some(embedder) = retriever.embedder() else { return Ok(LongTermMemory::default()) };
+    let mut entries: Vec<(String, Vec<String>)> = Vec::new();
+    for t in
+        trajectories.iter().filter(|t| graph::build::successful(t) && t.calls.len() <= max_calls && !t.query.is_empty())
+    {
+        let path: Vec<String> =
+            graph::build::clean_path(t.calls.iter().map(|c| (c.name.as_str(), c.failed != Some(true))))
+                .into_iter()
+                .filter_map(|name| catalog.resolve(name).first().map(|id| catalog.api(id).function_name.clone()))
+                .collect();
+        if !path.is_empty() {
+            entries.push((t.query.clone(), path));
+        }
+    }
+    let mut memories = Vec::with_capacity(entries.len());
+    for chunk in entries.chunks(128) {
+        let texts: Vec<String> = chunk.iter().map(|(q, _)| q.clone()).collect();
+        for ((task, path), vector) in chunk.iter().cloned().zip(embedder.embed(&texts)?) {
+            memories.push(Memory { task, path, vector });
+        }
+    }
+    Ok(LongTermMemory::in_memory(memories))
+}
+
+/// One query's scores.
+#[derive(Debug, Clone, Copy, Default)]
+struct Sample {
+    precision: f64,
+    recall: f64,
+    f1: f64,
+    candidate_recall: f64,
+    steps: usize,
+    ms: f64,
+}
+
+impl Sample {
+    fn new(planned: &[ApiId], considered: &[ApiId], relevant: &HashSet<ApiId>, total: usize, ms: f64) -> Sample {
+        let planned_set: HashSet<&ApiId> = planned.iter().collect();
+        let hit = planned_set.iter().filter(|a| relevant.contains(a)).count() as f64;
+        let precision = if planned_set.is_empty() { 0.0 } else { hit / planned_set.len() as f64 };
+        let recall = if total == 0 { 0.0 } else { hit / total as f64 };
+        let f1 = if precision + recall == 0.0 { 0.0 } else { 2.0 * precision * recall / (precision + recall) };
+        let considered: HashSet<&ApiId> = considered.iter().collect();
+        let candidate_recall = if total == 0 {
+            0.0
+        } else {
+            considered.iter().filter(|a| relevant.contains(a)).count() as f64 / total as f64
+        };
+        Sample { precision, recall, f1, candidate_recall, steps: planned.len(), ms }
+    }
+}
+
+fn average<'a>(set: &str, samples: impl Iterator<Item = &'a Sample>) -> Scores {
+    let samples: Vec<&Sample> = samples.collect();
+    let n = samples.len().max(1) as f64;
+    let mean = |f: fn(&Sample) -> f64| samples.iter().map(|s| f(s)).sum::<f64>() / n;
+    let mut ms: Vec<f64> = samples.iter().map(|s| s.ms).collect();
+    Scores {
+        set: set.to_string(),
+        queries: samples.len(),
+        precision: mean(|s| s.precision),
+        recall: mean(|s| s.recall),
+        f1: mean(|s| s.f1),
+        candidate_recall: mean(|s| s.candidate_recall),
+        mean_steps: mean(|s| s.steps as f64),
+        latency_ms: Latency::of(&mut ms),
+    }
+}
+
+/// The reports as one Markdown table: a row per variant and set.
+pub fn markdown(reports: &[VariantReport]) -> String {
+    let mut out = String::from(
+        "| variant | set | queries | precision | recall | F1 | candidate recall | mean steps | p50 ms | p99 ms |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    for r in reports {
+        for s in r.sets.iter().chain(std::iter::once(&r.overall)) {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.2} | {:.1} | {:.1} |",
+                r.name,
+                s.set,
+                s.queries,
+                s.precision,
+                s.recall,
+                s.f1,
+                s.candidate_recall,
+                s.mean_steps,
+                s.latency_ms.p50,
+                s.latency_ms.p99
+            );
+        }
+    }
+    out
+}
