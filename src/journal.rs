@@ -79,6 +79,18 @@ impl Journal {
         self.file.sync_data()
     }
 
+    /// Appends records numbered from `first_seq` and fsyncs once at the end.
+    pub fn append_all<T: Serialize>(&mut self, first_seq: u64, records: &[T]) -> std::io::Result<()> {
+        let mut bytes = Vec::new();
+        for (i, record) in records.iter().enumerate() {
+            let line = LineOut { seq: first_seq + i as u64, sum: sum(record), record };
+            serde_json::to_writer(&mut bytes, &line).map_err(std::io::Error::other)?;
+            bytes.push(b'\n');
+        }
+        self.file.write_all(&bytes)?;
+        self.file.sync_data()
+    }
+
     /// Empties the journal (its records are safe elsewhere, e.g. in a snapshot).
     pub fn clear(&mut self) -> std::io::Result<()> {
         self.file.set_len(0)?;

@@ -158,7 +158,15 @@ fn run_plan(args: &PlanArgs, config: &Config) -> Result<ExitCode, CliError> {
     let settings = crate::planner::Settings::from(&config.planner);
     let params = crate::graph::Params::from(&config.graph);
     let reports = runtime
-        .block_on(plan::evaluate(&retriever, &folds, &variants, settings, params, config.graph.max_calls))
+        .block_on(plan::evaluate(
+            &retriever,
+            &folds,
+            &variants,
+            settings,
+            params,
+            config.graph.max_calls,
+            &config.embedding.cache_dir(),
+        ))
         .map_err(retrieval_error)?;
     if args.json {
         let value = serde_json::json!({"split": split, "trajectories": trajectories.len(), "reports": reports});

@@ -11,9 +11,12 @@ use serde_json::json;
 use super::catalog::find;
 use super::{CliError, EXIT_FAILURE, load_catalog};
 use crate::catalog::Catalog;
-use crate::config::Config;
+use crate::config::{Config, SearchMode};
 use crate::graph::store::{self, GraphStore};
 use crate::graph::{NodeKey, Params, RunRecord, ToolGraph, build};
+use crate::planner::{LongTermMemory, memory};
+use crate::retrieval::cache::EmbeddingCache;
+use crate::retrieval::embedder::Embedder;
 use crate::trajectory::{Trajectory, load_path};
 
 /// Transitions listed by `graph stats`.
@@ -123,10 +126,19 @@ fn build_graph(config: &Config, paths: &[PathBuf], json: bool) -> Result<ExitCod
     graph.replace_static(&built);
     store.snapshot(&graph).map_err(|e| CliError::Failure(e.into()))?;
     let report = graph.meta.build.clone().unwrap_or_default();
+    let remembered = remember(config, &catalog, &trajectories);
+    if let Err(problem) = &remembered {
+        tracing::warn!("long-term memory not rebuilt: {problem}");
+    }
     if json {
+        let memory = match &remembered {
+            Ok((n, path)) => json!({"remembered": n, "path": path}),
+            Err(problem) => json!({"error": problem}),
+        };
         println!(
             "{}",
-            serde_json::to_string_pretty(&json!({"dir": dir, "build": report})).map_err(anyhow::Error::from)?
+            serde_json::to_string_pretty(&json!({"dir": dir, "build": report, "memory": memory}))
+                .map_err(anyhow::Error::from)?
         );
     } else {
         println!(
@@ -148,8 +160,29 @@ fn build_graph(config: &Config, paths: &[PathBuf], json: bool) -> Result<ExitCod
             report.elapsed_ms,
             dir.display()
         );
+        if let Ok((n, path)) = &remembered {
+            println!("long-term memory: {n} successful runs remembered in {}", path.display());
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Rebuilds the planner's long-term memory from the successful runs among
+/// `trajectories` (their tasks embedded through the embedding cache).
+fn remember(config: &Config, catalog: &Catalog, trajectories: &[Trajectory]) -> Result<(usize, PathBuf), String> {
+    if config.retrieval.mode == SearchMode::Lexical {
+        return Err("retrieval.mode is lexical: no embeddings".into());
+    }
+    let embedder = Embedder::load(&config.embedding).map_err(|e| e.to_string())?;
+    let cache_dir = config.embedding.cache_dir();
+    let mut cache = EmbeddingCache::open(&cache_dir, embedder.id(), embedder.dims())
+        .map_err(|e| format!("opening the embedding cache in {}: {e}", cache_dir.display()))?;
+    let paths = memory::successful_paths(catalog, trajectories, config.graph.max_calls);
+    let memories =
+        memory::embed_paths(paths, &embedder, &mut cache, config.embedding.batch_size).map_err(|e| e.to_string())?;
+    let path = memory::memory_path(&config.state.dir());
+    let kept = LongTermMemory::rewrite(&path, &memories).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    Ok((memories.len() + kept, path))
 }
 
 fn record(config: &Config, dir: &std::path::Path, params: Params) -> Result<ExitCode, CliError> {

@@ -14,6 +14,7 @@
 
 use std::collections::HashSet;
 use std::fmt::Write;
+use std::path::Path;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -22,12 +23,15 @@ use super::queries::QueryRecord;
 use super::retrieval::Latency;
 use crate::catalog::{ApiId, Catalog};
 use crate::graph::{self, Params};
-use crate::planner::{DeterministicDecider, DryRun, LongTermMemory, Memory, Planner, Settings};
+use crate::planner::{DeterministicDecider, DryRun, LongTermMemory, Planner, Settings, memory};
+use crate::retrieval::cache::EmbeddingCache;
 use crate::retrieval::{Filters, RetrievalError, Retriever};
 use crate::trajectory::Trajectory;
 
 /// Folds of the query split.
 pub const QUERY_FOLDS: usize = 5;
+/// Remembered tasks embedded per batch.
+const MEMORY_BATCH: usize = 64;
 
 /// How queries are kept apart from the runs the graph learns from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -129,13 +133,21 @@ pub async fn evaluate(
     settings: Settings,
     params: Params,
     max_calls: usize,
+    cache_dir: &Path,
 ) -> Result<Vec<VariantReport>, RetrievalError> {
     let catalog = retriever.catalog().clone();
+    let mut cache = match retriever.embedder() {
+        Some(e) => Some(EmbeddingCache::open(cache_dir, e.id(), e.dims()).map_err(|source| RetrievalError::Io {
+            context: format!("opening the embedding cache in {}", cache_dir.display()),
+            source,
+        })?),
+        None => None,
+    };
     let mut per_variant: Vec<Vec<(String, Sample)>> = vec![Vec::new(); variants.len()];
     for fold in folds {
         let owned: Vec<Trajectory> = fold.trajectories.iter().map(|t| (*t).clone()).collect();
         let tool_graph = graph::build(&catalog, &owned, max_calls, params);
-        let memory = memory_of(retriever, &catalog, &owned, max_calls)?;
+        let memory = memory_of(retriever, cache.as_mut(), &catalog, &owned, max_calls)?;
         for q in &fold.queries {
             let relevant: HashSet<ApiId> = q.relevant.iter().filter_map(|(t, a)| catalog.resolve_pair(t, a)).collect();
             let total = q.relevant.len();
@@ -195,35 +207,17 @@ pub async fn evaluate(
 }
 
 /// Long-term memory of the successful runs among `trajectories` (their
-/// queries embedded), empty when retrieval has no embedder.
+/// queries embedded through the cache), empty when retrieval has no embedder.
 fn memory_of(
     retriever: &Retriever,
+    cache: Option<&mut EmbeddingCache>,
     catalog: &Catalog,
     trajectories: &[Trajectory],
     max_calls: usize,
 ) -> Result<LongTermMemory, RetrievalError> {
-    let Some(embedder) = retriever.embedder() else { return Ok(LongTermMemory::default()) };
-    let mut entries: Vec<(String, Vec<String>)> = Vec::new();
-    for t in
-        trajectories.iter().filter(|t| graph::build::successful(t) && t.calls.len() <= max_calls && !t.query.is_empty())
-    {
-        let path: Vec<String> =
-            graph::build::clean_path(t.calls.iter().map(|c| (c.name.as_str(), c.failed != Some(true))))
-                .into_iter()
-                .filter_map(|name| catalog.resolve(name).first().map(|id| catalog.api(id).function_name.clone()))
-                .collect();
-        if !path.is_empty() {
-            entries.push((t.query.clone(), path));
-        }
-    }
-    let mut memories = Vec::with_capacity(entries.len());
-    for chunk in entries.chunks(128) {
-        let texts: Vec<String> = chunk.iter().map(|(q, _)| q.clone()).collect();
-        for ((task, path), vector) in chunk.iter().cloned().zip(embedder.embed(&texts)?) {
-            memories.push(Memory { task, path, vector });
-        }
-    }
-    Ok(LongTermMemory::in_memory(memories))
+    let (Some(embedder), Some(cache)) = (retriever.embedder(), cache) else { return Ok(LongTermMemory::default()) };
+    let paths = memory::successful_paths(catalog, trajectories, max_calls);
+    Ok(LongTermMemory::in_memory(memory::embed_paths(paths, embedder, cache, MEMORY_BATCH)?))
 }
 
 /// One query's scores.

@@ -10,8 +10,14 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::catalog::Catalog;
+use crate::graph::build::{clean_path, successful};
 use crate::journal::{self, Journal};
+use crate::retrieval::RetrievalError;
+use crate::retrieval::cache::{EmbeddingCache, embed_through};
 use crate::retrieval::dense::dot;
+use crate::retrieval::embedder::Embedder;
+use crate::trajectory::Trajectory;
 
 /// One remembered successful run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -21,6 +27,10 @@ pub struct Memory {
     pub path: Vec<String>,
     /// The task's unit vector.
     pub vector: Vec<f32>,
+    /// Learned from a live run (kept when trajectories are re-read), not
+    /// from a trajectory file.
+    #[serde(default)]
+    pub online: bool,
 }
 
 /// Remembered runs, searchable; optionally backed by a journal.
@@ -35,7 +45,62 @@ pub fn memory_path(state_dir: &Path) -> PathBuf {
     state_dir.join("memory").join("memory.jsonl")
 }
 
+/// The successful runs among `trajectories` as (task, path of function
+/// names), cleaned as the graph cleans them; unresolvable calls left out.
+pub fn successful_paths(
+    catalog: &Catalog,
+    trajectories: &[Trajectory],
+    max_calls: usize,
+) -> Vec<(String, Vec<String>)> {
+    trajectories
+        .iter()
+        .filter(|t| successful(t) && t.calls.len() <= max_calls && !t.query.trim().is_empty())
+        .filter_map(|t| {
+            let path: Vec<String> = clean_path(t.calls.iter().map(|c| (c.name.as_str(), c.failed != Some(true))))
+                .into_iter()
+                .filter_map(|name| catalog.resolve(name).first().map(|id| catalog.api(id).function_name.clone()))
+                .collect();
+            (!path.is_empty()).then(|| (t.query.clone(), path))
+        })
+        .collect()
+}
+
+/// Memories of `paths`, their tasks embedded through the embedding cache.
+pub fn embed_paths(
+    paths: Vec<(String, Vec<String>)>,
+    embedder: &Embedder,
+    cache: &mut EmbeddingCache,
+    batch: usize,
+) -> Result<Vec<Memory>, RetrievalError> {
+    let tasks: Vec<String> = paths.iter().map(|(task, _)| task.clone()).collect();
+    let vectors = embed_through(cache, embedder, &tasks, batch)?;
+    Ok(paths
+        .into_iter()
+        .zip(vectors)
+        .map(|((task, path), vector)| Memory { task, path, vector, online: false })
+        .collect())
+}
+
 impl LongTermMemory {
+    /// Replaces what the journal at `path` learned from trajectory files by
+    /// `entries`, keeping what live runs taught it: written beside it,
+    /// fsync'd, renamed into place. Returns the entries kept.
+    pub fn rewrite(path: &Path, entries: &[Memory]) -> std::io::Result<usize> {
+        let (old, _) = journal::read::<Memory>(path)?;
+        let kept: Vec<Memory> = old.into_iter().map(|(_, m)| m).filter(|m| m.online).collect();
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)?;
+        let aside = path.with_extension("jsonl.new");
+        let _ = std::fs::remove_file(&aside);
+        let (mut journal, _, _) = Journal::open::<Memory>(&aside)?;
+        journal.append_all(1, &kept)?;
+        journal.append_all(kept.len() as u64 + 1, entries)?;
+        drop(journal);
+        std::fs::rename(&aside, path)?;
+        std::fs::File::open(dir)?.sync_all()?;
+        Ok(kept.len())
+    }
+
     /// A memory that lives only in this process (evaluation).
     pub fn in_memory(entries: Vec<Memory>) -> LongTermMemory {
         LongTermMemory { entries, journal: None }
@@ -96,12 +161,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = memory_path(dir.path());
         let (mut m, _) = LongTermMemory::open(&path).unwrap();
-        m.add(Memory { task: "weather".into(), path: vec!["a".into()], vector: vec![1.0, 0.0] }).unwrap();
-        m.add(Memory { task: "rates".into(), path: vec!["b".into(), "c".into()], vector: vec![0.0, 1.0] }).unwrap();
+        m.add(Memory { task: "weather".into(), path: vec!["a".into()], vector: vec![1.0, 0.0], online: true }).unwrap();
+        m.add(Memory {
+            task: "rates".into(),
+            path: vec!["b".into(), "c".into()],
+            vector: vec![0.0, 1.0],
+            online: false,
+        })
+        .unwrap();
         drop(m);
         let (m, _) = LongTermMemory::open(&path).unwrap();
         assert_eq!(m.len(), 2);
+        drop(m);
+        // Re-reading trajectories replaces their memories, keeps live ones.
+        let fresh = Memory { task: "news".into(), path: vec!["d".into()], vector: vec![0.6, 0.8], online: false };
+        assert_eq!(LongTermMemory::rewrite(&path, &[fresh]).unwrap(), 1);
+        let tasks: Vec<String> = LongTermMemory::read(&path).unwrap().entries.into_iter().map(|m| m.task).collect();
+        assert_eq!(tasks, ["weather", "news"]);
+        let (m, _) = LongTermMemory::open(&path).unwrap();
         let found = m.search(&[0.1, 0.99], 1);
-        assert_eq!(found[0].1.task, "rates");
+        assert_eq!(found[0].1.task, "news");
     }
 }
