@@ -92,7 +92,8 @@ fn eval_plan_scores_every_variant_leaving_each_set_out() {
     let queries = env.data.join("queries/stabletoolbench_solvable");
     let mut files = Vec::new();
     for set in ["G1_instruction", "G1_category"] {
-        let all: Vec<Value> = serde_json::from_slice(&std::fs::read(queries.join(format!("{set}.json"))).unwrap()).unwrap();
+        let all: Vec<Value> =
+            serde_json::from_slice(&std::fs::read(queries.join(format!("{set}.json"))).unwrap()).unwrap();
         let path = env.state.path().join(format!("{set}.json"));
         std::fs::write(&path, serde_json::to_vec(&all[..10]).unwrap()).unwrap();
         files.push(path.to_str().unwrap().to_string());
