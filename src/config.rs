@@ -21,6 +21,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
 
+mod upstream;
+pub use upstream::*;
+
 /// Prefix of environment overrides.
 pub const ENV_PREFIX: &str = "TOOLROUTER_";
 /// Environment variable holding the RapidAPI key.
@@ -37,10 +40,11 @@ pub const DEFAULT_ARGS_COERCE: bool = true;
 /// Keys that must never be set in the file, with where to put them instead.
 const SECRET_KEYS: [(&str, &str, &str); 1] = [("upstream", "rapidapi_key", "upstream.rapidapi_key_file")];
 /// Keys holding paths, resolved against the config file's directory.
-const PATH_KEYS: [(&str, &str); 7] = [
+const PATH_KEYS: [(&str, &str); 8] = [
     ("catalog", "paths"),
     ("catalog", "query_files"),
     ("upstream", "rapidapi_key_file"),
+    ("upstream", "replay_dir"),
     ("state", "dir"),
     ("embedding", "model_dir"),
     ("embedding", "onnxruntime"),
@@ -85,6 +89,7 @@ pub struct Config {
     pub catalog: CatalogConfig,
     pub args: ArgsConfig,
     pub upstream: UpstreamConfig,
+    pub compress: CompressConfig,
     pub state: StateConfig,
     pub embedding: EmbeddingConfig,
     pub retrieval: RetrievalConfig,
@@ -118,16 +123,6 @@ impl Default for ArgsConfig {
     fn default() -> Self {
         ArgsConfig { strict: DEFAULT_ARGS_STRICT, coerce: DEFAULT_ARGS_COERCE }
     }
-}
-
-/// `[upstream]`: calls to APIs.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct UpstreamConfig {
-    /// Hosts calls may go to besides the catalog's own (`host`, `host:port`, `*.domain`).
-    pub allowed_hosts: Vec<String>,
-    /// File holding the RapidAPI key (empty: only the environment variable).
-    pub rapidapi_key_file: PathBuf,
 }
 
 /// `[state]`: where toolrouter keeps what it builds and learns.
@@ -528,6 +523,15 @@ impl Config {
                     format!("{host:?} is not a host, host:port or *.domain"),
                 ));
             }
+        }
+        if let Some((key, message)) = self.upstream.problems() {
+            return Err(fail(&key, message));
+        }
+        if self.compress.budget < 64 {
+            return Err(fail(
+                "compress.budget",
+                format!("must be at least 64 characters, got {}", self.compress.budget),
+            ));
         }
         self.rapidapi_key().map_err(|message| fail("upstream.rapidapi_key_file", message))?;
         Ok(())

@@ -46,3 +46,4 @@ pub mod journal;
 pub mod planner;
 pub mod retrieval;
 pub mod trajectory;
+pub mod upstream;

@@ -1,0 +1,210 @@
+//! Where upstream calls may go (SSRF guard).
+//!
+//! A call's URL must be `http` or `https`, carry no credentials, and name a
+//! host the catalog knows (the host of some API's URL) or one on the
+//! allowlist (`upstream.allowed_hosts`: `host`, `host:port`, `*.domain`).
+//! Its addresses must not be private, loopback, link-local or otherwise
+//! internal unless `upstream.allow_private` says so (a replay server on
+//! loopback is such a case). The address check runs in the DNS resolver
+//! ([`GuardedResolver`]), so it holds for every connection: redirects and
+//! names that resolve to internal addresses included; IP-literal URLs are
+//! checked by [`Guard::check_url`]. Redirect targets are checked again.
+
+use std::collections::HashSet;
+use std::net::{IpAddr, SocketAddr};
+
+use url::Url;
+
+use crate::catalog::Catalog;
+
+/// Why a target was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
+/// The hosts and addresses calls may reach.
+#[derive(Debug, Clone)]
+pub struct Guard {
+    catalog_hosts: HashSet<String>,
+    allowlist: Vec<String>,
+    pub allow_private: bool,
+}
+
+impl Guard {
+    pub fn new(catalog: &Catalog, allowlist: &[String], allow_private: bool) -> Guard {
+        let catalog_hosts = catalog
+            .apis()
+            .iter()
+            .filter_map(|a| a.url_template.as_deref())
+            .filter_map(|t| Url::parse(&t.replace(['{', '}'], "")).ok())
+            .filter_map(|u| u.host_str().map(normalize))
+            .collect();
+        Guard {
+            catalog_hosts,
+            allowlist: allowlist.iter().map(|h| h.trim().to_ascii_lowercase()).collect(),
+            allow_private,
+        }
+    }
+
+    /// Checks a URL before it is requested (and each redirect target).
+    pub fn check_url(&self, url: &Url) -> Result<(), Refused> {
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(Refused(format!("scheme `{}` is not allowed (http or https only)", url.scheme())));
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(Refused("URLs carrying credentials are refused".into()));
+        }
+        let host = url.host_str().map(normalize).unwrap_or_default();
+        if host.is_empty() {
+            return Err(Refused(format!("`{url}` has no host")));
+        }
+        let port = url.port_or_known_default();
+        if !self.catalog_hosts.contains(&host) && !self.allowlisted(&host, port) {
+            return Err(Refused(format!(
+                "host `{host}` is neither an API host of the catalog nor in upstream.allowed_hosts"
+            )));
+        }
+        let literal = host.trim_start_matches('[').trim_end_matches(']');
+        if let Ok(ip) = literal.parse::<IpAddr>() {
+            self.check_ip(ip)?;
+        }
+        Ok(())
+    }
+
+    /// Refuses internal addresses unless `allow_private`.
+    pub fn check_ip(&self, ip: IpAddr) -> Result<(), Refused> {
+        if !self.allow_private && is_internal(ip) {
+            return Err(Refused(format!(
+                "address {ip} is private, loopback or link-local (set upstream.allow_private to allow it)"
+            )));
+        }
+        Ok(())
+    }
+
+    fn allowlisted(&self, host: &str, port: Option<u16>) -> bool {
+        self.allowlist.iter().any(|entry| {
+            if let Some(domain) = entry.strip_prefix("*.") {
+                return host.ends_with(&format!(".{domain}"));
+            }
+            match entry.rsplit_once(':') {
+                Some((h, p)) if p.parse::<u16>().is_ok() && !h.contains(':') => h == host && port == p.parse().ok(),
+                _ => entry == host,
+            }
+        })
+    }
+}
+
+fn normalize(host: &str) -> String {
+    host.trim_end_matches('.').to_ascii_lowercase()
+}
+
+/// Loopback, private, link-local, unique-local, shared (CGNAT),
+/// unspecified, broadcast, multicast and documentation addresses, and
+/// IPv4 addresses mapped into IPv6.
+pub fn is_internal(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || v4.is_documentation()
+                || (o[0] == 100 && (o[1] & 0xc0) == 64)
+                || o[0] == 0
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_internal(IpAddr::V4(v4));
+            }
+            let first = v6.segments()[0];
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+                || first == 0x2001 && v6.segments()[1] == 0x0db8
+        }
+    }
+}
+
+/// A DNS resolver that drops internal addresses (unless allowed) and fails
+/// when none is left, so no connection can reach them.
+#[derive(Debug, Clone)]
+pub struct GuardedResolver {
+    pub allow_private: bool,
+}
+
+impl reqwest::dns::Resolve for GuardedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let allow_private = self.allow_private;
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let kept: Vec<SocketAddr> =
+                addrs.iter().copied().filter(|a| allow_private || !is_internal(a.ip())).collect();
+            if kept.is_empty() {
+                let e: Box<dyn std::error::Error + Send + Sync> = if addrs.is_empty() {
+                    format!("`{host}` has no address").into()
+                } else {
+                    format!("`{host}` resolves only to private, loopback or link-local addresses").into()
+                };
+                return Err(e);
+            }
+            Ok(Box::new(kept.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Sources;
+
+    fn guard(allow: &[&str], private: bool) -> Guard {
+        let catalog = Catalog::load(&Sources::default()).unwrap();
+        Guard::new(&catalog, &allow.iter().map(|s| s.to_string()).collect::<Vec<_>>(), private)
+    }
+
+    fn check(g: &Guard, url: &str) -> Result<(), Refused> {
+        g.check_url(&Url::parse(url).unwrap())
+    }
+
+    #[test]
+    fn only_catalog_and_allowed_hosts() {
+        let g = guard(&["127.0.0.1:8765", "*.example.org"], false);
+        assert!(check(&g, "https://api.frankfurter.dev/v1/latest").is_ok());
+        assert!(check(&g, "https://evil.test/").unwrap_err().0.contains("neither"));
+        assert!(check(&g, "https://a.example.org/x").is_ok());
+        assert!(check(&g, "ftp://api.frankfurter.dev/").is_err());
+        assert!(check(&g, "https://u:p@api.frankfurter.dev/").is_err());
+        // Allowed by name, refused by address until private targets are allowed.
+        assert!(check(&g, "http://127.0.0.1:8765/x").unwrap_err().0.contains("loopback"));
+        assert!(check(&guard(&["127.0.0.1:8765"], true), "http://127.0.0.1:8765/x").is_ok());
+        assert!(check(&guard(&["127.0.0.1:8765"], true), "http://127.0.0.1:9999/x").is_err());
+    }
+
+    #[test]
+    fn internal_addresses() {
+        for ip in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "::1",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+        ] {
+            assert!(is_internal(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in ["8.8.8.8", "1.1.1.1", "2606:4700::1111"] {
+            assert!(!is_internal(ip.parse().unwrap()), "{ip}");
+        }
+    }
+}

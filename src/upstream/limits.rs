@@ -1,0 +1,193 @@
+//! Rate limits on upstream calls (governor, GCRA): one global rate, and
+//! keyed rates per host, per API and per client key. A call takes a cell
+//! from each limit that applies, waiting for it up to `max_wait` in all;
+//! when a limit would make it wait longer, it fails at once with
+//! [`RateLimited`], naming the limit and when to retry. An upstream 429
+//! slows its host: no call goes to it before its `Retry-After` has passed.
+
+use std::num::NonZeroU32;
+use std::time::{Duration, Instant};
+
+use dashmap::DashMap;
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultDirectRateLimiter, DefaultKeyedRateLimiter, Quota, RateLimiter};
+use serde::Serialize;
+
+use crate::config::UpstreamConfig;
+
+/// Which limit stopped a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Limit {
+    Global,
+    Host,
+    Api,
+    Client,
+    /// The host answered 429 and asked to wait.
+    HostRetryAfter,
+}
+
+impl Limit {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Limit::Global => "the global upstream rate (upstream.global_rate)",
+            Limit::Host => "the per-host rate (upstream.host_rate)",
+            Limit::Api => "the per-API rate (upstream.api_rate)",
+            Limit::Client => "the per-client rate (upstream.client_rate)",
+            Limit::HostRetryAfter => "the host's Retry-After after a 429",
+        }
+    }
+}
+
+/// A call refused by a rate limit.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, thiserror::Error)]
+#[error("rate limited by {}: retry after {:.1} s", limit.describe(), retry_after.as_secs_f64())]
+pub struct RateLimited {
+    pub limit: Limit,
+    pub retry_after: Duration,
+}
+
+/// The configured limits and their state.
+#[derive(Debug)]
+pub struct Limits {
+    global: Option<DefaultDirectRateLimiter>,
+    host: Option<DefaultKeyedRateLimiter<String>>,
+    api: Option<DefaultKeyedRateLimiter<String>>,
+    client: Option<DefaultKeyedRateLimiter<String>>,
+    slowed: DashMap<String, Instant>,
+    max_wait: Duration,
+    clock: DefaultClock,
+}
+
+/// A quota of `rate` calls per second with bursts of `burst` (at least 1);
+/// `None` when `rate` is 0 (no limit).
+fn quota(rate: f64, burst: u32) -> Option<Quota> {
+    if rate <= 0.0 {
+        return None;
+    }
+    let period = Duration::from_secs_f64(1.0 / rate);
+    Quota::with_period(period).map(|q| q.allow_burst(NonZeroU32::new(burst.max(1)).unwrap()))
+}
+
+impl Limits {
+    pub fn new(config: &UpstreamConfig) -> Limits {
+        let burst = config.burst;
+        Limits {
+            global: quota(config.global_rate, burst).map(RateLimiter::direct),
+            host: quota(config.host_rate, burst).map(RateLimiter::keyed),
+            api: quota(config.api_rate, burst).map(RateLimiter::keyed),
+            client: quota(config.client_rate, burst).map(RateLimiter::keyed),
+            slowed: DashMap::new(),
+            max_wait: Duration::from_millis(config.max_wait_ms),
+            clock: DefaultClock::default(),
+        }
+    }
+
+    /// Takes a cell of every limit that applies, waiting up to `max_wait`
+    /// in all. Returns the time waited.
+    pub async fn acquire(&self, host: &str, api: &str, client: Option<&str>) -> Result<Duration, RateLimited> {
+        let started = Instant::now();
+        let deadline = started + self.max_wait;
+        if let Some(until) = self.slowed.get(host).map(|u| *u) {
+            let now = Instant::now();
+            if until > now {
+                if until > deadline {
+                    return Err(RateLimited { limit: Limit::HostRetryAfter, retry_after: until - now });
+                }
+                tokio::time::sleep(until - now).await;
+            }
+        }
+        let keyed = [
+            (Limit::Client, &self.client, client),
+            (Limit::Api, &self.api, Some(api)),
+            (Limit::Host, &self.host, Some(host)),
+        ];
+        for (limit, limiter, key) in keyed {
+            let (Some(limiter), Some(key)) = (limiter, key) else { continue };
+            let key = key.to_string();
+            loop {
+                match limiter.check_key(&key) {
+                    Ok(()) => break,
+                    Err(not_until) => self.wait(limit, not_until.wait_time_from(self.clock.now()), deadline).await?,
+                }
+            }
+        }
+        if let Some(global) = &self.global {
+            loop {
+                match global.check() {
+                    Ok(()) => break,
+                    Err(not_until) => {
+                        self.wait(Limit::Global, not_until.wait_time_from(self.clock.now()), deadline).await?
+                    }
+                }
+            }
+        }
+        Ok(started.elapsed())
+    }
+
+    async fn wait(&self, limit: Limit, wait: Duration, deadline: Instant) -> Result<(), RateLimited> {
+        if Instant::now() + wait > deadline {
+            return Err(RateLimited { limit, retry_after: wait });
+        }
+        tokio::time::sleep(wait).await;
+        Ok(())
+    }
+
+    /// No call goes to `host` for `wait` (an upstream 429's `Retry-After`).
+    pub fn slow_host(&self, host: &str, wait: Duration) {
+        let until = Instant::now() + wait;
+        self.slowed.entry(host.to_string()).and_modify(|u| *u = (*u).max(until)).or_insert(until);
+    }
+
+    /// Forgets idle keys (call now and then on a long-running server).
+    pub fn prune(&self) {
+        for limiter in [&self.host, &self.api, &self.client].into_iter().flatten() {
+            limiter.retain_recent();
+        }
+        let now = Instant::now();
+        self.slowed.retain(|_, until| *until > now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(host_rate: f64, max_wait_ms: u64) -> UpstreamConfig {
+        UpstreamConfig {
+            global_rate: 0.0,
+            host_rate,
+            api_rate: 0.0,
+            client_rate: 0.0,
+            burst: 1,
+            max_wait_ms,
+            ..UpstreamConfig::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn waits_within_max_wait_then_refuses_naming_the_limit() {
+        let limits = Limits::new(&config(10.0, 150));
+        limits.acquire("h", "a", None).await.unwrap();
+        // The next cell comes 100 ms later: within max_wait, so it waits.
+        let waited = limits.acquire("h", "a", None).await.unwrap();
+        assert!(waited >= Duration::from_millis(80), "{waited:?}");
+        // Another host has its own cell.
+        assert!(limits.acquire("other", "a", None).await.unwrap() < Duration::from_millis(20));
+        let strict = Limits::new(&config(1.0, 50));
+        strict.acquire("h", "a", None).await.unwrap();
+        let refused = strict.acquire("h", "a", None).await.unwrap_err();
+        assert_eq!(refused.limit, Limit::Host);
+        assert!(refused.retry_after > Duration::from_millis(500), "{refused:?}");
+        assert!(refused.to_string().contains("upstream.host_rate"));
+    }
+
+    #[tokio::test]
+    async fn a_429_slows_its_host() {
+        let limits = Limits::new(&config(0.0, 100));
+        limits.slow_host("h", Duration::from_secs(5));
+        let refused = limits.acquire("h", "a", None).await.unwrap_err();
+        assert_eq!(refused.limit, Limit::HostRetryAfter);
+        assert!(limits.acquire("other", "a", None).await.is_ok());
+    }
+}

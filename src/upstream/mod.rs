@@ -1,0 +1,544 @@
+//! Calls to the APIs themselves (DESIGN §7).
+//!
+//! [`Upstream::call`] takes an API and validated arguments and returns the
+//! response or a classified [`CallError`], with a [`CallTrace`] of every
+//! attempt either way. On the way:
+//!
+//! 1. [`request`] builds the HTTP request in RapidAPI's conventions
+//!    (`X-RapidAPI-Key` from the environment or a file, never logged;
+//!    `X-RapidAPI-Host`);
+//! 2. [`guard`] refuses hosts the catalog does not name and internal
+//!    addresses (in the DNS resolver, so redirects are covered too);
+//! 3. [`limits`] takes a cell of the global, per-host, per-API and
+//!    per-client rates, or refuses with when to retry;
+//! 4. the request is sent with one pooled client (rustls, gzip) at most
+//!    `max_attempts` times: again after connect errors, timeouts, 5xx and
+//!    429 (after `Retry-After`, which also slows the host), with
+//!    exponential backoff and jitter, never after other 4xx, and never past
+//!    the call's deadline; each attempt has its own timeout covering the
+//!    whole read, and the body is cut off at `max_response_bytes`.
+//!
+//! With `mode = "replay"` the answer comes from the [`replay`] table in
+//! the process instead (limits still apply). Every result carries an
+//! [`Outcome`] (success, error class, latency) for the tool graph's
+//! availability.
+
+pub mod guard;
+pub mod limits;
+pub mod replay;
+pub mod request;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use url::Url;
+
+use crate::catalog::{Api, Catalog};
+use crate::config::{Config, Secret, UpstreamConfig, UpstreamMode};
+pub use guard::Guard;
+pub use limits::{Limit, Limits, RateLimited};
+pub use replay::{Match, ReplayTable};
+
+/// The `User-Agent` of upstream calls.
+pub const USER_AGENT: &str = concat!("toolrouter/", env!("CARGO_PKG_VERSION"));
+/// The longest `Retry-After` honoured within a call; longer ones end it.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// What kind of failure a call ended in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// The request could not be built (an argument the URL needs is missing…).
+    Request,
+    /// The guard refused the target (host, address, redirect).
+    Refused,
+    RateLimited,
+    Connect,
+    Timeout,
+    /// The call's overall deadline passed.
+    Deadline,
+    /// The API answered 4xx (429 is `rate_limited` once retries are spent).
+    ClientError,
+    /// The API answered 5xx.
+    ServerError,
+    /// The body was larger than `max_response_bytes`.
+    TooLarge,
+    /// The connection broke while reading the body.
+    Body,
+    /// The API said JSON but sent something else.
+    MalformedJson,
+    /// The API answered with a page (HTML, XML…) instead of data.
+    NotJson,
+    /// Replay: nothing recorded for this API.
+    NoRecording,
+}
+
+/// One attempt of a call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Attempt {
+    pub started_ms: f64,
+    pub elapsed_ms: f64,
+    /// `200 OK`, `timeout`, `connect error: …`
+    pub outcome: String,
+    /// The wait before the next attempt, if there is one.
+    pub retry_in_ms: Option<f64>,
+}
+
+/// What happened during a call.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CallTrace {
+    pub function: String,
+    pub method: String,
+    /// The URL requested (no credentials: the key travels in a header).
+    pub url: String,
+    pub rate_limit_wait_ms: f64,
+    pub attempts: Vec<Attempt>,
+    pub elapsed_ms: f64,
+    /// Replay: how the recording was found.
+    pub replay: Option<Match>,
+}
+
+/// A call's result as the tool graph sees it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcome {
+    pub function: String,
+    pub ok: bool,
+    pub class: Option<ErrorClass>,
+    pub latency_ms: f64,
+}
+
+/// A successful response.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Response {
+    pub status: u16,
+    /// The body as JSON; a text body is a JSON string.
+    pub body: Value,
+    pub bytes: usize,
+    pub trace: CallTrace,
+}
+
+/// A failed call.
+#[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
+#[error("{message}")]
+pub struct CallError {
+    pub class: ErrorClass,
+    pub message: String,
+    pub status: Option<u16>,
+    /// When to try again (rate limits, `Retry-After`).
+    pub retry_after_ms: Option<f64>,
+    pub trace: Box<CallTrace>,
+}
+
+impl Response {
+    pub fn outcome(&self) -> Outcome {
+        Outcome { function: self.trace.function.clone(), ok: true, class: None, latency_ms: self.trace.elapsed_ms }
+    }
+}
+
+impl CallError {
+    pub fn outcome(&self) -> Outcome {
+        Outcome {
+            function: self.trace.function.clone(),
+            ok: false,
+            class: Some(self.class),
+            latency_ms: self.trace.elapsed_ms,
+        }
+    }
+}
+
+enum Backend {
+    Live(reqwest::Client),
+    Replay(ReplayTable),
+}
+
+/// The upstream layer: one per process.
+pub struct Upstream {
+    backend: Backend,
+    limits: Limits,
+    guard: Arc<Guard>,
+    config: UpstreamConfig,
+    base_url: Option<Url>,
+    key: Option<Secret>,
+}
+
+/// Installs rustls' crypto provider (ring) once per process.
+fn install_crypto() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+impl Upstream {
+    /// The upstream layer of `config` over `catalog` (loads the replay table in replay mode).
+    pub fn new(catalog: &Catalog, config: &Config) -> anyhow::Result<Upstream> {
+        let c = &config.upstream;
+        let guard = Arc::new(Guard::new(catalog, &c.allowed_hosts, c.allow_private));
+        let backend = match c.mode {
+            UpstreamMode::Replay => Backend::Replay(
+                ReplayTable::load(&c.replay_dir, catalog)
+                    .map_err(|e| anyhow::anyhow!("reading the replay table {}: {e}", c.replay_dir.display()))?,
+            ),
+            UpstreamMode::Live => Backend::Live(client(c, guard.clone())?),
+        };
+        let base_url = (!c.base_url.is_empty()).then(|| Url::parse(&c.base_url)).transpose()?;
+        let key = config.rapidapi_key().map_err(anyhow::Error::msg)?;
+        Ok(Upstream { backend, limits: Limits::new(c), guard, config: c.clone(), base_url, key })
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The replay table, in replay mode.
+    pub fn replay_table(&self) -> Option<&ReplayTable> {
+        match &self.backend {
+            Backend::Replay(t) => Some(t),
+            Backend::Live(_) => None,
+        }
+    }
+
+    /// Calls `api` with validated `arguments` on behalf of `client` (a client key id).
+    pub async fn call(
+        &self,
+        api: &Api,
+        arguments: &Map<String, Value>,
+        client: Option<&str>,
+    ) -> Result<Response, CallError> {
+        let started = Instant::now();
+        let deadline = started + Duration::from_millis(self.config.deadline_ms);
+        let mut trace = CallTrace { function: api.function_name.clone(), ..CallTrace::default() };
+        let fail = |class, message: String, trace: &CallTrace| CallError {
+            class,
+            message,
+            status: None,
+            retry_after_ms: None,
+            trace: Box::new(trace.clone()),
+        };
+        let http = match request::build(api, arguments, self.base_url.as_ref()) {
+            Ok(h) => h,
+            Err(message) => return Err(fail(ErrorClass::Request, message, &trace)),
+        };
+        trace.method = http.method.to_string();
+        trace.url = http.url.to_string();
+        if let Err(refused) = self.guard.check_url(&http.url) {
+            return Err(fail(ErrorClass::Refused, refused.0, &trace));
+        }
+        match self.limits.acquire(&http.api_host, &api.function_name, client).await {
+            Ok(waited) => trace.rate_limit_wait_ms = ms(waited),
+            Err(limited) => {
+                let mut e = fail(ErrorClass::RateLimited, limited.to_string(), &trace);
+                e.retry_after_ms = Some(ms(limited.retry_after));
+                return Err(finish(e, started));
+            }
+        }
+        let result = match &self.backend {
+            Backend::Replay(table) => replay_call(table, api, arguments, trace, started),
+            Backend::Live(client) => self.live_call(client, &http, trace, started, deadline).await,
+        };
+        match result {
+            Ok(mut r) => {
+                r.trace.elapsed_ms = ms(started.elapsed());
+                Ok(r)
+            }
+            Err(e) => Err(finish(e, started)),
+        }
+    }
+
+    async fn live_call(
+        &self,
+        client: &reqwest::Client,
+        http: &request::HttpCall,
+        mut trace: CallTrace,
+        started: Instant,
+        deadline: Instant,
+    ) -> Result<Response, CallError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(error(ErrorClass::Deadline, "the call's deadline passed before an answer".into(), trace));
+            }
+            let timeout = Duration::from_millis(self.config.timeout_ms).min(deadline - now);
+            let at = ms(now - started);
+            let result = tokio::time::timeout(timeout, self.send(client, http)).await;
+            let elapsed = ms(now.elapsed());
+            let failure = match result {
+                Err(_) => {
+                    Failure::retry(ErrorClass::Timeout, format!("no complete answer within {:.0} ms", ms(timeout)))
+                }
+                Ok(Err(f)) => f,
+                Ok(Ok((status, body, bytes))) => {
+                    trace.attempts.push(Attempt {
+                        started_ms: at,
+                        elapsed_ms: elapsed,
+                        outcome: status_text(status),
+                        retry_in_ms: None,
+                    });
+                    return Ok(Response { status, body, bytes, trace });
+                }
+            };
+            let mut retry_in = (failure.retryable && attempt < self.config.max_attempts).then(|| self.backoff(attempt));
+            if let Some(after) = failure.retry_after {
+                self.limits.slow_host(&http.api_host, after.min(MAX_RETRY_AFTER));
+                retry_in = retry_in.map(|_| after).filter(|a| *a <= MAX_RETRY_AFTER);
+            }
+            if let Some(wait) = retry_in
+                && Instant::now() + wait >= deadline
+            {
+                retry_in = None;
+            }
+            trace.attempts.push(Attempt {
+                started_ms: at,
+                elapsed_ms: elapsed,
+                outcome: failure.message.clone(),
+                retry_in_ms: retry_in.map(ms),
+            });
+            match retry_in {
+                Some(wait) => tokio::time::sleep(wait).await,
+                None => {
+                    let attempts = trace.attempts.len();
+                    let tries = if attempts == 1 { String::new() } else { format!(" (after {attempts} attempts)") };
+                    let mut e = error(failure.class, format!("{}{tries}", failure.message), trace);
+                    e.status = failure.status;
+                    e.retry_after_ms = failure.retry_after.map(ms);
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// One attempt: send, read the body up to the cap, interpret it.
+    async fn send(&self, client: &reqwest::Client, http: &request::HttpCall) -> Result<(u16, Value, usize), Failure> {
+        let mut req = client.request(http.method.clone(), http.url.clone()).header("X-RapidAPI-Host", &http.api_host);
+        if let Some(key) = &self.key {
+            let mut value = reqwest::header::HeaderValue::from_str(key.expose()).map_err(|_| {
+                Failure::fatal(ErrorClass::Request, "the RapidAPI key is not a valid header value".into())
+            })?;
+            value.set_sensitive(true);
+            req = req.header("X-RapidAPI-Key", value);
+        }
+        for (name, value) in &http.headers {
+            req = req.header(name, value);
+        }
+        if let Some(body) = &http.body {
+            req = req.header("content-type", "application/json").body(body.to_string());
+        }
+        let mut response = req.send().await.map_err(classify)?;
+        let status = response.status();
+        let content_type =
+            response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
+        let retry_after =
+            response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
+        let cap = self.config.max_response_bytes;
+        if response.content_length().is_some_and(|n| n as usize > cap) {
+            return Err(Failure::fatal(ErrorClass::TooLarge, format!("the response is larger than {cap} bytes")));
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(classify)? {
+            if bytes.len() + chunk.len() > cap {
+                return Err(Failure::fatal(
+                    ErrorClass::TooLarge,
+                    format!("the response is larger than {cap} bytes; cut off"),
+                ));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        let code = status.as_u16();
+        if status.as_u16() == 429 {
+            let mut f = Failure::retry(ErrorClass::RateLimited, format!("{}: {}", status_text(code), snippet(&bytes)));
+            f.status = Some(code);
+            f.retry_after = Some(retry_after.unwrap_or(Duration::ZERO));
+            return Err(f);
+        }
+        if status.is_server_error() {
+            let mut f = Failure::retry(ErrorClass::ServerError, format!("{}: {}", status_text(code), snippet(&bytes)));
+            f.status = Some(code);
+            return Err(f);
+        }
+        if !status.is_success() {
+            let mut f = Failure::fatal(ErrorClass::ClientError, format!("{}: {}", status_text(code), snippet(&bytes)));
+            f.status = Some(code);
+            return Err(f);
+        }
+        let body = interpret(&bytes, &content_type)?;
+        Ok((code, body, bytes.len()))
+    }
+
+    /// Exponential backoff with ±50% jitter: about `backoff_ms`, then twice that…
+    fn backoff(&self, attempt: u32) -> Duration {
+        let base = self.config.backoff_ms as f64 * 2f64.powi(attempt as i32 - 1);
+        Duration::from_secs_f64(base * (0.5 + fastrand::f64()) / 1000.0)
+    }
+}
+
+/// The pooled HTTP client: rustls, gzip, the guarded resolver, redirects re-checked.
+fn client(c: &UpstreamConfig, guard: Arc<Guard>) -> anyhow::Result<reqwest::Client> {
+    install_crypto();
+    let max_redirects = c.max_redirects;
+    let policy = reqwest::redirect::Policy::custom(move |attempt| {
+        if attempt.previous().len() > max_redirects {
+            return attempt.error(format!("more than {max_redirects} redirects"));
+        }
+        match guard.check_url(attempt.url()) {
+            Ok(()) => attempt.follow(),
+            Err(refused) => attempt.error(format!("redirect refused: {refused}")),
+        }
+    });
+    Ok(reqwest::Client::builder()
+        .user_agent(USER_AGENT)
+        .redirect(policy)
+        .dns_resolver(Arc::new(guard::GuardedResolver { allow_private: c.allow_private }))
+        .connect_timeout(Duration::from_millis(c.timeout_ms))
+        .pool_idle_timeout(Duration::from_secs(60))
+        .build()?)
+}
+
+/// Why an attempt failed, and whether another may help.
+struct Failure {
+    class: ErrorClass,
+    message: String,
+    status: Option<u16>,
+    retryable: bool,
+    retry_after: Option<Duration>,
+}
+
+impl Failure {
+    fn retry(class: ErrorClass, message: String) -> Failure {
+        Failure { class, message, status: None, retryable: true, retry_after: None }
+    }
+
+    fn fatal(class: ErrorClass, message: String) -> Failure {
+        Failure { class, message, status: None, retryable: false, retry_after: None }
+    }
+}
+
+/// Classifies a reqwest error, naming its innermost cause.
+fn classify(e: reqwest::Error) -> Failure {
+    let mut cause = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        cause = s.to_string();
+        source = s.source();
+    }
+    if e.is_redirect() || cause.contains("redirect refused") || cause.contains("resolves only to private") {
+        return Failure::fatal(ErrorClass::Refused, cause);
+    }
+    if e.is_timeout() {
+        return Failure::retry(ErrorClass::Timeout, format!("timeout: {cause}"));
+    }
+    if e.is_connect() {
+        return Failure::retry(ErrorClass::Connect, format!("connect error: {cause}"));
+    }
+    if e.is_body() || e.is_decode() {
+        return Failure::retry(ErrorClass::Body, format!("the connection broke while reading the body: {cause}"));
+    }
+    Failure::retry(ErrorClass::Connect, format!("request failed: {cause}"))
+}
+
+/// The body as JSON: parsed when it is JSON; plain text as a string;
+/// declared JSON that does not parse and markup pages are errors.
+fn interpret(bytes: &[u8], content_type: &str) -> Result<Value, Failure> {
+    let text = String::from_utf8_lossy(bytes);
+    let trimmed = text.trim_start();
+    match serde_json::from_str::<Value>(&text) {
+        Ok(v) => Ok(v),
+        Err(e) if content_type.contains("json") || trimmed.starts_with('{') || trimmed.starts_with('[') => {
+            Err(Failure::fatal(
+                ErrorClass::MalformedJson,
+                format!("the response is not valid JSON ({e}): {}", snippet(bytes)),
+            ))
+        }
+        Err(_) if content_type.contains("html") || content_type.contains("xml") || trimmed.starts_with('<') => {
+            let kind = if content_type.is_empty() { "markup" } else { content_type.split(';').next().unwrap_or("") };
+            Err(Failure::fatal(
+                ErrorClass::NotJson,
+                format!("the API answered with {kind}, not data: {}", snippet(bytes)),
+            ))
+        }
+        Err(_) => Ok(Value::String(text.into_owned())),
+    }
+}
+
+/// `Retry-After` in seconds (HTTP dates are read as "soon": 1 s).
+fn parse_retry_after(v: &str) -> Option<Duration> {
+    match v.trim().parse::<f64>() {
+        Ok(s) if s >= 0.0 && s.is_finite() => Some(Duration::from_secs_f64(s)),
+        _ if !v.trim().is_empty() => Some(Duration::from_secs(1)),
+        _ => None,
+    }
+}
+
+fn replay_call(
+    table: &ReplayTable,
+    api: &Api,
+    arguments: &Map<String, Value>,
+    mut trace: CallTrace,
+    started: Instant,
+) -> Result<Response, CallError> {
+    let Some((recording, matched)) = table.lookup(api.id, arguments) else {
+        return Err(error(
+            ErrorClass::NoRecording,
+            format!("no recorded response for `{}`: the replay table has none for this API", api.function_name),
+            trace,
+        ));
+    };
+    trace.replay = Some(matched);
+    let outcome = if recording.error.is_empty() { "200 OK (replay)" } else { "502 recorded error (replay)" };
+    trace.attempts.push(Attempt {
+        started_ms: 0.0,
+        elapsed_ms: ms(started.elapsed()),
+        outcome: outcome.into(),
+        retry_in_ms: None,
+    });
+    if !recording.error.is_empty() {
+        let mut e = error(ErrorClass::ServerError, format!("the recorded call failed: {}", recording.error), trace);
+        e.status = Some(502);
+        return Err(e);
+    }
+    let body = replay_body(&recording.response);
+    let bytes = body.to_string().len();
+    Ok(Response { status: 200, body, bytes, trace })
+}
+
+/// A recorded response as the API would have sent it: a string holding
+/// JSON is that JSON.
+pub fn replay_body(response: &Value) -> Value {
+    match response {
+        Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| response.clone()),
+        other => other.clone(),
+    }
+}
+
+fn error(class: ErrorClass, message: String, trace: CallTrace) -> CallError {
+    CallError { class, message, status: None, retry_after_ms: None, trace: Box::new(trace) }
+}
+
+fn finish(mut e: CallError, started: Instant) -> CallError {
+    e.trace.elapsed_ms = ms(started.elapsed());
+    e
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn status_text(code: u16) -> String {
+    match reqwest::StatusCode::from_u16(code).ok().and_then(|s| s.canonical_reason()) {
+        Some(reason) => format!("{code} {reason}"),
+        None => code.to_string(),
+    }
+}
+
+/// The start of a body, for error messages.
+fn snippet(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let mut s: String = text.chars().take(200).collect();
+    if text.chars().count() > 200 {
+        s.push('…');
+    }
+    if s.trim().is_empty() { "(empty body)".into() } else { s }
+}
