@@ -31,6 +31,11 @@
 //! * [`planner`]: graph-guided depth-first search for a chain of API calls,
 //!   with backtracking, budgets, reflection, short- and long-term memory;
 //!   `Decider` and `Executor` traits (deterministic decider, dry run).
+//! * [`upstream`]: calls the APIs: requests in RapidAPI's conventions, the
+//!   SSRF guard, rate limits (governor), retries, size and time caps, and
+//!   the replay table of recorded responses.
+//! * [`compress`]: shortens responses to a character budget for a model,
+//!   always as valid JSON.
 //! * [`eval`]: measures retrieval (Recall@k, NDCG@k, MRR) and planning
 //!   (precision, recall and F1 of the planned APIs, the tool graph built
 //!   leave-one-set-out) on ToolBench query files, per file and overall.
@@ -39,6 +44,7 @@
 pub mod args;
 pub mod catalog;
 pub mod cli;
+pub mod compress;
 pub mod config;
 pub mod eval;
 pub mod graph;
