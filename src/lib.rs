@@ -36,6 +36,8 @@
 //!   the replay table of recorded responses.
 //! * [`compress`]: shortens responses to a character budget for a model,
 //!   always as valid JSON.
+//! * [`server`]: the HTTP servers, thin adapters over the engine (the
+//!   replay server of recorded responses).
 //! * [`eval`]: measures retrieval (Recall@k, NDCG@k, MRR) and planning
 //!   (precision, recall and F1 of the planned APIs, the tool graph built
 //!   leave-one-set-out) on ToolBench query files, per file and overall.
@@ -51,5 +53,6 @@ pub mod graph;
 pub mod journal;
 pub mod planner;
 pub mod retrieval;
+pub mod server;
 pub mod trajectory;
 pub mod upstream;

@@ -7,6 +7,7 @@
 //! logs and errors to stderr.
 
 mod bench;
+mod call;
 mod catalog;
 mod coverage;
 mod eval;
@@ -55,6 +56,10 @@ enum Command {
     Search(search::SearchArgs),
     /// Plan the chain of API calls for a request (dry run: nothing is called).
     Plan(plan::PlanArgs),
+    /// Call an API: validate the arguments, call (live or replay), print the compressed response and the trace.
+    Call(call::CallArgs),
+    /// Serve recorded responses over HTTP in RapidAPI's request shape.
+    Replay(call::ReplayArgs),
     /// Build and inspect the tool graph.
     #[command(subcommand)]
     Graph(graph::GraphCommand),
@@ -109,6 +114,8 @@ pub fn run() -> ExitCode {
         Command::Bench(command) => bench::run(command, &config),
         Command::Graph(command) => graph::run(command, &config),
         Command::Plan(args) => plan::run(args, &config),
+        Command::Call(args) => call::call(args, &config),
+        Command::Replay(args) => call::replay(args, &config),
         Command::Config(ConfigCommand::Show) => show_config(&config),
     };
     match outcome {

@@ -96,7 +96,7 @@ pub(super) fn run(a: &ValidateArgs, config: &Config) -> Result<ExitCode, CliErro
     Ok(if result.is_ok() { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILURE) })
 }
 
-fn read_arguments(spec: &str) -> Result<String, CliError> {
+pub(super) fn read_arguments(spec: &str) -> Result<String, CliError> {
     let too_big = || CliError::Usage(format!("the arguments exceed {MAX_ARGUMENTS_BYTES} bytes"));
     let mut text = String::new();
     if spec == "-" {

@@ -143,6 +143,10 @@ pub struct RunRecord {
     pub calls: Vec<RunCall>,
     /// The run reached its goal.
     pub success: bool,
+    /// Calls made on their own, outside a planned run (`toolrouter call`,
+    /// MCP `call_api`): they teach availability α only, not transitions.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub standalone: bool,
 }
 
 /// Counters about the graph's history.
@@ -290,6 +294,9 @@ impl ToolGraph {
             let node = &mut self.graph[i];
             node.online_calls += 1;
             node.online_successes += u64::from(call.ok);
+            if run.standalone {
+                continue;
+            }
             let delta = match (call.ok, run.success) {
                 (true, true) => 1.0,
                 (false, _) => -1.0,
@@ -298,7 +305,7 @@ impl ToolGraph {
             node.score += delta;
             node.touched = true;
         }
-        if run.success {
+        if run.success && !run.standalone {
             let finish = self.index[&NodeKey::Finish];
             self.graph[finish].score += 1.0;
             self.graph[finish].touched = true;

@@ -287,6 +287,7 @@ mod tests {
             task: "t".into(),
             calls: vec![RunCall { function: function.into(), ok }],
             success: ok,
+            standalone: false,
         }
     }
 

@@ -105,6 +105,7 @@ fn online_updates_by_hand() {
         task: "weather".into(),
         calls: vec![RunCall { function: GEO.into(), ok: true }, RunCall { function: FORECAST.into(), ok: false }],
         success: false,
+        standalone: false,
     };
     g.apply(&run, Some(&c));
     assert_eq!(g.node(&key(FORECAST)).unwrap().score, -1.0);
@@ -128,6 +129,7 @@ fn online_updates_by_hand() {
         task: "rates then weather".into(),
         calls: vec![RunCall { function: RATES.into(), ok: true }, RunCall { function: FORECAST.into(), ok: true }],
         success: true,
+        standalone: false,
     };
     g.apply(&run, Some(&c));
     // s: RATES +1, FORECAST -1 + 1 = 0, Finish +1.
@@ -151,6 +153,7 @@ fn replacing_the_static_part_keeps_online_learning() {
             task: String::new(),
             calls: vec![RunCall { function: RATES.into(), ok: true }],
             success: true,
+            standalone: false,
         },
         Some(&c),
     );
@@ -160,4 +163,26 @@ fn replacing_the_static_part_keeps_online_learning() {
     assert!(g.weight(&key(GEO), &key(RATES)) > 0.0);
     assert_eq!(g.node(&key(RATES)).unwrap().online_calls, 1, "online counts survive");
     assert!(g.weight(&key(RATES), &NodeKey::Finish) > 0.0, "the online edge survives");
+}
+
+#[test]
+fn standalone_calls_teach_availability_only() {
+    let c = catalog();
+    let mut g = ToolGraph::new(Params::default());
+    let call = |ok| RunRecord {
+        id: "c".into(),
+        task: String::new(),
+        calls: vec![RunCall { function: RATES.into(), ok }],
+        success: ok,
+        standalone: true,
+    };
+    g.apply(&call(true), Some(&c));
+    g.apply(&call(false), Some(&c));
+    g.apply(&call(false), Some(&c));
+    let node = g.node(&key(RATES)).unwrap();
+    assert_eq!((node.online_calls, node.online_successes, node.score), (3, 1, 0.0));
+    assert_eq!(g.edge_count(), 0, "no transition, not even to Finish");
+    // α = β·prior + (1−β)·(1 + 1)/(3 + 2), the embedded tools' prior being 0.5.
+    let alpha = g.alpha(&key(RATES)).unwrap();
+    assert!((alpha - (0.8 * 0.5 + 0.2 * 2.0 / 5.0)).abs() < 1e-9, "{alpha}");
 }
