@@ -25,6 +25,8 @@ use crate::retrieval::{Embedder, Filters, Retriever, SearchOptions};
 pub(super) enum BenchCommand {
     /// Start-up, search latency, HNSW vs exact search, peak memory.
     Retrieval(BenchArgs),
+    /// The upstream layer's cost over a bare HTTP call to the same loopback server.
+    Upstream(super::bench_upstream::UpstreamBenchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -38,7 +40,10 @@ pub(super) struct BenchArgs {
 }
 
 pub(super) fn run(command: &BenchCommand, config: &Config) -> Result<ExitCode, CliError> {
-    let BenchCommand::Retrieval(args) = command;
+    let args = match command {
+        BenchCommand::Retrieval(args) => args,
+        BenchCommand::Upstream(args) => return super::bench_upstream::run(args, config),
+    };
     let mut texts = Vec::new();
     let mut short = Vec::new();
     for path in &args.queries {

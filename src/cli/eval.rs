@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 
-use super::CliError;
 use super::search::{DenseArg, ModeArg, open, retrieval_error};
+use super::{CliError, load_catalog};
 use crate::config::Config;
 use crate::eval::{queries, retrieval};
 use crate::retrieval::{IntentMerge, SearchOptions};
@@ -17,6 +17,24 @@ pub(super) enum EvalCommand {
     Retrieval(RetrievalArgs),
     /// Precision, recall and F1 of planned APIs, with the graph built leave-one-set-out.
     Plan(PlanArgs),
+    /// Response compression over every recorded response of a replay table.
+    Compress(CompressArgs),
+}
+
+#[derive(Debug, Args)]
+pub(super) struct CompressArgs {
+    /// The replay table (StableToolBench cache layout).
+    #[arg(long, value_name = "DIR")]
+    cache: PathBuf,
+    /// Budget in characters (default: `compress.budget`).
+    #[arg(long)]
+    budget: Option<usize>,
+    /// Largest responses shown before and after.
+    #[arg(long, default_value_t = 3)]
+    samples: usize,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -105,6 +123,7 @@ pub(super) fn run(command: &EvalCommand, config: &Config) -> Result<ExitCode, Cl
     match command {
         EvalCommand::Retrieval(args) => run_retrieval(args, config),
         EvalCommand::Plan(args) => run_plan(args, config),
+        EvalCommand::Compress(args) => run_compress(args, config),
     }
 }
 
@@ -266,4 +285,37 @@ fn variants(args: &RetrievalArgs, config: &Config) -> Vec<SearchOptions> {
         out.iter_mut().for_each(|o| o.intents = false);
     }
     out
+}
+
+fn run_compress(args: &CompressArgs, config: &Config) -> Result<ExitCode, CliError> {
+    let catalog = load_catalog(config)?;
+    let table = crate::upstream::ReplayTable::load(&args.cache, &catalog)
+        .map_err(|e| CliError::Usage(format!("cannot read the replay table {}: {e}", args.cache.display())))?;
+    let budget = args.budget.unwrap_or(config.compress.budget);
+    let r = crate::eval::compress::evaluate(&table, &catalog, budget, args.samples);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r).map_err(anyhow::Error::from)?);
+    } else {
+        let share = |n: usize| 100.0 * n as f64 / r.responses.max(1) as f64;
+        println!(
+            "{} recorded responses (of {} files; {} files of APIs the catalog lacks), budget {budget} characters",
+            r.responses,
+            table.report.files,
+            table.report.unresolved.len()
+        );
+        println!(
+            "over the budget: {} ({:.1}%) before, {} ({:.1}%) after",
+            r.over_budget_before,
+            share(r.over_budget_before),
+            r.over_budget_after,
+            share(r.over_budget_after)
+        );
+        println!("characters saved on those over: mean {:.0}, p95 {:.0}", r.mean_chars_saved, r.p95_chars_saved);
+        println!(
+            "mean characters: {:.0} before, {:.0} after; longest after: {}",
+            r.mean_chars_before, r.mean_chars_after, r.max_chars_after
+        );
+        println!("invalid JSON after: {}", r.invalid_json_after);
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -5,9 +5,11 @@
 //! * [`metrics`] computes Recall@k, NDCG@k and reciprocal rank;
 //! * [`retrieval`] runs every query through the retriever and reports per
 //!   file and overall;
+//! * [`compress`] compresses every recorded response of a replay table;
 //! * [`plan`] runs every query through the planner (and baselines), with
 //!   the tool graph built leave-one-set-out.
 
+pub mod compress;
 pub mod metrics;
 pub mod plan;
 pub mod queries;
