@@ -21,7 +21,9 @@
 //! object holding the start of the text and how long it was. A string
 //! response that holds JSON is compressed as that JSON.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -64,6 +66,75 @@ pub struct Compressed {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct FieldChoice {
     pub keep: Vec<String>,
+}
+
+/// Picks the fields worth keeping from a sample response of an API. An
+/// LLM does this (it arrives with the OpenAI face); it is asked once per
+/// API and its answer cached in [`FieldChoices`].
+pub trait FieldChooser: Sync {
+    fn choose(
+        &self,
+        function: &str,
+        description: &str,
+        sample: &Value,
+    ) -> impl Future<Output = Option<FieldChoice>> + Send;
+}
+
+/// The cached field choices, by function name, in one JSON file
+/// (`<state>/compress/fields.json`), rewritten atomically on change.
+#[derive(Debug, Default)]
+pub struct FieldChoices {
+    path: Option<PathBuf>,
+    choices: HashMap<String, FieldChoice>,
+}
+
+impl FieldChoices {
+    /// The cache file in a state directory.
+    pub fn path_in(state_dir: &Path) -> PathBuf {
+        state_dir.join("compress").join("fields.json")
+    }
+
+    /// Loads the cache at `path` (empty if there is none yet).
+    pub fn load(path: &Path) -> std::io::Result<FieldChoices> {
+        let choices = match std::fs::read(path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(std::io::Error::other)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => HashMap::new(),
+            Err(e) => return Err(e),
+        };
+        Ok(FieldChoices { path: Some(path.to_path_buf()), choices })
+    }
+
+    pub fn get(&self, function: &str) -> Option<&FieldChoice> {
+        self.choices.get(function)
+    }
+
+    /// The cached choice for `function`, else the chooser's (then cached).
+    pub async fn get_or_choose(
+        &mut self,
+        function: &str,
+        description: &str,
+        sample: &Value,
+        chooser: &impl FieldChooser,
+    ) -> std::io::Result<Option<FieldChoice>> {
+        if let Some(c) = self.choices.get(function) {
+            return Ok(Some(c.clone()));
+        }
+        let Some(choice) = chooser.choose(function, description, sample).await else { return Ok(None) };
+        self.choices.insert(function.to_string(), choice.clone());
+        self.save()?;
+        Ok(Some(choice))
+    }
+
+    fn save(&self) -> std::io::Result<()> {
+        let Some(path) = &self.path else { return Ok(()) };
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        serde_json::to_writer_pretty(&mut tmp, &self.choices).map_err(std::io::Error::other)?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(path).map_err(|e| e.error)?;
+        std::fs::File::open(dir)?.sync_all()
+    }
 }
 
 /// Compresses `value` to `budget` characters. `context` is the API
@@ -388,6 +459,30 @@ mod tests {
         let out = valid_within(&compress(&v, "", 1024, Some(&choice)), 1024);
         assert!(out.get("extra").is_none());
         assert!(out["data"]["items"][0].get("blob").is_none() && out["data"]["items"][0]["name"] == "n0", "{out}");
+    }
+
+    /// Answers once, then would panic: the cache must answer after that.
+    struct Once(std::sync::atomic::AtomicBool);
+
+    impl FieldChooser for Once {
+        async fn choose(&self, _f: &str, _d: &str, _s: &Value) -> Option<FieldChoice> {
+            assert!(!self.0.swap(true, std::sync::atomic::Ordering::SeqCst), "asked twice");
+            Some(FieldChoice { keep: vec!["name".into()] })
+        }
+    }
+
+    #[test]
+    fn field_choices_are_asked_once_and_cached_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = FieldChoices::path_in(dir.path());
+        let chooser = Once(false.into());
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let mut choices = FieldChoices::load(&path).unwrap();
+        for _ in 0..2 {
+            let c = rt.block_on(choices.get_or_choose("f", "", &json!({}), &chooser)).unwrap();
+            assert_eq!(c.unwrap().keep, ["name"]);
+        }
+        assert_eq!(FieldChoices::load(&path).unwrap().get("f").unwrap().keep, ["name"]);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use super::validate::read_arguments;
 use super::{CliError, EXIT_FAILURE, load_catalog};
 use crate::args::{self, Options};
 use crate::catalog::Api;
-use crate::compress::compress;
+use crate::compress::{FieldChoice, FieldChoices, compress};
 use crate::config::{Config, UpstreamMode};
 use crate::graph::store::{self, GraphStore};
 use crate::graph::{Params, RunCall, RunRecord};
@@ -95,8 +95,13 @@ pub(super) fn call(a: &CallArgs, config: &Config) -> Result<ExitCode, CliError> 
     };
     report_outcome(&config, &catalog, &outcome);
     let budget = a.budget.unwrap_or(config.compress.budget);
+    let choices = FieldChoices::load(&FieldChoices::path_in(&config.state.dir())).unwrap_or_else(|e| {
+        tracing::warn!("the cached field choices are unreadable, compressing without them: {e}");
+        FieldChoices::default()
+    });
+    let choice = choices.get(&api.function_name);
     match result {
-        Ok(response) => print_response(api, &response, &arguments, a.raw, budget, a.json)?,
+        Ok(response) => print_response(api, &response, &arguments, a.raw, (budget, choice), a.json)?,
         Err(e) => {
             print_error(&e, a.json)?;
             return Ok(ExitCode::from(EXIT_FAILURE));
@@ -110,11 +115,11 @@ fn print_response(
     r: &Response,
     arguments: &Value,
     raw: bool,
-    budget: usize,
+    (budget, choice): (usize, Option<&FieldChoice>),
     json: bool,
 ) -> Result<(), CliError> {
     let context = format!("{} {}", api.description, arguments);
-    let compressed = (!raw).then(|| compress(&r.body, &context, budget, None));
+    let compressed = (!raw).then(|| compress(&r.body, &context, budget, choice));
     if json {
         let response = match &compressed {
             Some(c) => serde_json::from_str::<Value>(&c.text).map_err(anyhow::Error::from)?,
