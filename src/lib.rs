@@ -36,6 +36,10 @@
 //!   the replay table of recorded responses.
 //! * [`compress`]: shortens responses to a character budget for a model,
 //!   always as valid JSON.
+//! * [`engine`]: what the faces share: search, plan, call (validate, call
+//!   upstream, compress, learn) and recording runs in the graph.
+//! * [`mcp`]: the MCP face: `search_tools`, `plan`, `call_api` and the
+//!   APIs they find as session tools (rmcp; stdio and streamable HTTP).
 //! * [`server`]: the HTTP servers, thin adapters over the engine (the
 //!   replay server of recorded responses).
 //! * [`eval`]: measures retrieval (Recall@k, NDCG@k, MRR) and planning
@@ -48,9 +52,11 @@ pub mod catalog;
 pub mod cli;
 pub mod compress;
 pub mod config;
+pub mod engine;
 pub mod eval;
 pub mod graph;
 pub mod journal;
+pub mod mcp;
 pub mod planner;
 pub mod retrieval;
 pub mod server;

@@ -15,6 +15,7 @@ mod eval;
 mod graph;
 mod plan;
 mod search;
+mod serve;
 mod validate;
 
 use std::path::PathBuf;
@@ -61,6 +62,13 @@ enum Command {
     Call(call::CallArgs),
     /// Serve recorded responses over HTTP in RapidAPI's request shape.
     Replay(call::ReplayArgs),
+    /// Serve over HTTP: the MCP face at /mcp, /healthz, /readyz.
+    Serve(serve::ServeArgs),
+    /// The MCP face over stdio (for Claude Desktop, Cursor, IDE agents).
+    Mcp,
+    /// API keys for `server.api_key_hashes`.
+    #[command(subcommand)]
+    Key(serve::KeyCommand),
     /// Build and inspect the tool graph.
     #[command(subcommand)]
     Graph(graph::GraphCommand),
@@ -117,6 +125,9 @@ pub fn run() -> ExitCode {
         Command::Plan(args) => plan::run(args, &config),
         Command::Call(args) => call::call(args, &config),
         Command::Replay(args) => call::replay(args, &config),
+        Command::Serve(args) => serve::serve(args, &config),
+        Command::Mcp => serve::mcp(&config),
+        Command::Key(command) => serve::key(command),
         Command::Config(ConfigCommand::Show) => show_config(&config),
     };
     match outcome {

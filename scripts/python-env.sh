@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Python environments for the integration tests that drive toolrouter with
+# real clients, from PyPI, in a cache outside the repository (reused across
+# runs; a no-op when present):
+#
+#   ~/.cache/toolrouter/py-mcp2   mcp 2.x (the current SDK)
+#   ~/.cache/toolrouter/py-mcp1   mcp 1.x (older clients)
+#
+# TOOLROUTER_PYENVS=/dir puts them elsewhere. Prints nothing when all is there.
+set -euo pipefail
+root="${TOOLROUTER_PYENVS:-$HOME/.cache/toolrouter}"
+mkdir -p "$root"
+
+make_env() { # name, pip requirements...
+  local name="$1"; shift
+  local dir="$root/$name" stamp="$root/$name/.requirements"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$*" ]; then return; fi
+  echo "python-env.sh: creating $dir ($*)" >&2
+  rm -rf "$dir"
+  python3 -m venv "$dir"
+  "$dir/bin/pip" install --quiet --disable-pip-version-check "$@"
+  echo "$*" > "$stamp"
+}
+
+make_env py-mcp2 "mcp==2.3.0"
+make_env py-mcp1 "mcp==1.30.0"

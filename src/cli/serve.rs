@@ -1,0 +1,73 @@
+//! `toolrouter serve` (HTTP: the MCP face at /mcp, health), `toolrouter
+//! mcp` (the MCP face over stdio) and `toolrouter key hash`.
+
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use rmcp::ServiceExt;
+
+use super::CliError;
+use crate::config::Config;
+use crate::engine::Engine;
+use crate::mcp::McpServer;
+
+#[derive(Debug, Args)]
+pub(super) struct ServeArgs {
+    /// Address to listen on (default: `server.listen`).
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<std::net::SocketAddr>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum KeyCommand {
+    /// Print the SHA-256 of an API key, for `server.api_key_hashes`.
+    Hash {
+        /// The key (`-` reads it from stdin, keeping it out of the shell history).
+        key: String,
+    },
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(anyhow::Error::from)?)
+}
+
+pub(super) fn serve(args: &ServeArgs, config: &Config) -> Result<ExitCode, CliError> {
+    let mut config = config.clone();
+    if let Some(listen) = args.listen {
+        config.server.listen = listen;
+    }
+    runtime()?
+        .block_on(crate::server::http::serve(&config))
+        .map_err(|e| CliError::Usage(format!("cannot serve on {}: {e:#}", config.server.listen)))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The MCP face over stdin/stdout (logs go to stderr).
+pub(super) fn mcp(config: &Config) -> Result<ExitCode, CliError> {
+    let engine = Engine::open(config).map_err(|e| CliError::Usage(format!("{e:#}")))?;
+    runtime()?.block_on(async move {
+        let service = McpServer::new(engine)
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| CliError::Failure(anyhow::anyhow!("MCP over stdio: {e}")))?;
+        service.waiting().await.map_err(|e| CliError::Failure(anyhow::anyhow!("MCP over stdio: {e}")))?;
+        Ok::<_, CliError>(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) fn key(command: &KeyCommand) -> Result<ExitCode, CliError> {
+    let KeyCommand::Hash { key } = command;
+    let key = if key == "-" {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).map_err(anyhow::Error::from)?;
+        line.trim().to_string()
+    } else {
+        key.clone()
+    };
+    if key.is_empty() {
+        return Err(CliError::Usage("the key is empty".into()));
+    }
+    println!("{}", crate::server::http::hash_key(&key));
+    Ok(ExitCode::SUCCESS)
+}

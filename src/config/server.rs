@@ -1,0 +1,77 @@
+//! `[server]` and `[mcp]`: the HTTP listener and the MCP face.
+
+use std::net::SocketAddr;
+
+use serde::{Deserialize, Serialize};
+
+/// `server.listen`: where `toolrouter serve` listens.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+/// `server.max_body_bytes`: larger request bodies get 413.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+/// `server.shutdown_grace_ms`: how long in-flight requests may finish after a shutdown signal.
+pub const DEFAULT_SHUTDOWN_GRACE_MS: u64 = 10_000;
+/// `mcp.max_session_tools`: dynamic tools a session keeps (least recently used evicted).
+pub const DEFAULT_MAX_SESSION_TOOLS: usize = 64;
+/// `mcp.page_size`: tools per `tools/list` page.
+pub const DEFAULT_PAGE_SIZE: usize = 50;
+/// `mcp.session_idle_s`: an HTTP session idle this long is closed (and its run recorded).
+pub const DEFAULT_SESSION_IDLE_S: u64 = 300;
+
+/// `[server]`: the HTTP listener shared by the faces.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    pub listen: SocketAddr,
+    /// SHA-256 (hex) of each accepted API key (`toolrouter key hash KEY`
+    /// prints one). Empty: no key needed (only sensible on loopback).
+    pub api_key_hashes: Vec<String>,
+    pub max_body_bytes: usize,
+    pub shutdown_grace_ms: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: DEFAULT_LISTEN.parse().expect("a valid address"),
+            api_key_hashes: Vec::new(),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            shutdown_grace_ms: DEFAULT_SHUTDOWN_GRACE_MS,
+        }
+    }
+}
+
+impl ServerConfig {
+    pub(super) fn problems(&self) -> Option<(String, String)> {
+        for (i, h) in self.api_key_hashes.iter().enumerate() {
+            if h.len() != 64 || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Some((
+                    format!("server.api_key_hashes[{i}]"),
+                    "must be the 64 hex digits of a SHA-256 (`toolrouter key hash KEY`)".into(),
+                ));
+            }
+        }
+        if self.max_body_bytes == 0 {
+            return Some(("server.max_body_bytes".into(), "must be at least 1".into()));
+        }
+        None
+    }
+}
+
+/// `[mcp]`: the MCP face.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct McpConfig {
+    pub max_session_tools: usize,
+    pub page_size: usize,
+    pub session_idle_s: u64,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        McpConfig {
+            max_session_tools: DEFAULT_MAX_SESSION_TOOLS,
+            page_size: DEFAULT_PAGE_SIZE,
+            session_idle_s: DEFAULT_SESSION_IDLE_S,
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! The engine the servers share: catalog, retrieval, tool graph, planner,
+//! upstream and compression behind four operations — [`Engine::search`],
+//! [`Engine::plan`], [`Engine::call`] and [`Engine::record_run`]. It knows
+//! nothing of HTTP, MCP or OpenAI; the faces translate.
+//!
+//! Embedding a query is CPU work behind a lock, so searches and plans run
+//! on tokio's blocking pool, never on the async workers.
+
+use std::sync::{Arc, Mutex, RwLock};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::args::{self, Invalid, Options};
+use crate::catalog::{Api, ApiId, Catalog, Sources};
+use crate::compress::{Compressed, FieldChoices, compress};
+use crate::config::Config;
+use crate::graph::store::{self, GraphStore};
+use crate::graph::{Params, RunCall, RunRecord, ToolGraph};
+use crate::planner::{DeterministicDecider, DryRun, LongTermMemory, PlanRun, Planner, Settings, memory};
+use crate::retrieval::{Filters, Retriever};
+use crate::upstream::{CallError, Response, Upstream};
+
+/// Largest serialized arguments accepted by [`Engine::call`].
+pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
+
+/// Errors of the engine's operations (not of an API call: see [`Called`]).
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("{0}")]
+    BadInput(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+/// One search hit.
+#[derive(Debug, Clone, Serialize)]
+pub struct Found {
+    pub function: String,
+    pub tool: String,
+    pub category: String,
+    pub description: String,
+    pub score: f32,
+    #[serde(skip)]
+    pub api: ApiId,
+}
+
+/// What a call came to.
+#[derive(Debug)]
+pub enum Called {
+    /// The arguments do not fit the schema: every problem, nothing sent.
+    Invalid(Invalid),
+    /// The upstream call failed (classified, with its trace).
+    Failed(CallError),
+    Done {
+        response: Box<Response>,
+        compressed: Compressed,
+    },
+}
+
+/// The engine.
+pub struct Engine {
+    pub config: Config,
+    pub catalog: Arc<Catalog>,
+    retriever: Retriever,
+    graph: RwLock<ToolGraph>,
+    /// `None` when another process holds the graph (it is then read-only here).
+    store: Mutex<Option<GraphStore>>,
+    memory: LongTermMemory,
+    upstream: Upstream,
+    choices: FieldChoices,
+}
+
+impl Engine {
+    /// Loads everything `config` names (catalog, index, graph, memory, upstream).
+    pub fn open(config: &Config) -> anyhow::Result<Arc<Engine>> {
+        let sources = Sources {
+            paths: config.catalog.paths.clone(),
+            include_embedded: config.catalog.include_embedded,
+            query_files: config.catalog.query_files.clone(),
+        };
+        let catalog = Arc::new(Catalog::load(&sources)?);
+        let retriever = Retriever::open(catalog.clone(), config)?;
+        let state = config.state.dir();
+        let params = Params::from(&config.graph);
+        let dir = store::graph_dir(&state);
+        let (graph, store) = match GraphStore::open(&dir, params, Some(&catalog)) {
+            Ok((store, graph, _)) => (graph, Some(store)),
+            Err(e) => {
+                tracing::warn!("the tool graph is read-only in this process: {e}");
+                (store::read(&dir, params, Some(&catalog))?.0, None)
+            }
+        };
+        let memory = LongTermMemory::read(&memory::memory_path(&state))?;
+        let upstream = Upstream::new(&catalog, config)?;
+        let choices = FieldChoices::load(&FieldChoices::path_in(&state)).unwrap_or_default();
+        Ok(Arc::new(Engine {
+            config: config.clone(),
+            catalog,
+            retriever,
+            graph: RwLock::new(graph),
+            store: Mutex::new(store),
+            memory,
+            upstream,
+            choices,
+        }))
+    }
+
+    /// The API a function name (any spelling) names.
+    pub fn api(&self, function: &str) -> Result<&Api, String> {
+        match self.catalog.resolve(function).first() {
+            Some(id) => Ok(self.catalog.api(id)),
+            None => Err(format!("unknown function `{function}`")),
+        }
+    }
+
+    /// The `k` APIs that best fit `query` (optionally within a category).
+    pub async fn search(
+        self: &Arc<Self>,
+        query: &str,
+        k: usize,
+        category: Option<&str>,
+    ) -> Result<Vec<Found>, EngineError> {
+        if query.trim().is_empty() {
+            return Err(EngineError::BadInput("the query is empty".into()));
+        }
+        let (engine, query) = (self.clone(), query.to_string());
+        let filters = Filters { category: category.map(str::to_string), tool: None };
+        let results = tokio::task::spawn_blocking(move || engine.retriever.search(&query, k, &filters))
+            .await
+            .map_err(|e| EngineError::Internal(e.to_string()))?
+            .map_err(|e| EngineError::BadInput(e.to_string()))?;
+        Ok(results
+            .hits
+            .iter()
+            .map(|h| {
+                let api = self.catalog.api(h.api);
+                let tool = self.catalog.tool(api.tool);
+                Found {
+                    function: api.function_name.clone(),
+                    tool: tool.name.clone(),
+                    category: tool.category.clone(),
+                    description: api.description.clone(),
+                    score: h.score,
+                    api: h.api,
+                }
+            })
+            .collect())
+    }
+
+    /// Plans the chain of calls for `query` (dry run) with the graph and memory.
+    pub async fn plan(self: &Arc<Self>, query: &str, max_steps: Option<usize>) -> Result<PlanRun, EngineError> {
+        if query.trim().is_empty() {
+            return Err(EngineError::BadInput("the query is empty".into()));
+        }
+        let (engine, query) = (self.clone(), query.to_string());
+        let runtime = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            let mut settings = Settings::from(&engine.config.planner);
+            if let Some(n) = max_steps {
+                settings.budget.max_steps = n.clamp(1, settings.budget.max_steps.max(1));
+            }
+            let graph = engine.graph.read().unwrap_or_else(|e| e.into_inner());
+            let planner = Planner::new(&engine.retriever, Some(&graph), Some(&engine.memory), settings);
+            runtime.block_on(planner.run(&query, &DeterministicDecider::default(), &DryRun))
+        })
+        .await
+        .map_err(|e| EngineError::Internal(e.to_string()))?
+        .map_err(|e| EngineError::BadInput(e.to_string()))
+    }
+
+    /// Validates and calls `api`, compresses the response for `request`
+    /// (the context that ranks its fields). A `standalone` call's outcome
+    /// is recorded in the graph's availability at once; a call that is a
+    /// step of a run is recorded with the run ([`Engine::record_run`]).
+    pub async fn call(
+        &self,
+        api: &Api,
+        arguments: &Value,
+        client: Option<&str>,
+        request: &str,
+        standalone: bool,
+    ) -> Called {
+        let valid = match args::validate(api, arguments, Options::from(&self.config.args)) {
+            Ok(v) => v,
+            Err(invalid) => return Called::Invalid(invalid),
+        };
+        let result = self.upstream.call(api, &valid.arguments, client).await;
+        let outcome = match &result {
+            Ok(r) => r.outcome(),
+            Err(e) => e.outcome(),
+        };
+        if standalone {
+            self.record_run(RunRecord {
+                id: format!("call-{}", api.function_name),
+                task: String::new(),
+                calls: vec![RunCall { function: outcome.function, ok: outcome.ok }],
+                success: outcome.ok,
+                standalone: true,
+            });
+        }
+        match result {
+            Err(e) => Called::Failed(e),
+            Ok(response) => {
+                let context = format!("{} {request} {}", api.description, Value::Object(valid.arguments.clone()));
+                let compressed = compress(
+                    &response.body,
+                    &context,
+                    self.config.compress.budget,
+                    self.choices.get(&api.function_name),
+                );
+                Called::Done { response: Box::new(response), compressed }
+            }
+        }
+    }
+
+    /// Records a finished run in the graph (durably, when this process
+    /// holds the graph). Returns its sequence number.
+    pub fn record_run(&self, run: RunRecord) -> Option<u64> {
+        let mut store = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        let store = store.as_mut()?;
+        let mut graph = self.graph.write().unwrap_or_else(|e| e.into_inner());
+        match store.record(&mut graph, &run, Some(&self.catalog)) {
+            Ok(seq) => {
+                if seq % self.config.graph.snapshot_every == 0
+                    && let Err(e) = store.snapshot(&graph)
+                {
+                    tracing::warn!("graph snapshot failed (the log still holds every run): {e}");
+                }
+                Some(seq)
+            }
+            Err(e) => {
+                tracing::error!("a run could not be recorded in the tool graph: {e}");
+                None
+            }
+        }
+    }
+
+    /// Checks that `arguments` is an object of acceptable size.
+    pub fn check_arguments(arguments: &Value) -> Result<&Map<String, Value>, String> {
+        let size = arguments.to_string().len();
+        if size > MAX_ARGUMENTS_BYTES {
+            return Err(format!("the arguments are {size} bytes; the limit is {MAX_ARGUMENTS_BYTES}"));
+        }
+        arguments.as_object().ok_or_else(|| format!("the arguments must be a JSON object, got {arguments}"))
+    }
+}

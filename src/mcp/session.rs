@@ -1,0 +1,123 @@
+//! What one MCP session accumulates: the APIs it found (its dynamic tools,
+//! bounded, least recently used evicted), the requests it searched for,
+//! and the calls it made — recorded as a run in the tool graph when the
+//! session ends.
+
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::Tool;
+
+use crate::engine::Engine;
+use crate::graph::{RunCall, RunRecord};
+
+#[derive(Default)]
+struct State {
+    /// Function names, least recently used first.
+    tools: Vec<String>,
+    /// Bumped whenever the tool list changes.
+    version: u64,
+    tasks: Vec<String>,
+    calls: Vec<RunCall>,
+}
+
+/// One session's state.
+pub struct Session {
+    engine: Arc<Engine>,
+    state: Mutex<State>,
+}
+
+impl Session {
+    pub fn new(engine: Arc<Engine>) -> Session {
+        Session { engine, state: Mutex::new(State::default()) }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds (or refreshes) tools; returns whether the list changed.
+    pub fn add_tools(&self, functions: impl Iterator<Item = String>) -> bool {
+        let max = self.engine.config.mcp.max_session_tools.max(1);
+        let mut s = self.state();
+        let before = s.tools.clone();
+        for f in functions {
+            s.tools.retain(|t| *t != f);
+            s.tools.push(f);
+        }
+        let excess = s.tools.len().saturating_sub(max);
+        s.tools.drain(..excess);
+        let changed = {
+            let mut a = before.clone();
+            let mut b = s.tools.clone();
+            a.sort();
+            b.sort();
+            a != b
+        };
+        if changed {
+            s.version += 1;
+        }
+        changed
+    }
+
+    pub fn version(&self) -> u64 {
+        self.state().version
+    }
+
+    pub fn has_tool(&self, name: &str) -> bool {
+        self.state().tools.iter().any(|t| t == name)
+    }
+
+    /// The session's tools, with their input schemas, most recent last.
+    pub fn tools(&self) -> Vec<Tool> {
+        let names = self.state().tools.clone();
+        names
+            .iter()
+            .filter_map(|name| self.engine.api(name).ok())
+            .map(|api| {
+                let definition = self.engine.catalog.function_definition(api);
+                let description = definition["function"]["description"].as_str().unwrap_or("").to_string();
+                let schema = match api.input_schema() {
+                    serde_json::Value::Object(map) => map,
+                    _ => serde_json::Map::new(),
+                };
+                Tool::new(api.function_name.clone(), description, Arc::new(schema))
+            })
+            .collect()
+    }
+
+    pub fn note_task(&self, task: &str) {
+        let mut s = self.state();
+        if !s.tasks.iter().any(|t| t == task) {
+            s.tasks.push(task.to_string());
+        }
+    }
+
+    /// The requests of the session, as one text (context for compression).
+    pub fn tasks(&self) -> String {
+        self.state().tasks.join(" ")
+    }
+
+    pub fn record_call(&self, function: &str, ok: bool) {
+        self.state().calls.push(RunCall { function: function.to_string(), ok });
+    }
+
+    /// Records the session's calls as one run (once; later calls start a new one).
+    pub fn flush(&self) {
+        let (calls, task) = {
+            let mut s = self.state();
+            (std::mem::take(&mut s.calls), s.tasks.join(" "))
+        };
+        if calls.is_empty() {
+            return;
+        }
+        let success = calls.last().is_some_and(|c| c.ok);
+        let id = format!("mcp-session-{}", std::process::id());
+        self.engine.record_run(RunRecord { id, task, calls, success, standalone: false });
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}

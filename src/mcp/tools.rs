@@ -1,0 +1,81 @@
+//! The three fixed tools' definitions and argument readers.
+
+use std::sync::Arc;
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::Tool;
+use serde_json::{Map, Value, json};
+
+/// `search_tools` results by default, and at most.
+pub const DEFAULT_K: usize = 5;
+pub const MAX_K: usize = 20;
+
+fn tool(name: &'static str, description: &'static str, schema: Value) -> Tool {
+    let Value::Object(schema) = schema else { unreachable!("schemas are objects") };
+    Tool::new(name, description, Arc::new(schema))
+}
+
+/// `search_tools`, `plan` and `call_api`.
+pub fn fixed() -> Vec<Tool> {
+    vec![
+        tool(
+            "search_tools",
+            "Find the APIs that fit a request among thousands of real REST APIs. The APIs found become tools \
+             of this session.",
+            json!({"type": "object", "properties": {
+                "query": {"type": "string", "description": "What you need, in plain words."},
+                "k": {"type": "integer", "minimum": 1, "maximum": MAX_K, "description": "How many APIs (default 5)."},
+                "category": {"type": "string", "description": "Only this category (e.g. Weather, Finance)."}},
+                "required": ["query"], "additionalProperties": false}),
+        ),
+        tool(
+            "plan",
+            "Plan the chain of API calls for a request that needs several steps: each step with its reason and \
+             the arguments found. The APIs planned become tools of this session.",
+            json!({"type": "object", "properties": {
+                "query": {"type": "string", "description": "The whole request."},
+                "max_steps": {"type": "integer", "minimum": 1, "maximum": 8, "description": "Longest plan."}},
+                "required": ["query"], "additionalProperties": false}),
+        ),
+        tool(
+            "call_api",
+            "Call an API by name with its arguments (checked against its schema first). Returns the response, \
+             shortened to fit a model's context.",
+            json!({"type": "object", "properties": {
+                "name": {"type": "string", "description": "The API's name, as search_tools or plan gave it."},
+                "arguments": {"type": "object", "description": "The API's arguments."}},
+                "required": ["name"], "additionalProperties": false}),
+        ),
+    ]
+}
+
+/// A required string argument.
+pub fn string(args: &Map<String, Value>, key: &str) -> Result<String, McpError> {
+    match args.get(key) {
+        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
+        Some(Value::String(_)) => Err(McpError::invalid_params(format!("`{key}` is empty"), None)),
+        Some(other) => Err(McpError::invalid_params(format!("`{key}` must be a string, got {other}"), None)),
+        None => Err(McpError::invalid_params(format!("`{key}` is required"), None)),
+    }
+}
+
+/// An optional positive integer argument.
+pub fn integer(args: &Map<String, Value>, key: &str) -> Result<Option<usize>, McpError> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .filter(|n| *n >= 1)
+            .map(|n| Some(n as usize))
+            .ok_or_else(|| McpError::invalid_params(format!("`{key}` must be a positive integer, got {v}"), None)),
+    }
+}
+
+/// The first `max` characters of `text`.
+pub fn clip(text: &str, max: usize) -> String {
+    let mut out: String = text.chars().take(max).collect();
+    if text.chars().count() > max {
+        out.push('…');
+    }
+    out
+}

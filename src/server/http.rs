@@ -1,0 +1,203 @@
+//! `toolrouter serve`: the HTTP listener the faces share.
+//!
+//! * `GET /healthz`: 200 while the process runs;
+//! * `GET /readyz`: 200 once the engine (catalog, index, graph) is loaded,
+//!   503 before;
+//! * `/mcp`: the MCP face over streamable HTTP (POST, GET for the event
+//!   stream, DELETE to close a session).
+//!
+//! The listener opens at once and the engine loads in the background, so
+//! health checks answer during a long first indexing. Every route but
+//! `/healthz` needs `Authorization: Bearer KEY` when `server.api_key_hashes`
+//! is set (keys are kept as SHA-256 hashes; the key's hash prefix names the
+//! client for rate limits and logs, the key itself is never logged). Bodies
+//! over `server.max_body_bytes` get 413. SIGINT/SIGTERM stop accepting and
+//! let in-flight requests finish for up to `server.shutdown_grace_ms`.
+
+use std::collections::HashSet;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use crate::config::Config;
+use crate::engine::Engine;
+use crate::mcp::{ClientId, McpServer};
+
+type McpService = StreamableHttpService<McpServer, LocalSessionManager>;
+
+/// What the routes share.
+pub struct App {
+    config: Config,
+    key_hashes: HashSet<String>,
+    engine: OnceLock<Arc<Engine>>,
+    mcp: OnceLock<McpService>,
+}
+
+/// The SHA-256 of a key, in hex (what `server.api_key_hashes` holds).
+pub fn hash_key(key: &str) -> String {
+    Sha256::digest(key.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl App {
+    pub fn new(config: &Config) -> Arc<App> {
+        let key_hashes = config.server.api_key_hashes.iter().map(|h| h.to_ascii_lowercase()).collect();
+        Arc::new(App { config: config.clone(), key_hashes, engine: OnceLock::new(), mcp: OnceLock::new() })
+    }
+
+    /// Makes the loaded engine serve.
+    pub fn set_engine(&self, engine: Arc<Engine>) {
+        // Both structs are non-exhaustive: set the idle timeout on defaults.
+        let mut session_manager = LocalSessionManager::default();
+        session_manager.session_config.keep_alive = Some(Duration::from_secs(self.config.mcp.session_idle_s.max(1)));
+        let listen = self.config.server.listen.ip().to_string();
+        let mcp_config = StreamableHttpServerConfig::default()
+            .with_allowed_hosts(["localhost".to_string(), "127.0.0.1".into(), "::1".into(), listen])
+            .with_max_request_body_bytes(self.config.server.max_body_bytes);
+        let factory_engine = engine.clone();
+        let service = StreamableHttpService::new(
+            move || Ok(McpServer::new(factory_engine.clone())),
+            Arc::new(session_manager),
+            mcp_config,
+        );
+        let _ = self.mcp.set(service);
+        let _ = self.engine.set(engine);
+    }
+}
+
+/// The router of `toolrouter serve`.
+pub fn router(app: Arc<App>) -> axum::Router {
+    let protected = axum::Router::new()
+        .route("/readyz", get(readyz))
+        .route("/mcp", axum::routing::any(mcp))
+        .layer(axum::middleware::from_fn_with_state(app.clone(), auth));
+    axum::Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .merge(protected)
+        .fallback(|| async { error(StatusCode::NOT_FOUND, "no such route") })
+        .layer(axum::extract::DefaultBodyLimit::max(app.config.server.max_body_bytes))
+        .with_state(app)
+}
+
+fn error(status: StatusCode, message: &str) -> Response {
+    (status, axum::Json(json!({"error": {"message": message, "code": status.as_u16()}}))).into_response()
+}
+
+async fn auth(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
+    if app.key_hashes.is_empty() {
+        return next.run(request).await;
+    }
+    let key = request
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(str::trim);
+    let Some(key) = key else {
+        return error(StatusCode::UNAUTHORIZED, "missing API key: send `Authorization: Bearer KEY`");
+    };
+    let hash = hash_key(key);
+    if !app.key_hashes.contains(&hash) {
+        return error(StatusCode::UNAUTHORIZED, "invalid API key");
+    }
+    request.extensions_mut().insert(ClientId(hash[..12].to_string()));
+    next.run(request).await
+}
+
+async fn readyz(State(app): State<Arc<App>>) -> Response {
+    match app.engine.get() {
+        Some(_) => (StatusCode::OK, "ready").into_response(),
+        None => error(StatusCode::SERVICE_UNAVAILABLE, "loading the catalog, index and graph"),
+    }
+}
+
+async fn mcp(State(app): State<Arc<App>>, request: Request) -> Response {
+    let Some(service) = app.mcp.get() else {
+        return error(StatusCode::SERVICE_UNAVAILABLE, "not ready: loading the catalog, index and graph");
+    };
+    // Declared sizes are refused before anything is read; rmcp caps
+    // undeclared (chunked) bodies at the same size.
+    let declared = request.headers().get("content-length").and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > app.config.server.max_body_bytes) {
+        return error(StatusCode::PAYLOAD_TOO_LARGE, "the request body is larger than server.max_body_bytes");
+    }
+    let closing = request.method() == axum::http::Method::DELETE;
+    let mut response = service.handle(request).await.map(Body::new);
+    // rmcp answers a session's DELETE with 202; the Python SDK (both
+    // majors) expects 200 or 204 and warns otherwise. The session is gone
+    // either way, so say so plainly.
+    if closing && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::NO_CONTENT;
+    }
+    response
+}
+
+/// Serves until SIGINT or SIGTERM, then drains for up to the grace period.
+pub async fn serve(config: &Config) -> anyhow::Result<()> {
+    let app = App::new(config);
+    if app.key_hashes.is_empty() {
+        tracing::warn!(listen = %config.server.listen, "no API keys configured (server.api_key_hashes): anyone who can reach the listener can use it");
+    }
+    let listener = tokio::net::TcpListener::bind(config.server.listen).await?;
+    let addr = listener.local_addr()?;
+    println!("toolrouter listening on http://{addr}");
+    use std::io::Write;
+    std::io::stdout().flush()?;
+    let loader = {
+        let (app, config) = (app.clone(), config.clone());
+        tokio::task::spawn_blocking(move || match Engine::open(&config) {
+            Ok(engine) => {
+                app.set_engine(engine);
+                tracing::info!("ready");
+            }
+            Err(e) => tracing::error!("the engine did not load: {e:#}"),
+        })
+    };
+    let grace = Duration::from_millis(config.server.shutdown_grace_ms);
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(
+        axum::serve(listener, router(app.clone()))
+            .with_graceful_shutdown(async {
+                let _ = rx.await;
+            })
+            .into_future(),
+    );
+    shutdown_signal().await;
+    tracing::info!("shutting down: draining in-flight requests");
+    let _ = tx.send(());
+    if tokio::time::timeout(grace, server).await.is_err() {
+        tracing::warn!("in-flight requests did not finish within {grace:?}");
+    }
+    drop(loader);
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}

@@ -1,0 +1,198 @@
+//! The MCP face driven by the official `mcp` Python SDK, 2.x and 1.x, over
+//! stdio and streamable HTTP (`tests/python/mcp_check.py` makes the
+//! checks): initialize, tools/list, search_tools, a session tool after
+//! list_changed, call_api against the replay upstream, an isError result
+//! for bad arguments, plan, an unknown tool; over HTTP with API keys, and
+//! the 2.x high-level client's server/discover fallback.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The Python of a test environment made by `scripts/python-env.sh`.
+fn python(env: &str) -> Option<PathBuf> {
+    let root = std::env::var_os("TOOLROUTER_PYENVS")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/toolrouter")))?;
+    let python = root.join(env).join("bin/python");
+    if python.exists() {
+        return Some(python);
+    }
+    eprintln!("SKIPPED: no {} (run scripts/python-env.sh)", python.display());
+    None
+}
+
+fn script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/mcp_check.py")
+}
+
+/// The environment every toolrouter process of these tests gets.
+fn engine_env(data: &Path, state: &Path) -> Vec<(&'static str, String)> {
+    vec![
+        ("TOOLROUTER_STATE_DIR", state.display().to_string()),
+        ("TOOLROUTER_RETRIEVAL_MODE", "lexical".into()),
+        ("TOOLROUTER_CATALOG_PATHS", data.join("tools").display().to_string()),
+        ("TOOLROUTER_UPSTREAM_MODE", "replay".into()),
+        ("TOOLROUTER_UPSTREAM_REPLAY_DIR", data.join("cache/derived_from_trajectories").display().to_string()),
+        ("TOOLROUTER_LOG_LEVEL", "warn".into()),
+    ]
+}
+
+fn run_check(python: &Path, args: &[&str], env: &[(&'static str, String)]) -> String {
+    let mut cmd = Command::new(python);
+    cmd.arg(script()).args(args).env_remove("TOOLROUTER_CONFIG");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{args:?}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("ok"), "{stdout}");
+    stdout
+}
+
+#[test]
+fn sdk_2_and_1_over_stdio() {
+    let Some(data) = common::toolbench_dir() else { return };
+    let binary = common::binary();
+    for env in ["py-mcp2", "py-mcp1"] {
+        let Some(python) = python(env) else { return };
+        let state = tempfile::tempdir().unwrap();
+        let out = run_check(&python, &["stdio", binary.to_str().unwrap()], &engine_env(&data, state.path()));
+        assert!(out.contains("stdio"), "{out}");
+    }
+}
+
+/// `toolrouter serve` on a free port; killed (SIGTERM) when dropped.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Server {
+    fn start(env: &[(&'static str, String)]) -> Server {
+        let mut cmd = Command::new(common::binary());
+        cmd.args(["serve", "--listen", "127.0.0.1:0"]).env_remove("TOOLROUTER_CONFIG");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let url = line.trim().rsplit(' ').next().unwrap().to_string();
+        assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+        Server { child, url }
+    }
+
+    /// A raw HTTP/1.1 request; returns the status and the body.
+    fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+        let addr = self.url.trim_start_matches("http://");
+        let mut stream = std::net::TcpStream::connect(addr).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut head = format!(
+            "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: {}\r\n",
+            body.len()
+        );
+        for (k, v) in headers {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        stream.write_all(format!("{head}\r\n{body}").as_bytes()).unwrap();
+        let mut text = String::new();
+        let _ = stream.read_to_string(&mut text);
+        let status = text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+        (status, text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default())
+    }
+
+    fn wait_ready(&self, key: &str) {
+        let started = Instant::now();
+        loop {
+            let (status, _) = self.request("GET", "/readyz", &[("authorization", &format!("Bearer {key}"))], "");
+            if status == 200 {
+                return;
+            }
+            assert!(started.elapsed() < Duration::from_secs(60), "not ready: {status}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn stop(mut self) {
+        // SIGTERM: a graceful shutdown.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(15) {
+            if self.child.try_wait().unwrap().is_some() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("serve did not stop within 15 s of SIGTERM");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn sdk_2_and_1_over_http_with_api_keys() {
+    let Some(data) = common::toolbench_dir() else { return };
+    let (Some(py2), Some(py1)) = (python("py-mcp2"), python("py-mcp1")) else { return };
+    let state = tempfile::tempdir().unwrap();
+    let key = "test-key-7f3a";
+    let hash = toolrouter::server::http::hash_key(key);
+    let mut env = engine_env(&data, state.path());
+    env.push(("TOOLROUTER_SERVER_API_KEY_HASHES", format!("[\"{hash}\"]")));
+    let server = Server::start(&env);
+    // Health needs no key; everything else does.
+    assert_eq!(server.request("GET", "/healthz", &[], "").0, 200);
+    let (status, body) = server.request("GET", "/readyz", &[], "");
+    assert_eq!(status, 401, "{body}");
+    assert!(body.contains("missing API key"));
+    assert_eq!(server.request("GET", "/readyz", &[("authorization", "Bearer wrong")], "").0, 401);
+    server.wait_ready(key);
+    let mcp = format!("{}/mcp", server.url);
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+    let (status, _) = server.request("POST", "/mcp", &[("content-type", "application/json")], init);
+    assert_eq!(status, 401, "MCP without a key");
+
+    let no_env: Vec<(&'static str, String)> = vec![("TOOLROUTER_LOG_LEVEL", "warn".into())];
+    assert!(run_check(&py2, &["http", &mcp, key], &no_env).contains("mcp 2."));
+    assert!(run_check(&py1, &["http", &mcp, key], &no_env).contains("mcp 1."));
+    assert!(run_check(&py2, &["discover", &mcp, key], &no_env).contains("fell back"));
+
+    // An oversized body is refused before it reaches the MCP handler.
+    let huge = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#, "x".repeat(2 << 20));
+    let auth = format!("Bearer {key}");
+    let (status, _) = server.request(
+        "POST",
+        "/mcp",
+        &[
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+            ("authorization", &auth),
+        ],
+        &huge,
+    );
+    assert_eq!(status, 413);
+
+    server.stop();
+    // Each closed session's calls became a run of the graph.
+    let out = Command::new(common::binary())
+        .args(["graph", "stats", "--json"])
+        .env("TOOLROUTER_STATE_DIR", state.path())
+        .output()
+        .unwrap();
+    let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(stats["stats"]["online_runs"].as_u64().unwrap() >= 3, "{stats}");
+    assert!(stats["stats"]["online_only_edges"].as_u64().unwrap() >= 1, "{stats}");
+}

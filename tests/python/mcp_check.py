@@ -1,0 +1,132 @@
+"""Drives toolrouter's MCP face with the official `mcp` Python SDK (1.x or 2.x).
+
+    python mcp_check.py stdio BINARY            # launches `BINARY mcp`
+    python mcp_check.py http URL [API_KEY]      # streamable HTTP
+    python mcp_check.py discover URL [API_KEY]  # 2.x high-level Client: server/discover, then initialize
+
+The environment passes through (catalog, replay upstream, state directory).
+Exits non-zero with a message on the first failed check.
+"""
+
+import asyncio
+import json
+import os
+import sys
+from contextlib import AsyncExitStack
+
+import importlib.metadata
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+MCP_MAJOR = int(importlib.metadata.version("mcp").split(".")[0])
+SNOW = "schneetage_for_ecoweather"
+SNOW_ARGS = {"is_from": "2022-09-01", "lon": 123.456, "lat": 789.012}
+
+
+def check(cond, message):
+    if not cond:
+        print(f"FAILED: {message}", file=sys.stderr)
+        sys.exit(1)
+
+
+def http_transport(url, key):
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    if MCP_MAJOR >= 2:
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        return streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers, timeout=60))
+    from mcp.client.streamable_http import streamablehttp_client
+
+    return streamablehttp_client(url, headers=headers, timeout=60)
+
+
+def attr(obj, camel):
+    """A field in either SDK's spelling (1.x camelCase, 2.x snake_case)."""
+    if hasattr(obj, camel):
+        return getattr(obj, camel)
+    snake = "".join("_" + c.lower() if c.isupper() else c for c in camel)
+    return getattr(obj, snake)
+
+
+def text_of(result):
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+async def exercise(session, changed):
+    init = session._init_result if hasattr(session, "_init_result") else None
+    tools = await session.list_tools()
+    names = [t.name for t in tools.tools]
+    check({"search_tools", "plan", "call_api"} <= set(names), f"fixed tools listed: {names}")
+
+    found = await session.call_tool("search_tools", {"query": "number of snow days at a location since a date (ecoweather Schneetage)", "k": 5})
+    check(not attr(found, "isError"), f"search_tools succeeds: {text_of(found)}")
+    results = attr(found, "structuredContent")["results"]
+    check(any(r["name"] == SNOW for r in results), f"{SNOW} found: {[r['name'] for r in results]}")
+    for _ in range(50):
+        if changed:
+            break
+        await asyncio.sleep(0.1)
+    check(changed, "notifications/tools/list_changed arrived")
+    names = [t.name for t in (await session.list_tools()).tools]
+    check(SNOW in names, f"{SNOW} is a tool of the session: {names}")
+    snow_tool = next(t for t in (await session.list_tools()).tools if t.name == SNOW)
+    check("lat" in attr(snow_tool, "inputSchema")["properties"], f"its input schema: {attr(snow_tool, 'inputSchema')}")
+
+    direct = await session.call_tool(SNOW, SNOW_ARGS)
+    check(not attr(direct, "isError"), f"the dynamic tool answers: {text_of(direct)}")
+    check("days with snow" in text_of(direct), f"the recorded response: {text_of(direct)}")
+    check(attr(direct, "structuredContent")["name"] == SNOW, f"structuredContent: {attr(direct, 'structuredContent')}")
+
+    via = await session.call_tool("call_api", {"name": SNOW, "arguments": SNOW_ARGS})
+    check(not attr(via, "isError") and "days with snow" in text_of(via), f"call_api answers: {text_of(via)}")
+
+    bad = await session.call_tool("call_api", {"name": SNOW, "arguments": {"lat": "north", "color": 1}})
+    check(attr(bad, "isError"), "bad arguments are an isError result")
+    t = text_of(bad)
+    check("/lat" in t and "/lon" in t and "color" in t, f"every problem listed: {t}")
+
+    plan = await session.call_tool("plan", {"query": "How many snow days were there at latitude 52.5 longitude 13.4 since 2022-09-01?", "max_steps": 3})
+    check(not attr(plan, "isError") and attr(plan, "structuredContent")["steps"], f"plan proposes steps: {text_of(plan)}")
+
+    try:
+        r = await session.call_tool("no_such_tool_anywhere", {})
+        check(False, f"an unknown tool is a protocol error, got {r}")
+    except Exception as e:  # McpError in both SDKs
+        check("unknown tool" in str(e), f"the error names the problem: {e}")
+    return init
+
+
+async def main():
+    mode, target = sys.argv[1], sys.argv[2]
+    key = sys.argv[3] if len(sys.argv) > 3 else None
+    changed = []
+
+    async def on_message(message):
+        kind = getattr(getattr(message, "root", message), "method", None)
+        if kind == "notifications/tools/list_changed":
+            changed.append(True)
+
+    async with AsyncExitStack() as stack:
+        if mode == "discover":
+            from mcp import Client
+
+            client = await stack.enter_async_context(Client(http_transport(target, key), message_handler=on_message))
+            await exercise(client.session, changed)
+            print("ok (server/discover fell back to initialize)")
+            return
+        if mode == "stdio":
+            params = StdioServerParameters(command=target, args=["mcp"], env=dict(os.environ))
+            streams = await stack.enter_async_context(stdio_client(params))
+        else:
+            streams = await stack.enter_async_context(http_transport(target, key))
+        session = await stack.enter_async_context(ClientSession(streams[0], streams[1], message_handler=on_message))
+        init = await session.initialize()
+        check(attr(init, "serverInfo").name == "toolrouter", f"serverInfo names toolrouter: {attr(init, 'serverInfo')}")
+        check(attr(init, "protocolVersion") in ("2025-06-18", "2025-11-25"), f"protocol {attr(init, 'protocolVersion')}")
+        await exercise(session, changed)
+        print(f"ok (mcp {importlib.metadata.version('mcp')}, {mode}, protocol {attr(init, 'protocolVersion')})")
+
+
+asyncio.run(main())
