@@ -24,3 +24,4 @@ make_env() { # name, pip requirements...
 
 make_env py-mcp2 "mcp==2.3.0"
 make_env py-mcp1 "mcp==1.30.0"
+make_env py-langchain "langchain-mcp-adapters==0.3.2" "mcp==1.30.0"

@@ -94,10 +94,10 @@ impl Server {
         let addr = self.url.trim_start_matches("http://");
         let mut stream = std::net::TcpStream::connect(addr).unwrap();
         stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let mut head = format!(
-            "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: {}\r\n",
-            body.len()
-        );
+        let mut head = format!("{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n");
+        if !headers.iter().any(|(k, _)| *k == "content-length") {
+            head.push_str(&format!("content-length: {}\r\n", body.len()));
+        }
         for (k, v) in headers {
             head.push_str(&format!("{k}: {v}\r\n"));
         }
@@ -170,20 +170,36 @@ fn sdk_2_and_1_over_http_with_api_keys() {
     assert!(run_check(&py1, &["http", &mcp, key], &no_env).contains("mcp 1."));
     assert!(run_check(&py2, &["discover", &mcp, key], &no_env).contains("fell back"));
 
-    // An oversized body is refused before it reaches the MCP handler.
-    let huge = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#, "x".repeat(2 << 20));
+    // An oversized body is refused before it is read (only its head is sent).
     let auth = format!("Bearer {key}");
-    let (status, _) = server.request(
+    let huge = (2 << 20).to_string();
+    let (status, _body) = server.request(
         "POST",
         "/mcp",
         &[
             ("content-type", "application/json"),
             ("accept", "application/json, text/event-stream"),
             ("authorization", &auth),
+            ("content-length", &huge),
         ],
-        &huge,
+        "",
     );
-    assert_eq!(status, 413);
+    assert_eq!(status, 413, "{_body}");
+
+    // Malformed JSON is JSON-RPC's parse error; an unknown session is 404.
+    let headers = [
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("authorization", auth.as_str()),
+    ];
+    let (status, body) = server.request("POST", "/mcp", &headers, "{not json");
+    assert_eq!(status, 400);
+    assert!(body.contains("-32700"), "{body}");
+    let mut with_session = headers.to_vec();
+    with_session.push(("mcp-session-id", "no-such-session"));
+    let (status, _) =
+        server.request("POST", "/mcp", &with_session, r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    assert_eq!(status, 404);
 
     server.stop();
     // Each closed session's calls became a run of the graph.
@@ -195,4 +211,74 @@ fn sdk_2_and_1_over_http_with_api_keys() {
     let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(stats["stats"]["online_runs"].as_u64().unwrap() >= 3, "{stats}");
     assert!(stats["stats"]["online_only_edges"].as_u64().unwrap() >= 1, "{stats}");
+}
+
+#[test]
+fn langchain_mcp_adapters_load_and_call_the_tools() {
+    let Some(data) = common::toolbench_dir() else { return };
+    let Some(python) = python("py-langchain") else { return };
+    let state = tempfile::tempdir().unwrap();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/langchain_mcp_check.py");
+    let mut cmd = Command::new(python);
+    cmd.arg(script).arg(common::binary()).env_remove("TOOLROUTER_CONFIG");
+    for (k, v) in engine_env(&data, state.path()) {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.contains("ok"), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The MCP Inspector's CLI (npm), pinned.
+const INSPECTOR: &str = "@modelcontextprotocol/inspector@2.12.0";
+
+fn inspector(url: &str, key: &str, args: &[&str]) -> Value {
+    let auth = format!("Authorization: Bearer {key}");
+    let out = Command::new("npx")
+        .args(["--yes", INSPECTOR, "--cli", url, "--transport", "http", "--header", &auth])
+        .args(args)
+        .current_dir(std::env::temp_dir())
+        .output()
+        .expect("npx runs");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the inspector prints JSON")
+}
+
+#[test]
+fn the_mcp_inspector_cli_lists_and_calls_tools_over_http() {
+    let Some(data) = common::toolbench_dir() else { return };
+    if Command::new("npx").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: no npx (Node.js) for the MCP Inspector");
+        return;
+    }
+    let state = tempfile::tempdir().unwrap();
+    let key = "inspector-key";
+    let mut env = engine_env(&data, state.path());
+    env.push(("TOOLROUTER_SERVER_API_KEY_HASHES", format!("[\"{}\"]", toolrouter::server::http::hash_key(key))));
+    let server = Server::start(&env);
+    server.wait_ready(key);
+    let url = format!("{}/mcp", server.url);
+    let listed = inspector(&url, key, &["--method", "tools/list"]);
+    let names: Vec<&str> = listed["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, ["search_tools", "plan", "call_api"]);
+    let called = inspector(
+        &url,
+        key,
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "search_tools",
+            "--tool-arg",
+            "query=snow days at a location",
+            "k=3",
+        ],
+    );
+    assert_eq!(called["isError"], false, "{called}");
+    assert_eq!(called["structuredContent"]["results"].as_array().map(Vec::len), Some(3), "{called}");
 }

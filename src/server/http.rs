@@ -131,6 +131,20 @@ async fn mcp(State(app): State<Arc<App>>, request: Request) -> Response {
         return error(StatusCode::PAYLOAD_TOO_LARGE, "the request body is larger than server.max_body_bytes");
     }
     let closing = request.method() == axum::http::Method::DELETE;
+    let request = if request.method() == axum::http::Method::POST {
+        // Malformed JSON gets JSON-RPC's own parse error (rmcp would answer in plain text).
+        let (parts, body) = request.into_parts();
+        let Ok(bytes) = axum::body::to_bytes(body, app.config.server.max_body_bytes).await else {
+            return error(StatusCode::PAYLOAD_TOO_LARGE, "the request body is larger than server.max_body_bytes");
+        };
+        if let Err(e) = serde_json::from_slice::<serde_json::Value>(&bytes) {
+            let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": format!("parse error: {e}")}});
+            return (StatusCode::BAD_REQUEST, axum::Json(body)).into_response();
+        }
+        Request::from_parts(parts, Body::from(bytes))
+    } else {
+        request
+    };
     let mut response = service.handle(request).await.map(Body::new);
     // rmcp answers a session's DELETE with 202; the Python SDK (both
     // majors) expects 200 or 204 and warns otherwise. The session is gone
