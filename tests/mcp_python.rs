@@ -63,7 +63,10 @@ fn sdk_2_and_1_over_stdio() {
     for env in ["py-mcp2", "py-mcp1"] {
         let Some(python) = python(env) else { return };
         let state = tempfile::tempdir().unwrap();
-        let out = run_check(&python, &["stdio", binary.to_str().unwrap()], &engine_env(&data, state.path()));
+        let mut env = engine_env(&data, state.path());
+        // Small pages, so that the clients follow tools/list cursors.
+        env.push(("TOOLROUTER_MCP_PAGE_SIZE", "2".into()));
+        let out = run_check(&python, &["stdio", binary.to_str().unwrap()], &env);
         assert!(out.contains("stdio"), "{out}");
     }
 }
@@ -164,6 +167,16 @@ fn sdk_2_and_1_over_http_with_api_keys() {
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
     let (status, _) = server.request("POST", "/mcp", &[("content-type", "application/json")], init);
     assert_eq!(status, 401, "MCP without a key");
+    // A 2025-06-18 client gets that version back.
+    let auth = format!("Bearer {key}");
+    let json_headers = [
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("authorization", auth.as_str()),
+    ];
+    let (status, body) = server.request("POST", "/mcp", &json_headers, init);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""protocolVersion":"2025-06-18""#) && body.contains(r#""name":"toolrouter""#), "{body}");
 
     let no_env: Vec<(&'static str, String)> = vec![("TOOLROUTER_LOG_LEVEL", "warn".into())];
     assert!(run_check(&py2, &["http", &mcp, key], &no_env).contains("mcp 2."));
@@ -171,7 +184,6 @@ fn sdk_2_and_1_over_http_with_api_keys() {
     assert!(run_check(&py2, &["discover", &mcp, key], &no_env).contains("fell back"));
 
     // An oversized body is refused before it is read (only its head is sent).
-    let auth = format!("Bearer {key}");
     let huge = (2 << 20).to_string();
     let (status, _body) = server.request(
         "POST",

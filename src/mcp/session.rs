@@ -39,20 +39,7 @@ impl Session {
     pub fn add_tools(&self, functions: impl Iterator<Item = String>) -> bool {
         let max = self.engine.config.mcp.max_session_tools.max(1);
         let mut s = self.state();
-        let before = s.tools.clone();
-        for f in functions {
-            s.tools.retain(|t| *t != f);
-            s.tools.push(f);
-        }
-        let excess = s.tools.len().saturating_sub(max);
-        s.tools.drain(..excess);
-        let changed = {
-            let mut a = before.clone();
-            let mut b = s.tools.clone();
-            a.sort();
-            b.sort();
-            a != b
-        };
+        let changed = add_lru(&mut s.tools, functions, max);
         if changed {
             s.version += 1;
         }
@@ -116,8 +103,46 @@ impl Session {
     }
 }
 
+/// Moves `functions` to the recent end of `tools` (adding the new ones),
+/// then evicts the least recently used beyond `max`. Returns whether the
+/// set of tools changed.
+fn add_lru(tools: &mut Vec<String>, functions: impl Iterator<Item = String>, max: usize) -> bool {
+    let mut before = tools.clone();
+    for f in functions {
+        tools.retain(|t| *t != f);
+        tools.push(f);
+    }
+    let excess = tools.len().saturating_sub(max);
+    tools.drain(..excess);
+    let mut after = tools.clone();
+    before.sort();
+    after.sort();
+    before != after
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
         self.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::add_lru;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn least_recently_used_tools_are_evicted() {
+        let mut tools = Vec::new();
+        assert!(add_lru(&mut tools, names(&["a", "b", "c"]).into_iter(), 3));
+        // Refreshing "a" changes the order, not the set.
+        assert!(!add_lru(&mut tools, names(&["a"]).into_iter(), 3));
+        assert_eq!(tools, ["b", "c", "a"]);
+        // "d" evicts "b", the least recently used.
+        assert!(add_lru(&mut tools, names(&["d"]).into_iter(), 3));
+        assert_eq!(tools, ["c", "a", "d"]);
     }
 }

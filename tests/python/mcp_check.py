@@ -54,10 +54,34 @@ def text_of(result):
     return "".join(getattr(c, "text", "") for c in result.content)
 
 
+async def list_page(session, cursor):
+    if cursor is None:
+        return await session.list_tools()
+    try:
+        return await session.list_tools(cursor=cursor)
+    except TypeError:  # mcp 2.x takes request params
+        from mcp import types
+
+        return await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
+
+
+async def all_tools(session):
+    """Every tool, following tools/list's pagination cursors."""
+    tools, cursor, pages = [], None, 0
+    while True:
+        page = await list_page(session, cursor)
+        pages += 1
+        tools.extend(page.tools)
+        cursor = attr(page, "nextCursor")
+        if not cursor:
+            return tools, pages
+
+
 async def exercise(session, changed):
-    init = session._init_result if hasattr(session, "_init_result") else None
-    tools = await session.list_tools()
-    names = [t.name for t in tools.tools]
+    init = None
+    page_size = int(os.environ.get("TOOLROUTER_MCP_PAGE_SIZE", "50"))
+    tools, pages = await all_tools(session)
+    names = [t.name for t in tools]
     check({"search_tools", "plan", "call_api"} <= set(names), f"fixed tools listed: {names}")
 
     found = await session.call_tool("search_tools", {"query": "number of snow days at a location since a date (ecoweather Schneetage)", "k": 5})
@@ -69,9 +93,11 @@ async def exercise(session, changed):
             break
         await asyncio.sleep(0.1)
     check(changed, "notifications/tools/list_changed arrived")
-    names = [t.name for t in (await session.list_tools()).tools]
+    tools, pages = await all_tools(session)
+    names = [t.name for t in tools]
     check(SNOW in names, f"{SNOW} is a tool of the session: {names}")
-    snow_tool = next(t for t in (await session.list_tools()).tools if t.name == SNOW)
+    check(pages == -(-len(names) // page_size), f"{len(names)} tools in {pages} pages of {page_size}")
+    snow_tool = next(t for t in tools if t.name == SNOW)
     check("lat" in attr(snow_tool, "inputSchema")["properties"], f"its input schema: {attr(snow_tool, 'inputSchema')}")
 
     direct = await session.call_tool(SNOW, SNOW_ARGS)
