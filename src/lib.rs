@@ -40,11 +40,12 @@
 //!   upstream, compress, learn) and recording runs in the graph.
 //! * [`mcp`]: the MCP face: `search_tools`, `plan`, `call_api` and the
 //!   APIs they find as session tools (rmcp; stdio and streamable HTTP).
-//! * [`server`]: the HTTP servers, thin adapters over the engine (the
-//!   replay server of recorded responses).
-//! * [`eval`]: measures retrieval (Recall@k, NDCG@k, MRR) and planning
+//! * [`server`]: the HTTP servers, thin adapters: `toolrouter serve`
+//!   (health, readiness, API keys, limits, graceful shutdown, `/mcp`) and
+//!   the replay server of recorded responses.
+//! * [`eval`]: measures retrieval (Recall@k, NDCG@k, MRR), planning
 //!   (precision, recall and F1 of the planned APIs, the tool graph built
-//!   leave-one-set-out) on ToolBench query files, per file and overall.
+//!   leave-one-set-out) and response compression.
 //! * [`cli`]: the `toolrouter` command line (the binary's `main` only calls it).
 
 pub mod args;
