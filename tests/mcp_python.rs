@@ -64,8 +64,11 @@ fn sdk_2_and_1_over_stdio() {
         let Some(python) = python(env) else { return };
         let state = tempfile::tempdir().unwrap();
         let mut env = engine_env(&data, state.path());
-        // Small pages, so that the clients follow tools/list cursors.
+        // Small pages, so that the clients follow tools/list cursors; an
+        // API rate that refuses the third call.
         env.push(("TOOLROUTER_MCP_PAGE_SIZE", "2".into()));
+        env.push(("TOOLROUTER_UPSTREAM_API_RATE", "0.01".into()));
+        env.push(("TOOLROUTER_UPSTREAM_BURST", "2".into()));
         let out = run_check(&python, &["stdio", binary.to_str().unwrap()], &env);
         assert!(out.contains("stdio"), "{out}");
     }

@@ -113,6 +113,15 @@ async def exercise(session, changed):
     t = text_of(bad)
     check("/lat" in t and "/lon" in t and "color" in t, f"every problem listed: {t}")
 
+    big = await session.call_tool("call_api", {"name": SNOW, "arguments": {"lat": "x" * 70000}})
+    check(attr(big, "isError") and "limit" in text_of(big), f"huge arguments are refused: {text_of(big)[:200]}")
+
+    if os.environ.get("TOOLROUTER_UPSTREAM_BURST") == "2":
+        # Two calls of the API went through; its rate (one per 100 s) refuses the third.
+        limited = await session.call_tool(SNOW, SNOW_ARGS)
+        t = text_of(limited)
+        check(attr(limited, "isError") and "rate limited" in t and "Retry after" in t, f"a rate-limited call says when to retry: {t}")
+
     plan = await session.call_tool("plan", {"query": "How many snow days were there at latitude 52.5 longitude 13.4 since 2022-09-01?", "max_steps": 3})
     check(not attr(plan, "isError") and attr(plan, "structuredContent")["steps"], f"plan proposes steps: {text_of(plan)}")
 
