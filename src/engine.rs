@@ -16,7 +16,7 @@ use crate::catalog::{Api, ApiId, Catalog, Sources};
 use crate::compress::{Compressed, FieldChoices, compress};
 use crate::config::Config;
 use crate::graph::store::{self, GraphStore};
-use crate::graph::{Params, RunCall, RunRecord, ToolGraph};
+use crate::graph::{NodeKey, Params, RunCall, RunRecord, ToolGraph};
 use crate::planner::{DeterministicDecider, DryRun, LongTermMemory, PlanRun, Planner, Settings, memory};
 use crate::retrieval::{Filters, Retriever};
 use crate::upstream::{CallError, Response, Upstream};
@@ -41,6 +41,9 @@ pub struct Found {
     pub category: String,
     pub description: String,
     pub score: f32,
+    /// Availability α: the graph's, else the tool's RapidAPI success-rate prior.
+    pub alpha: f64,
+    pub input_schema: Value,
     #[serde(skip)]
     pub api: ApiId,
 }
@@ -130,18 +133,23 @@ impl Engine {
             .await
             .map_err(|e| EngineError::Internal(e.to_string()))?
             .map_err(|e| EngineError::BadInput(e.to_string()))?;
+        let graph = self.graph.read().unwrap_or_else(|e| e.into_inner());
         Ok(results
             .hits
             .iter()
             .map(|h| {
                 let api = self.catalog.api(h.api);
                 let tool = self.catalog.tool(api.tool);
+                let alpha =
+                    graph.alpha(&NodeKey::Api(api.function_name.clone())).unwrap_or_else(|| tool.availability_prior());
                 Found {
                     function: api.function_name.clone(),
                     tool: tool.name.clone(),
                     category: tool.category.clone(),
                     description: api.description.clone(),
                     score: h.score,
+                    alpha,
+                    input_schema: api.input_schema(),
                     api: h.api,
                 }
             })

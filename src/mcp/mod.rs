@@ -87,7 +87,10 @@ impl McpServer {
         let added = self.session.add_tools(found.iter().map(|f| f.function.clone()));
         let results: Vec<Value> = found
             .iter()
-            .map(|f| json!({"name": f.function, "tool": f.tool, "category": f.category, "description": f.description, "score": f.score}))
+            .map(|f| {
+                json!({"name": f.function, "tool": f.tool, "category": f.category, "description": f.description,
+                    "score": f.score, "availability": f.alpha, "input_schema": f.input_schema})
+            })
             .collect();
         let mut text = String::new();
         for f in &found {

@@ -88,6 +88,8 @@ async def exercise(session, changed):
     check(not attr(found, "isError"), f"search_tools succeeds: {text_of(found)}")
     results = attr(found, "structuredContent")["results"]
     check(any(r["name"] == SNOW for r in results), f"{SNOW} found: {[r['name'] for r in results]}")
+    snow = next(r for r in results if r["name"] == SNOW)
+    check("lat" in snow["input_schema"]["properties"] and 0 <= snow["availability"] <= 1, f"schema and availability: {snow}")
     for _ in range(50):
         if changed:
             break
