@@ -21,8 +21,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
 
+mod llm;
 mod server;
 mod upstream;
+pub use llm::*;
 pub use server::*;
 pub use upstream::*;
 
@@ -40,9 +42,13 @@ pub const DEFAULT_ARGS_STRICT: bool = true;
 pub const DEFAULT_ARGS_COERCE: bool = true;
 
 /// Keys that must never be set in the file, with where to put them instead.
-const SECRET_KEYS: [(&str, &str, &str); 1] = [("upstream", "rapidapi_key", "upstream.rapidapi_key_file")];
+const SECRET_KEYS: [(&str, &str, &str, &str); 2] = [
+    ("upstream", "rapidapi_key", RAPIDAPI_KEY_ENV, "upstream.rapidapi_key_file"),
+    ("llm", "api_key", LLM_KEY_ENV, "llm.api_key_file"),
+];
 /// Keys holding paths, resolved against the config file's directory.
-const PATH_KEYS: [(&str, &str); 8] = [
+const PATH_KEYS: [(&str, &str); 9] = [
+    ("llm", "api_key_file"),
     ("catalog", "paths"),
     ("catalog", "query_files"),
     ("upstream", "rapidapi_key_file"),
@@ -99,6 +105,7 @@ pub struct Config {
     pub planner: PlannerConfig,
     pub server: ServerConfig,
     pub mcp: McpConfig,
+    pub llm: LlmConfig,
     pub log: LogConfig,
 }
 
@@ -433,7 +440,7 @@ impl Config {
         let mut env: Vec<(String, String)> = env.into_iter().filter(|(k, _)| k.starts_with(ENV_PREFIX)).collect();
         env.sort();
         for (var, raw) in env {
-            if var == RAPIDAPI_KEY_ENV || var == CONFIG_ENV {
+            if var == RAPIDAPI_KEY_ENV || var == LLM_KEY_ENV || var == CONFIG_ENV {
                 continue;
             }
             let Some((section, key, default)) = find_key(defaults, &var[ENV_PREFIX.len()..]) else {
@@ -528,6 +535,10 @@ impl Config {
                 ));
             }
         }
+        if let Some((key, message)) = self.llm.problems() {
+            return Err(fail(&key, message));
+        }
+        self.llm_key().map_err(|message| fail("llm.api_key_file", message))?;
         if let Some((key, message)) = self.server.problems() {
             return Err(fail(&key, message));
         }
@@ -551,32 +562,48 @@ impl Config {
 
     /// The RapidAPI key: the environment variable, else the key file, else none.
     pub fn rapidapi_key(&self) -> Result<Option<Secret>, String> {
-        if let Ok(key) = std::env::var(RAPIDAPI_KEY_ENV)
-            && !key.trim().is_empty()
-        {
-            return Ok(Some(Secret(key.trim().to_string())));
-        }
-        let path = &self.upstream.rapidapi_key_file;
-        if path.as_os_str().is_empty() {
-            return Ok(None);
-        }
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        match text.trim() {
-            "" => Err(format!("{} is empty", path.display())),
-            key => Ok(Some(Secret(key.to_string()))),
-        }
+        secret(RAPIDAPI_KEY_ENV, &self.upstream.rapidapi_key_file)
+    }
+
+    /// The model API key: the environment variable, else the key file, else none.
+    pub fn llm_key(&self) -> Result<Option<Secret>, String> {
+        secret(LLM_KEY_ENV, &self.llm.api_key_file)
     }
 
     /// Where the RapidAPI key comes from, without revealing it.
     pub fn rapidapi_key_source(&self) -> String {
-        match self.rapidapi_key() {
-            Ok(Some(_)) if std::env::var(RAPIDAPI_KEY_ENV).is_ok_and(|k| !k.trim().is_empty()) => {
-                format!("set (from {RAPIDAPI_KEY_ENV})")
-            }
-            Ok(Some(_)) => format!("set (from {})", self.upstream.rapidapi_key_file.display()),
-            Ok(None) => "not set".to_string(),
-            Err(e) => format!("unreadable: {e}"),
-        }
+        secret_source(RAPIDAPI_KEY_ENV, &self.upstream.rapidapi_key_file)
+    }
+
+    /// Where the model API key comes from, without revealing it.
+    pub fn llm_key_source(&self) -> String {
+        secret_source(LLM_KEY_ENV, &self.llm.api_key_file)
+    }
+}
+
+/// A secret from the environment variable `env`, else from `file`, else none.
+fn secret(env: &str, file: &Path) -> Result<Option<Secret>, String> {
+    if let Ok(key) = std::env::var(env)
+        && !key.trim().is_empty()
+    {
+        return Ok(Some(Secret(key.trim().to_string())));
+    }
+    if file.as_os_str().is_empty() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    match text.trim() {
+        "" => Err(format!("{} is empty", file.display())),
+        key => Ok(Some(Secret(key.to_string()))),
+    }
+}
+
+fn secret_source(env: &str, file: &Path) -> String {
+    match secret(env, file) {
+        Ok(Some(_)) if std::env::var(env).is_ok_and(|k| !k.trim().is_empty()) => format!("set (from {env})"),
+        Ok(Some(_)) => format!("set (from {})", file.display()),
+        Ok(None) => "not set".to_string(),
+        Err(e) => format!("unreadable: {e}"),
     }
 }
 
@@ -586,12 +613,12 @@ fn read_file(path: &Path) -> Result<Table, ConfigError> {
     let mut table: Table = text
         .parse()
         .map_err(|e: toml::de::Error| ConfigError::Syntax { path: path.to_path_buf(), message: e.to_string() })?;
-    for (section, key, instead) in SECRET_KEYS {
+    for (section, key, env, instead) in SECRET_KEYS {
         if table.get(section).and_then(|s| s.get(key)).is_some() {
             return Err(ConfigError::Key {
                 key: format!("{section}.{key}"),
                 origin: Origin::File(path.to_path_buf()),
-                message: format!("secrets cannot be set in the config file; use {RAPIDAPI_KEY_ENV} or `{instead}`"),
+                message: format!("secrets cannot be set in the config file; use {env} or `{instead}`"),
             });
         }
     }

@@ -38,6 +38,8 @@
 //!   always as valid JSON.
 //! * [`engine`]: what the faces share: search, plan, call (validate, call
 //!   upstream, compress, learn) and recording runs in the graph.
+//! * [`llm`]: the client of an upstream OpenAI-compatible model
+//!   (non-streaming and streaming, timeouts, retries, size caps).
 //! * [`mcp`]: the MCP face: `search_tools`, `plan`, `call_api` and the
 //!   APIs they find as session tools (rmcp; stdio and streamable HTTP).
 //! * [`server`]: the HTTP servers, thin adapters: `toolrouter serve`
@@ -57,6 +59,7 @@ pub mod engine;
 pub mod eval;
 pub mod graph;
 pub mod journal;
+pub mod llm;
 pub mod mcp;
 pub mod planner;
 pub mod retrieval;

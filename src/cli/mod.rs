@@ -187,5 +187,6 @@ fn show_config(config: &Config) -> Result<ExitCode, CliError> {
     println!("{text}");
     println!("# secrets (values are never shown)");
     println!("# upstream rapidapi key: {}", config.rapidapi_key_source());
+    println!("# llm api key: {}", config.llm_key_source());
     Ok(ExitCode::SUCCESS)
 }

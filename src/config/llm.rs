@@ -1,0 +1,62 @@
+//! `[llm]`: the upstream OpenAI-compatible model toolrouter asks (the
+//! OpenAI face forwards to it; the LLM decider and field chooser use it).
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// Environment variable holding the model API key (never in the file).
+pub const LLM_KEY_ENV: &str = "TOOLROUTER_LLM_API_KEY";
+/// `llm.timeout_ms`: a whole non-streaming answer, or the gap between two stream events.
+pub const DEFAULT_LLM_TIMEOUT_MS: u64 = 60_000;
+/// `llm.max_attempts`: tries per request (connect errors, timeouts before any byte, 5xx, 429).
+pub const DEFAULT_LLM_MAX_ATTEMPTS: u32 = 2;
+/// `llm.backoff_ms`: the first retry waits about this (doubling, with jitter).
+pub const DEFAULT_LLM_BACKOFF_MS: u64 = 500;
+/// `llm.max_response_bytes`: larger answers are cut off and the request fails.
+pub const DEFAULT_LLM_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
+
+/// `[llm]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LlmConfig {
+    /// The model server's base URL, up to `/v1` (`https://api.openai.com/v1`).
+    /// Empty: no model configured.
+    pub base_url: String,
+    /// File holding the model API key (the environment variable takes precedence).
+    pub api_key_file: PathBuf,
+    pub timeout_ms: u64,
+    pub max_attempts: u32,
+    pub backoff_ms: u64,
+    pub max_response_bytes: usize,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        LlmConfig {
+            base_url: String::new(),
+            api_key_file: PathBuf::new(),
+            timeout_ms: DEFAULT_LLM_TIMEOUT_MS,
+            max_attempts: DEFAULT_LLM_MAX_ATTEMPTS,
+            backoff_ms: DEFAULT_LLM_BACKOFF_MS,
+            max_response_bytes: DEFAULT_LLM_MAX_RESPONSE_BYTES,
+        }
+    }
+}
+
+impl LlmConfig {
+    pub(super) fn problems(&self) -> Option<(String, String)> {
+        if !self.base_url.is_empty() {
+            match url::Url::parse(&self.base_url) {
+                Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => {}
+                _ => return Some(("llm.base_url".into(), format!("{:?} is not an http(s) URL", self.base_url))),
+            }
+        }
+        for (key, n) in [("timeout_ms", self.timeout_ms), ("max_attempts", u64::from(self.max_attempts))] {
+            if n == 0 {
+                return Some((format!("llm.{key}"), "must be at least 1".into()));
+            }
+        }
+        None
+    }
+}

@@ -1,0 +1,162 @@
+//! The model client against a scripted OpenAI-compatible server on
+//! loopback: answers, retries, errors, timeouts and streams.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use toolrouter::config::Config;
+use toolrouter::llm::{LlmClient, LlmError};
+
+type Seen = Arc<Mutex<HashMap<String, Vec<(Value, bool)>>>>;
+
+fn completion(text: &str) -> Value {
+    json!({"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]})
+}
+
+fn chunk(text: &str) -> String {
+    let c = json!({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+        "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]});
+    format!("data: {c}\n\n")
+}
+
+fn sse(events: Vec<String>, then_hang: bool) -> Response {
+    let stream = futures_util::stream::iter(events.into_iter().map(Ok::<_, std::io::Error>)).chain(
+        futures_util::stream::once(async move {
+            if then_hang {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+            }
+            Ok(String::new())
+        }),
+    );
+    ([("content-type", "text/event-stream")], Body::from_stream(stream)).into_response()
+}
+
+/// The scripted model: the first path segment names the scenario.
+async fn model(State(seen): State<Seen>, Path(scenario): Path<String>, headers: HeaderMap, body: String) -> Response {
+    let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    let n = {
+        let mut seen = seen.lock().unwrap();
+        let calls = seen.entry(scenario.clone()).or_default();
+        calls.push((body.clone(), headers.contains_key("authorization")));
+        calls.len()
+    };
+    match scenario.as_str() {
+        "ok" => axum::Json(completion("hello")).into_response(),
+        "flaky" if n == 1 => (StatusCode::INTERNAL_SERVER_ERROR, "boom").into_response(),
+        "flaky" => axum::Json(completion("second time")).into_response(),
+        "429" => (StatusCode::TOO_MANY_REQUESTS, [("retry-after", "0")], "slow down").into_response(),
+        "400" => {
+            (StatusCode::BAD_REQUEST, axum::Json(json!({"error": {"message": "unknown model `x`"}}))).into_response()
+        }
+        "slow" => {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            axum::Json(completion("late")).into_response()
+        }
+        "garbage" => (StatusCode::OK, "this is not JSON").into_response(),
+        "nochoices" => axum::Json(json!({"choices": []})).into_response(),
+        "stream" => sse(vec![chunk("a"), chunk("b"), chunk("c"), "data: [DONE]\n\n".into()], false),
+        "stream-error" => {
+            sse(vec![chunk("a"), format!("data: {}\n\n", json!({"error": {"message": "overloaded"}}))], false)
+        }
+        "stream-stall" => sse(vec![chunk("a")], true),
+        _ => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+async fn scripted() -> (String, Seen) {
+    let seen: Seen = Arc::default();
+    let app = axum::Router::new()
+        .route("/{scenario}/v1/chat/completions", axum::routing::post(model))
+        .with_state(seen.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (base, seen)
+}
+
+fn client(base: &str, scenario: &str) -> LlmClient {
+    let mut config = Config::default();
+    config.llm.base_url = format!("{base}/{scenario}/v1");
+    config.llm.timeout_ms = 400;
+    config.llm.max_attempts = 2;
+    config.llm.backoff_ms = 10;
+    LlmClient::new(&config).unwrap()
+}
+
+fn request() -> Value {
+    json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream_options": {"include_usage": true}})
+}
+
+#[tokio::test]
+async fn answers_retries_and_errors() {
+    let (base, seen) = scripted().await;
+    let ok = client(&base, "ok").complete(&request()).await.unwrap();
+    assert_eq!(ok["choices"][0]["message"]["content"], "hello");
+    let (sent, _) = seen.lock().unwrap()["ok"][0].clone();
+    assert_eq!(sent["stream"], false, "non-streaming requests say so");
+    assert!(sent.get("stream_options").is_none());
+
+    // The key goes in a header when one is configured (never in the URL or logs).
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("key"), "sk-test\n").unwrap();
+    let mut config = Config::default();
+    config.llm.base_url = format!("{base}/ok/v1");
+    config.llm.api_key_file = dir.path().join("key");
+    LlmClient::new(&config).unwrap().complete(&request()).await.unwrap();
+    let auth: Vec<bool> = seen.lock().unwrap()["ok"].iter().map(|(_, auth)| *auth).collect();
+    assert_eq!(auth, [false, true]);
+
+    let flaky = client(&base, "flaky").complete(&request()).await.unwrap();
+    assert_eq!(flaky["choices"][0]["message"]["content"], "second time");
+    assert_eq!(seen.lock().unwrap()["flaky"].len(), 2, "one retry after the 500");
+
+    let e = client(&base, "429").complete(&request()).await.unwrap_err();
+    assert!(matches!(e, LlmError::Status { status: 429, .. }), "{e:?}");
+    assert_eq!(seen.lock().unwrap()["429"].len(), 2, "retried up to max_attempts");
+
+    let e = client(&base, "400").complete(&request()).await.unwrap_err();
+    assert_eq!(e, LlmError::Status { status: 400, message: "unknown model `x`".into() });
+    assert_eq!(seen.lock().unwrap()["400"].len(), 1, "other 4xx are not retried");
+
+    let started = Instant::now();
+    let e = client(&base, "slow").complete(&request()).await.unwrap_err();
+    assert_eq!(e, LlmError::Timeout(400));
+    assert!(started.elapsed() < Duration::from_secs(3), "two attempts of 400 ms, not the server's 10 s");
+
+    assert!(matches!(client(&base, "garbage").complete(&request()).await, Err(LlmError::Malformed(_))));
+    assert!(matches!(client(&base, "nochoices").complete(&request()).await, Err(LlmError::Malformed(_))));
+    let mut config = Config::default();
+    config.llm.base_url = String::new();
+    assert!(matches!(LlmClient::new(&config), Err(LlmError::NotConfigured)));
+}
+
+#[tokio::test]
+async fn streams_chunks_errors_and_stalls() {
+    let (base, seen) = scripted().await;
+    let chunks: Vec<_> = client(&base, "stream").stream(&request()).await.unwrap().collect().await;
+    let texts: Vec<String> = chunks
+        .iter()
+        .map(|c| c.as_ref().unwrap()["choices"][0]["delta"]["content"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(texts, ["a", "b", "c"]);
+    assert_eq!(seen.lock().unwrap()["stream"][0].0["stream"], true);
+
+    let items: Vec<_> = client(&base, "stream-error").stream(&request()).await.unwrap().collect().await;
+    assert_eq!(items.len(), 2);
+    assert!(items[0].is_ok());
+    assert_eq!(items[1], Err(LlmError::Stream("overloaded".into())));
+
+    let started = Instant::now();
+    let items: Vec<_> = client(&base, "stream-stall").stream(&request()).await.unwrap().collect().await;
+    assert!(items[0].is_ok());
+    assert_eq!(items.last().unwrap(), &Err(LlmError::Timeout(400)));
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
