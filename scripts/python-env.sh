@@ -25,3 +25,4 @@ make_env() { # name, pip requirements...
 make_env py-mcp2 "mcp==2.3.0"
 make_env py-mcp1 "mcp==1.30.0"
 make_env py-langchain "langchain-mcp-adapters==0.3.2" "mcp==1.30.0"
+make_env py-openai "openai==3.54.0" "langchain-openai==1.7.3"

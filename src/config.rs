@@ -105,6 +105,7 @@ pub struct Config {
     pub planner: PlannerConfig,
     pub server: ServerConfig,
     pub mcp: McpConfig,
+    pub openai: OpenAiConfig,
     pub llm: LlmConfig,
     pub log: LogConfig,
 }
@@ -542,7 +543,11 @@ impl Config {
         if let Some((key, message)) = self.server.problems() {
             return Err(fail(&key, message));
         }
-        for (key, n) in [("mcp.max_session_tools", self.mcp.max_session_tools), ("mcp.page_size", self.mcp.page_size)] {
+        for (key, n) in [
+            ("mcp.max_session_tools", self.mcp.max_session_tools),
+            ("mcp.page_size", self.mcp.page_size),
+            ("openai.max_tools", self.openai.max_tools),
+        ] {
             if n == 0 {
                 return Err(fail(key, "must be at least 1".to_string()));
             }

@@ -244,6 +244,12 @@ impl Engine {
         }
     }
 
+    /// `w(from, to)` in the tool graph (0 without such an edge).
+    pub fn transition_weight(&self, from: &str, to: &str) -> f64 {
+        let graph = self.graph.read().unwrap_or_else(|e| e.into_inner());
+        graph.weight(&NodeKey::Api(from.to_string()), &NodeKey::Api(to.to_string()))
+    }
+
     /// Checks that `arguments` is an object of acceptable size.
     pub fn check_arguments(arguments: &Value) -> Result<&Map<String, Value>, String> {
         let size = arguments.to_string().len();

@@ -17,6 +17,32 @@ pub const DEFAULT_PAGE_SIZE: usize = 50;
 /// `mcp.session_idle_s`: an HTTP session idle this long is closed (and its run recorded).
 pub const DEFAULT_SESSION_IDLE_S: u64 = 300;
 
+/// `openai.max_tools`: tools forwarded to the model in route mode (DESIGN §9).
+pub const DEFAULT_MAX_TOOLS: usize = 20;
+/// `openai.repair_attempts`: times the model is asked to fix invalid tool-call arguments.
+pub const DEFAULT_REPAIR_ATTEMPTS: usize = 2;
+
+/// `[openai]`: the OpenAI-compatible face.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OpenAiConfig {
+    pub max_tools: usize,
+    pub repair_attempts: usize,
+    /// Model names clients may ask for, mapped to the upstream model's
+    /// name. Empty: any name, forwarded unchanged.
+    pub models: std::collections::BTreeMap<String, String>,
+}
+
+impl Default for OpenAiConfig {
+    fn default() -> Self {
+        OpenAiConfig {
+            max_tools: DEFAULT_MAX_TOOLS,
+            repair_attempts: DEFAULT_REPAIR_ATTEMPTS,
+            models: Default::default(),
+        }
+    }
+}
+
 /// `[server]`: the HTTP listener shared by the faces.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]

@@ -31,7 +31,9 @@ use sha2::{Digest, Sha256};
 
 use crate::config::Config;
 use crate::engine::Engine;
+use crate::llm::LlmClient;
 use crate::mcp::{ClientId, McpServer};
+use crate::openai::ApiError;
 
 type McpService = StreamableHttpService<McpServer, LocalSessionManager>;
 
@@ -41,6 +43,8 @@ pub struct App {
     key_hashes: HashSet<String>,
     engine: OnceLock<Arc<Engine>>,
     mcp: OnceLock<McpService>,
+    /// The upstream model (`None` without `llm.base_url`).
+    llm: Option<LlmClient>,
 }
 
 /// The SHA-256 of a key, in hex (what `server.api_key_hashes` holds).
@@ -51,7 +55,8 @@ pub fn hash_key(key: &str) -> String {
 impl App {
     pub fn new(config: &Config) -> Arc<App> {
         let key_hashes = config.server.api_key_hashes.iter().map(|h| h.to_ascii_lowercase()).collect();
-        Arc::new(App { config: config.clone(), key_hashes, engine: OnceLock::new(), mcp: OnceLock::new() })
+        let llm = LlmClient::new(config).ok();
+        Arc::new(App { config: config.clone(), key_hashes, engine: OnceLock::new(), mcp: OnceLock::new(), llm })
     }
 
     /// Makes the loaded engine serve.
@@ -79,6 +84,8 @@ pub fn router(app: Arc<App>) -> axum::Router {
     let protected = axum::Router::new()
         .route("/readyz", get(readyz))
         .route("/mcp", axum::routing::any(mcp))
+        .route("/v1/models", get(models))
+        .route("/v1/chat/completions", axum::routing::post(chat_completions))
         .layer(axum::middleware::from_fn_with_state(app.clone(), auth));
     axum::Router::new()
         .route("/healthz", get(|| async { "ok" }))
@@ -111,6 +118,29 @@ async fn auth(State(app): State<Arc<App>>, mut request: Request, next: Next) -> 
     }
     request.extensions_mut().insert(ClientId(hash[..12].to_string()));
     next.run(request).await
+}
+
+async fn models(State(app): State<Arc<App>>) -> Response {
+    let names: Vec<&str> = app.config.openai.models.keys().map(String::as_str).collect();
+    let data: Vec<serde_json::Value> =
+        names.iter().map(|n| json!({"id": n, "object": "model", "created": 0, "owned_by": "toolrouter"})).collect();
+    axum::Json(json!({"object": "list", "data": data})).into_response()
+}
+
+async fn chat_completions(State(app): State<Arc<App>>, body: axum::body::Bytes) -> Response {
+    let request = match crate::openai::validate::parse(&body, &app.config.openai) {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
+    let Some(llm) = &app.llm else {
+        return ApiError::from(crate::llm::LlmError::NotConfigured).into_response();
+    };
+    let engine = app.engine.get().cloned();
+    let weight = move |from: &str, to: &str| engine.as_ref().map_or(0.0, |e| e.transition_weight(from, to));
+    match crate::openai::route::complete(&request, llm, &app.config.openai, &weight).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
 }
 
 async fn readyz(State(app): State<Arc<App>>) -> Response {

@@ -1,0 +1,276 @@
+//! Route mode: narrow the client's tools, ask the model, check its tool
+//! calls against the original schemas, and repair them through the model.
+//!
+//! Narrowing ranks the tools by the words they share with the conversation
+//! (the user's messages, the latest weighted most), each word weighted by
+//! its rarity among the tools (idf), plus the tool graph's transition
+//! weight from the last tool called; the `openai.max_tools` best go to the
+//! model in their original order (a stable prefix for upstream caches).
+//! No embedding is needed, so narrowing costs microseconds.
+//!
+//! A stream is produced from the checked answer: content first, then each
+//! tool call (id and name on its first delta, arguments after), the finish
+//! reason, a usage chunk when asked for, and `[DONE]`.
+
+use std::collections::{HashMap, HashSet};
+
+use axum::body::Body;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value, json};
+
+use super::ApiError;
+use super::validate::{ChatRequest, ClientTool};
+use crate::config::OpenAiConfig;
+use crate::llm::LlmClient;
+
+/// Lower-case words of two or more letters or digits.
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| w.len() >= 2).map(str::to_lowercase).collect()
+}
+
+/// The text of a message's content (a string or a list of parts).
+fn content_text(m: &Value) -> String {
+    match m.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => {
+            parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join(" ")
+        }
+        _ => String::new(),
+    }
+}
+
+/// The name of the last tool the assistant called in the conversation.
+pub fn last_tool_called(messages: &[Value]) -> Option<String> {
+    messages.iter().rev().find_map(|m| {
+        m.get("tool_calls")?.as_array()?.last()?.get("function")?.get("name")?.as_str().map(str::to_string)
+    })
+}
+
+/// Indexes of the tools to offer, in their original order.
+pub fn narrow(tools: &[ClientTool], messages: &[Value], max: usize, weight: &dyn Fn(&str, &str) -> f64) -> Vec<usize> {
+    if tools.len() <= max {
+        return (0..tools.len()).collect();
+    }
+    let tool_words: Vec<HashSet<String>> = tools.iter().map(|t| words(&t.text).into_iter().collect()).collect();
+    let mut df: HashMap<&str, usize> = HashMap::new();
+    for set in &tool_words {
+        for w in set {
+            *df.entry(w.as_str()).or_default() += 1;
+        }
+    }
+    let n = tools.len() as f64;
+    // The latest user message counts fully, earlier ones half.
+    let users: Vec<&Value> =
+        messages.iter().filter(|m| m.get("role").and_then(Value::as_str) == Some("user")).collect();
+    let mut query: HashMap<String, f64> = HashMap::new();
+    for (i, m) in users.iter().rev().enumerate() {
+        let factor = if i == 0 { 1.0 } else { 0.5 };
+        for w in words(&content_text(m)) {
+            let e = query.entry(w).or_default();
+            *e = e.max(factor);
+        }
+    }
+    let last = last_tool_called(messages);
+    let mut scored: Vec<(f64, usize)> = tools
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let lexical: f64 = query
+                .iter()
+                .filter(|(w, _)| tool_words[i].contains(*w))
+                .map(|(w, f)| f * ((n / df[w.as_str()] as f64).ln() + 1.0))
+                .sum();
+            let graph = last.as_deref().map_or(0.0, |from| 4.0 * weight(from, &t.name));
+            (lexical + graph, i)
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut keep: Vec<usize> = scored.into_iter().take(max).map(|(_, i)| i).collect();
+    keep.sort_unstable();
+    keep
+}
+
+/// What is wrong with the tool calls of an answer, per call id.
+fn problems(message: &Value, tools: &[ClientTool]) -> Vec<(String, String, Vec<String>)> {
+    let mut out = Vec::new();
+    for call in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+        let id = call.get("id").and_then(Value::as_str).unwrap_or("").to_string();
+        let name = call["function"]["name"].as_str().unwrap_or("").to_string();
+        let Some(tool) = tools.iter().find(|t| t.name == name) else {
+            out.push((id, name.clone(), vec![format!("there is no tool named `{name}`")]));
+            continue;
+        };
+        let args = call["function"]["arguments"].as_str().unwrap_or("");
+        let parsed = if args.trim().is_empty() { Ok(json!({})) } else { serde_json::from_str::<Value>(args) };
+        let issues: Vec<String> = match parsed {
+            Err(e) => vec![format!("the arguments are not valid JSON ({e})")],
+            Ok(v) if !v.is_object() => vec!["the arguments must be a JSON object".to_string()],
+            Ok(v) => tool
+                .validator
+                .iter_errors(&v)
+                .map(|e| {
+                    let at = e.instance_path().to_string();
+                    if at.is_empty() { e.to_string() } else { format!("{at}: {e}") }
+                })
+                .collect(),
+        };
+        if !issues.is_empty() {
+            out.push((id, name, issues));
+        }
+    }
+    out
+}
+
+/// Asks the model, checks its tool calls, repairs them up to `repair_attempts`.
+pub async fn complete(
+    req: &ChatRequest,
+    llm: &LlmClient,
+    config: &OpenAiConfig,
+    weight: &(dyn Fn(&str, &str) -> f64 + Sync),
+) -> Result<Response, ApiError> {
+    let messages: Vec<Value> = req.body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+    let keep = narrow(&req.tools, &messages, config.max_tools, weight);
+    let mut body: Map<String, Value> = req.body.clone();
+    body.insert("model".into(), Value::String(req.upstream_model.clone()));
+    if !req.tools.is_empty() {
+        body.insert("tools".into(), Value::Array(keep.iter().map(|&i| req.tools[i].definition.clone()).collect()));
+    }
+    let mut repairs = 0;
+    let mut conversation = messages.clone();
+    let answer = loop {
+        body.insert("messages".into(), Value::Array(conversation.clone()));
+        let answer = llm.complete(&Value::Object(body.clone())).await?;
+        let message = answer["choices"][0]["message"].clone();
+        let wrong = problems(&message, &req.tools);
+        if wrong.is_empty() {
+            break answer;
+        }
+        if repairs >= config.repair_attempts {
+            let detail: Vec<String> =
+                wrong.iter().map(|(_, name, issues)| format!("`{name}`: {}", issues.join("; "))).collect();
+            return Err(ApiError::new(
+                axum::http::StatusCode::BAD_GATEWAY,
+                "server_error",
+                "invalid_tool_call",
+                format!(
+                    "the model's tool call arguments stayed invalid after {repairs} repair attempt(s): {}",
+                    detail.join(" | ")
+                ),
+            ));
+        }
+        repairs += 1;
+        // Show the model its call and what was wrong with it; ask again.
+        conversation.push(message.clone());
+        let ids: HashSet<String> = wrong.iter().map(|(id, _, _)| id.clone()).collect();
+        for call in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+            let id = call.get("id").and_then(Value::as_str).unwrap_or("").to_string();
+            let content = match wrong.iter().find(|(i, _, _)| *i == id) {
+                Some((_, name, issues)) => format!(
+                    "Error: invalid arguments for `{name}`: {}. Call `{name}` again with arguments that fit its schema.",
+                    issues.join("; ")
+                ),
+                None if ids.is_empty() => String::new(),
+                None => "Not executed: another call in this turn was invalid. Repeat it with the corrected one.".into(),
+            };
+            conversation.push(json!({"role": "tool", "tool_call_id": id, "content": content}));
+        }
+    };
+    let mut answer = answer;
+    answer["model"] = Value::String(req.model.clone());
+    answer["toolrouter"] =
+        json!({"mode": "route", "tools_offered": keep.len(), "tools_total": req.tools.len(), "repairs": repairs});
+    if req.stream {
+        return Ok(stream_of(&answer, req.include_usage));
+    }
+    Ok(axum::Json(answer).into_response())
+}
+
+/// The answer as `chat.completion.chunk` events.
+fn stream_of(answer: &Value, include_usage: bool) -> Response {
+    let id = answer["id"].as_str().unwrap_or("chatcmpl-toolrouter").to_string();
+    let created = answer["created"].as_i64().unwrap_or(0);
+    let model = answer["model"].clone();
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let message = &answer["choices"][0]["message"];
+    let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
+    if let Some(text) = message["content"].as_str().filter(|t| !t.is_empty()) {
+        events.push(chunk(json!({"content": text}), Value::Null));
+    }
+    for (i, call) in message["tool_calls"].as_array().into_iter().flatten().enumerate() {
+        events.push(chunk(
+            json!({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
+                "function": {"name": call["function"]["name"], "arguments": ""}}]}),
+            Value::Null,
+        ));
+        events.push(chunk(
+            json!({"tool_calls": [{"index": i, "function": {"arguments": call["function"]["arguments"]}}]}),
+            Value::Null,
+        ));
+    }
+    let finish = answer["choices"][0]["finish_reason"].clone();
+    events.push(chunk(json!({}), if finish.is_null() { json!("stop") } else { finish }));
+    if include_usage {
+        let usage = if answer["usage"].is_object() {
+            answer["usage"].clone()
+        } else {
+            json!({"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})
+        };
+        events.push(json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": model, "choices": [], "usage": usage}));
+    }
+    let mut text = String::new();
+    for e in events {
+        text.push_str(&format!("data: {e}\n\n"));
+    }
+    text.push_str("data: [DONE]\n\n");
+    ([("content-type", "text/event-stream"), ("cache-control", "no-cache")], Body::from(text)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(name: &str, description: &str) -> ClientTool {
+        let schema = json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]});
+        ClientTool {
+            name: name.into(),
+            text: format!("{name} {description} city"),
+            definition: json!({"type": "function", "function": {"name": name, "parameters": schema}}),
+            validator: jsonschema::validator_for(&schema).unwrap(),
+        }
+    }
+
+    #[test]
+    fn narrowing_keeps_the_relevant_and_what_follows_the_last_call() {
+        let mut tools: Vec<ClientTool> =
+            (0..50).map(|i| tool(&format!("tool_{i}"), "does something unrelated")).collect();
+        tools.push(tool("weather_forecast", "weather forecast for a city"));
+        tools.push(tool("hotel_booking", "book a hotel room"));
+        let messages = vec![
+            json!({"role": "user", "content": "What is the weather forecast in Berlin?"}),
+            json!({"role": "assistant", "tool_calls": [{"id": "1", "type": "function", "function": {"name": "tool_3", "arguments": "{}"}}]}),
+        ];
+        let weight = |from: &str, to: &str| if from == "tool_3" && to == "hotel_booking" { 0.9 } else { 0.0 };
+        let keep = narrow(&tools, &messages, 3, &weight);
+        let names: Vec<&str> = keep.iter().map(|&i| tools[i].name.as_str()).collect();
+        assert!(names.contains(&"weather_forecast") && names.contains(&"hotel_booking"), "{names:?}");
+        assert_eq!(keep.len(), 3);
+        assert!(keep.windows(2).all(|w| w[0] < w[1]), "original order");
+    }
+
+    #[test]
+    fn tool_call_problems_are_named() {
+        let tools = vec![tool("weather", "")];
+        let message = json!({"tool_calls": [
+            {"id": "a", "function": {"name": "weather", "arguments": "{\"city\": 3}"}},
+            {"id": "b", "function": {"name": "nope", "arguments": "{}"}},
+            {"id": "c", "function": {"name": "weather", "arguments": "{oops"}},
+            {"id": "d", "function": {"name": "weather", "arguments": "{\"city\": \"Rome\"}"}}]});
+        let p = problems(&message, &tools);
+        let ids: Vec<&str> = p.iter().map(|(id, _, _)| id.as_str()).collect();
+        assert_eq!(ids, ["a", "b", "c"]);
+        assert!(p[0].2[0].contains("/city"), "{:?}", p[0]);
+    }
+}

@@ -1,0 +1,136 @@
+//! Checking a chat-completions request before anything is sent upstream.
+
+use std::collections::HashSet;
+
+use axum::http::StatusCode;
+use serde_json::{Map, Value};
+
+use super::ApiError;
+use crate::config::OpenAiConfig;
+
+/// A tool the client offered.
+pub struct ClientTool {
+    pub name: String,
+    /// Name, description and parameter names, for relevance.
+    pub text: String,
+    pub definition: Value,
+    pub validator: jsonschema::Validator,
+}
+
+/// A checked request.
+pub struct ChatRequest {
+    pub body: Map<String, Value>,
+    /// The name the client asked for.
+    pub model: String,
+    /// The name sent upstream.
+    pub upstream_model: String,
+    pub stream: bool,
+    pub include_usage: bool,
+    pub tools: Vec<ClientTool>,
+}
+
+const ROLES: [&str; 5] = ["system", "developer", "user", "assistant", "tool"];
+
+/// Parses and checks a request body.
+pub fn parse(bytes: &[u8], config: &OpenAiConfig) -> Result<ChatRequest, ApiError> {
+    let value: Value = serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::invalid(format!("the request body is not valid JSON: {e}"), None))?;
+    let Value::Object(body) = value else {
+        return Err(ApiError::invalid("the request body must be a JSON object", None));
+    };
+    let model = match body.get("model") {
+        Some(Value::String(m)) if !m.trim().is_empty() => m.clone(),
+        Some(_) => return Err(ApiError::invalid("`model` must be a non-empty string", Some("model"))),
+        None => return Err(ApiError::invalid("you must provide a model parameter", Some("model"))),
+    };
+    let upstream_model = if config.models.is_empty() {
+        model.clone()
+    } else {
+        config.models.get(&model).cloned().ok_or_else(|| ApiError {
+            status: StatusCode::NOT_FOUND,
+            message: format!("the model `{model}` does not exist; see GET /v1/models"),
+            kind: "invalid_request_error",
+            param: Some("model".into()),
+            code: Some("model_not_found"),
+        })?
+    };
+    let messages = match body.get("messages") {
+        Some(Value::Array(m)) if !m.is_empty() => m,
+        Some(Value::Array(_)) => return Err(ApiError::invalid("`messages` must not be empty", Some("messages"))),
+        _ => return Err(ApiError::invalid("`messages` must be an array of messages", Some("messages"))),
+    };
+    for (i, m) in messages.iter().enumerate() {
+        let role = m.get("role").and_then(Value::as_str);
+        if !role.is_some_and(|r| ROLES.contains(&r)) {
+            return Err(ApiError::invalid(
+                format!("messages[{i}] needs a role: one of {}", ROLES.join(", ")),
+                Some(&format!("messages[{i}].role")),
+            ));
+        }
+    }
+    let stream = match body.get("stream") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(ApiError::invalid("`stream` must be a boolean", Some("stream"))),
+    };
+    let include_usage =
+        body.get("stream_options").and_then(|o| o.get("include_usage")).and_then(Value::as_bool) == Some(true);
+    let tools = match body.get("tools") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(tools)) => tools.iter().enumerate().map(|(i, t)| tool(i, t)).collect::<Result<_, _>>()?,
+        Some(_) => return Err(ApiError::invalid("`tools` must be an array", Some("tools"))),
+    };
+    let mut names = HashSet::new();
+    for (i, t) in tools.iter().enumerate() {
+        if !names.insert(t.name.as_str()) {
+            return Err(ApiError::invalid(
+                format!("two tools are named `{}`", t.name),
+                Some(&format!("tools[{i}].function.name")),
+            ));
+        }
+    }
+    Ok(ChatRequest { body, model, upstream_model, stream, include_usage, tools })
+}
+
+fn tool(i: usize, t: &Value) -> Result<ClientTool, ApiError> {
+    let param = |p: &str| format!("tools[{i}].{p}");
+    if t.get("type").and_then(Value::as_str) != Some("function") {
+        return Err(ApiError::invalid("only tools of type `function` are supported", Some(&param("type"))));
+    }
+    let f = t
+        .get("function")
+        .and_then(Value::as_object)
+        .ok_or_else(|| ApiError::invalid("a tool needs `function`", Some(&param("function"))))?;
+    let name = f.get("name").and_then(Value::as_str).unwrap_or("");
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !valid {
+        return Err(ApiError::invalid(
+            format!("tool name {name:?} must be 1-64 letters, digits, `_` or `-`"),
+            Some(&param("function.name")),
+        ));
+    }
+    let schema =
+        f.get("parameters").cloned().unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}));
+    if !schema.is_object() {
+        return Err(ApiError::invalid(
+            "`parameters` must be a JSON Schema object",
+            Some(&param("function.parameters")),
+        ));
+    }
+    let validator = jsonschema::validator_for(&schema).map_err(|e| {
+        ApiError::invalid(
+            format!("the parameters of `{name}` are not a valid JSON Schema: {e}"),
+            Some(&param("function.parameters")),
+        )
+    })?;
+    let description = f.get("description").and_then(Value::as_str).unwrap_or("");
+    let properties: Vec<&str> = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    let text = format!("{name} {description} {}", properties.join(" "));
+    Ok(ClientTool { name: name.to_string(), text, definition: t.clone(), validator })
+}

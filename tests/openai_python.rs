@@ -1,0 +1,69 @@
+//! The OpenAI face in route mode, driven by the official `openai` Python
+//! SDK and `langchain-openai` (`tests/python/openai_check.py`), with the
+//! scripted model server (`tests/python/scripted_model.py`, tests only) as
+//! the upstream model: plain, streaming, the stream helper, a two-turn tool
+//! round trip, 300 tools narrowed to `max_tools`, a repaired call, a call
+//! never repaired, bad requests and a wrong key.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+/// Kills a child process when the test ends, however it ends.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `cmd` and returns it with the URL its first stdout line ends with.
+fn start(mut cmd: Command) -> (Killed, String) {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line.trim().rsplit(' ').next().unwrap_or("").to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+    (Killed(child), url)
+}
+
+fn python() -> Option<PathBuf> {
+    let root = std::env::var_os("TOOLROUTER_PYENVS")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/toolrouter")))?;
+    let python = root.join("py-openai/bin/python");
+    if python.exists() {
+        return Some(python);
+    }
+    eprintln!("SKIPPED: no {} (run scripts/python-env.sh)", python.display());
+    None
+}
+
+#[test]
+fn openai_sdk_and_langchain_in_route_mode() {
+    let Some(python) = python() else { return };
+    let scripts = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python");
+    let mut model = Command::new(&python);
+    model.arg(scripts.join("scripted_model.py"));
+    let (_model, model_url) = start(model);
+
+    let state = tempfile::tempdir().unwrap();
+    let key = "openai-test-key";
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_toolrouter"));
+    serve
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env_remove("TOOLROUTER_CONFIG")
+        .env("TOOLROUTER_STATE_DIR", state.path())
+        .env("TOOLROUTER_RETRIEVAL_MODE", "lexical")
+        .env("TOOLROUTER_LLM_BASE_URL", format!("{model_url}/v1"))
+        .env("TOOLROUTER_SERVER_API_KEY_HASHES", format!("[\"{}\"]", toolrouter::server::http::hash_key(key)))
+        .env("TOOLROUTER_LOG_LEVEL", "warn");
+    let (_server, url) = start(serve);
+
+    let out =
+        Command::new(&python).arg(scripts.join("openai_check.py")).args([&url, &model_url, key]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.contains("ok"), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+}

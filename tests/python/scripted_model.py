@@ -1,0 +1,73 @@
+"""A scripted OpenAI-compatible model server, for tests only.
+
+    python scripted_model.py      # prints "listening on http://127.0.0.1:PORT"
+
+POST /v1/chat/completions answers from the conversation (non-streaming):
+- a `tool` message with an error    -> the same call with valid arguments
+  (unless the user said "always-invalid")
+- a `tool` message with a result    -> a text answer quoting it
+- the user says "invalid-then-valid" or "always-invalid" -> a call whose
+  `city` is a number (invalid), to the first tool named like "weather"
+- a tool named like "weather" offered -> a valid call to it
+- otherwise                         -> "Hello from the scripted model."
+GET /seen lists what each request offered: {"tools": [names], "messages": n}.
+"""
+
+import json
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+SEEN = []
+
+
+def answer(body):
+    messages = body.get("messages", [])
+    tools = [t["function"]["name"] for t in body.get("tools", [])]
+    SEEN.append({"tools": tools, "messages": len(messages), "model": body.get("model")})
+    user = " ".join(m.get("content") or "" for m in messages if m.get("role") == "user" and isinstance(m.get("content"), str))
+    last = messages[-1] if messages else {}
+    weather = next((t for t in tools if "weather" in t), None)
+
+    def call(arguments):
+        return {"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"call_{len(SEEN)}", "type": "function", "function": {"name": weather, "arguments": json.dumps(arguments)}}]}
+
+    if last.get("role") == "tool" and "Error" in (last.get("content") or ""):
+        message = call({"city": 5} if "always-invalid" in user else {"city": "Berlin"})
+    elif last.get("role") == "tool":
+        message = {"role": "assistant", "content": f"The tool said: {last.get('content')}"}
+    elif weather and ("invalid-then-valid" in user or "always-invalid" in user):
+        message = call({"city": 5})
+    elif weather:
+        message = call({"city": "Berlin"})
+    else:
+        message = {"role": "assistant", "content": "Hello from the scripted model."}
+    finish = "tool_calls" if message.get("tool_calls") else "stop"
+    return {"id": f"chatcmpl-{len(SEEN)}", "object": "chat.completion", "created": 1700000000, "model": body.get("model"),
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def send(self, status, payload):
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        self.send(200, SEEN) if self.path == "/seen" else self.send(404, {"error": {"message": "no"}})
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+        self.send(200, answer(body))
+
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+print(f"listening on http://127.0.0.1:{server.server_address[1]}", flush=True)
+server.serve_forever()
