@@ -41,8 +41,24 @@ fn python() -> Option<PathBuf> {
     None
 }
 
+/// `GET /readyz` (with the test key) answers 200.
+fn ready(url: &str) -> bool {
+    use std::io::{Read, Write};
+    let addr = url.trim_start_matches("http://");
+    let Ok(mut s) = std::net::TcpStream::connect(addr) else { return false };
+    let req = format!(
+        "GET /readyz HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer openai-test-key\r\nconnection: close\r\n\r\n"
+    );
+    if s.write_all(req.as_bytes()).is_err() {
+        return false;
+    }
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    text.starts_with("HTTP/1.1 200")
+}
+
 #[test]
-fn openai_sdk_and_langchain_in_route_mode() {
+fn openai_sdk_and_langchain_in_route_and_plan_mode() {
     let Some(python) = python() else { return };
     let scripts = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python");
     let mut model = Command::new(&python);
@@ -60,7 +76,27 @@ fn openai_sdk_and_langchain_in_route_mode() {
         .env("TOOLROUTER_LLM_BASE_URL", format!("{model_url}/v1"))
         .env("TOOLROUTER_SERVER_API_KEY_HASHES", format!("[\"{}\"]", toolrouter::server::http::hash_key(key)))
         .env("TOOLROUTER_LOG_LEVEL", "warn");
-    let (_server, url) = start(serve);
+    // Plan mode and /v1/tools/call over the ToolBench catalog (plus the
+    // embedded one) with the replay upstream, when the data is there.
+    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets/toolbench");
+    let data = std::env::var_os("TOOLBENCH_DIR").map(PathBuf::from).unwrap_or(data);
+    if !data.join("tools").is_dir() {
+        eprintln!("SKIPPED: no ToolBench data for plan mode and tools/call");
+        return;
+    }
+    serve
+        .env("TOOLROUTER_CATALOG_PATHS", data.join("tools"))
+        .env("TOOLROUTER_CATALOG_INCLUDE_EMBEDDED", "true")
+        .env("TOOLROUTER_UPSTREAM_MODE", "replay")
+        .env("TOOLROUTER_UPSTREAM_REPLAY_DIR", data.join("cache/derived_from_trajectories"));
+    let (server, url) = start(serve);
+    // Plan mode needs the engine: wait until it is ready.
+    let started = std::time::Instant::now();
+    while !ready(&url) {
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "not ready");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let _server = server;
 
     let out =
         Command::new(&python).arg(scripts.join("openai_check.py")).args([&url, &model_url, key]).output().unwrap();

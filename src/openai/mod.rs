@@ -2,17 +2,20 @@
 //! and `GET /v1/models`, so that OpenAI SDK and LangChain clients work by
 //! pointing `base_url` at toolrouter.
 //!
-//! Route mode (a request with `tools`) is here ([`route`]): the client's
-//! tools are narrowed to the `openai.max_tools` most relevant, the request
-//! goes to the upstream model, and returned `tool_calls` are checked
-//! against the original schemas and repaired through the model. Plan and
-//! execute modes (a request without `tools`) are not built yet: such a
-//! request is forwarded unchanged.
+//! Route mode (a request with `tools`, [`route`]): the client's tools are
+//! narrowed to the `openai.max_tools` most relevant, the request goes to
+//! the upstream model, and returned `tool_calls` are checked against the
+//! original schemas and repaired through the model. Plan mode ([`plan`]):
+//! the planner's and retrieval's catalog APIs are offered as the tools,
+//! the same way; the client executes the calls (`POST /v1/tools/call`).
+//! Execute mode is not built yet (400); a route request without `tools`
+//! is forwarded unchanged.
 //!
 //! Errors use OpenAI's shape, `{"error": {"message", "type", "param",
 //! "code"}}`, with the status a client expects (400, 401, 404, 413, 429,
 //! 502, 504).
 
+pub mod plan;
 pub mod route;
 pub mod validate;
 

@@ -121,12 +121,15 @@ fn problems(message: &Value, tools: &[ClientTool]) -> Vec<(String, String, Vec<S
     out
 }
 
-/// Asks the model, checks its tool calls, repairs them up to `repair_attempts`.
+/// Asks the model, checks its tool calls, repairs them up to
+/// `repair_attempts`. `planned`: in plan mode, the planner's steps
+/// (reported in the answer).
 pub async fn complete(
     req: &ChatRequest,
     llm: &LlmClient,
     config: &OpenAiConfig,
     weight: &(dyn Fn(&str, &str) -> f64 + Sync),
+    planned: Option<Value>,
 ) -> Result<Response, ApiError> {
     let messages: Vec<Value> = req.body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
     let keep = narrow(&req.tools, &messages, config.max_tools, weight);
@@ -177,8 +180,12 @@ pub async fn complete(
     };
     let mut answer = answer;
     answer["model"] = Value::String(req.model.clone());
+    let mode = if planned.is_some() { "plan" } else { "route" };
     answer["toolrouter"] =
-        json!({"mode": "route", "tools_offered": keep.len(), "tools_total": req.tools.len(), "repairs": repairs});
+        json!({"mode": mode, "tools_offered": keep.len(), "tools_total": req.tools.len(), "repairs": repairs});
+    if let Some(steps) = planned {
+        answer["toolrouter"]["plan"] = steps;
+    }
     if req.stream {
         return Ok(stream_of(&answer, req.include_usage));
     }

@@ -27,16 +27,54 @@ pub struct ChatRequest {
     pub stream: bool,
     pub include_usage: bool,
     pub tools: Vec<ClientTool>,
+    /// `route` or `plan` (`toolrouter.mode` in the body, else the
+    /// `x-toolrouter-mode` header, else route).
+    pub mode: Mode,
+}
+
+/// How a request is served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The client's own tools, narrowed; without tools, forwarded as is.
+    Route,
+    /// Catalog APIs chosen by the planner and retrieval, offered as tools.
+    Plan,
+}
+
+/// A tool for a catalog API (plan mode).
+pub fn catalog_tool(definition: Value, schema: &Value) -> Option<ClientTool> {
+    let name = definition["function"]["name"].as_str()?.to_string();
+    let description = definition["function"]["description"].as_str().unwrap_or("");
+    let validator = jsonschema::validator_for(schema).ok()?;
+    Some(ClientTool { text: format!("{name} {description}"), name, definition, validator })
 }
 
 const ROLES: [&str; 5] = ["system", "developer", "user", "assistant", "tool"];
 
 /// Parses and checks a request body.
-pub fn parse(bytes: &[u8], config: &OpenAiConfig) -> Result<ChatRequest, ApiError> {
+pub fn parse(bytes: &[u8], config: &OpenAiConfig, header_mode: Option<&str>) -> Result<ChatRequest, ApiError> {
     let value: Value = serde_json::from_slice(bytes)
         .map_err(|e| ApiError::invalid(format!("the request body is not valid JSON: {e}"), None))?;
-    let Value::Object(body) = value else {
+    let Value::Object(mut body) = value else {
         return Err(ApiError::invalid("the request body must be a JSON object", None));
+    };
+    // toolrouter's own options never go upstream.
+    let options = body.remove("toolrouter");
+    let mode = match options.as_ref().and_then(|o| o.get("mode")).and_then(Value::as_str).or(header_mode) {
+        None | Some("route") => Mode::Route,
+        Some("plan") => Mode::Plan,
+        Some("execute") => {
+            return Err(ApiError::invalid(
+                "mode `execute` is not available yet; use `route` (send tools) or `plan`",
+                Some("toolrouter.mode"),
+            ));
+        }
+        Some(other) => {
+            return Err(ApiError::invalid(
+                format!("unknown mode `{other}`: route, plan or execute"),
+                Some("toolrouter.mode"),
+            ));
+        }
     };
     let model = match body.get("model") {
         Some(Value::String(m)) if !m.trim().is_empty() => m.clone(),
@@ -89,7 +127,10 @@ pub fn parse(bytes: &[u8], config: &OpenAiConfig) -> Result<ChatRequest, ApiErro
             ));
         }
     }
-    Ok(ChatRequest { body, model, upstream_model, stream, include_usage, tools })
+    if mode == Mode::Plan && !tools.is_empty() {
+        return Err(ApiError::invalid("plan mode offers catalog APIs: send no `tools`", Some("tools")));
+    }
+    Ok(ChatRequest { body, model, upstream_model, stream, include_usage, tools, mode })
 }
 
 fn tool(i: usize, t: &Value) -> Result<ClientTool, ApiError> {

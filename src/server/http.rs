@@ -4,7 +4,10 @@
 //! * `GET /readyz`: 200 once the engine (catalog, index, graph) is loaded,
 //!   503 before;
 //! * `/mcp`: the MCP face over streamable HTTP (POST, GET for the event
-//!   stream, DELETE to close a session).
+//!   stream, DELETE to close a session);
+//! * `POST /v1/chat/completions`, `GET /v1/models`: the OpenAI face
+//!   ([`crate::openai`]); `POST /v1/tools/call`: a catalog API called for
+//!   the client.
 //!
 //! The listener opens at once and the engine loads in the background, so
 //! health checks answer during a long first indexing. Every route but
@@ -86,6 +89,7 @@ pub fn router(app: Arc<App>) -> axum::Router {
         .route("/mcp", axum::routing::any(mcp))
         .route("/v1/models", get(models))
         .route("/v1/chat/completions", axum::routing::post(chat_completions))
+        .route("/v1/tools/call", axum::routing::post(tools_call))
         .layer(axum::middleware::from_fn_with_state(app.clone(), auth));
     axum::Router::new()
         .route("/healthz", get(|| async { "ok" }))
@@ -127,8 +131,13 @@ async fn models(State(app): State<Arc<App>>) -> Response {
     axum::Json(json!({"object": "list", "data": data})).into_response()
 }
 
-async fn chat_completions(State(app): State<Arc<App>>, body: axum::body::Bytes) -> Response {
-    let request = match crate::openai::validate::parse(&body, &app.config.openai) {
+async fn chat_completions(
+    State(app): State<Arc<App>>,
+    headers: axum::http::HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let header_mode = headers.get("x-toolrouter-mode").and_then(|v| v.to_str().ok());
+    let mut request = match crate::openai::validate::parse(&body, &app.config.openai, header_mode) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
@@ -136,10 +145,102 @@ async fn chat_completions(State(app): State<Arc<App>>, body: axum::body::Bytes) 
         return ApiError::from(crate::llm::LlmError::NotConfigured).into_response();
     };
     let engine = app.engine.get().cloned();
+    let mut planned = None;
+    if request.mode == crate::openai::validate::Mode::Plan {
+        let Some(engine) = &engine else {
+            return ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "server_error",
+                "not_ready",
+                "loading the catalog, index and graph",
+            )
+            .into_response();
+        };
+        match crate::openai::plan::offer(engine, &request, app.config.openai.max_tools).await {
+            Ok((tools, steps)) => {
+                request.tools = tools;
+                planned = Some(steps);
+            }
+            Err(e) => return e.into_response(),
+        }
+    }
     let weight = move |from: &str, to: &str| engine.as_ref().map_or(0.0, |e| e.transition_weight(from, to));
-    match crate::openai::route::complete(&request, llm, &app.config.openai, &weight).await {
+    match crate::openai::route::complete(&request, llm, &app.config.openai, &weight, planned).await {
         Ok(r) => r,
         Err(e) => e.into_response(),
+    }
+}
+
+/// `POST /v1/tools/call {name, arguments}`: a catalog API called for the
+/// client (plan mode's calls), the compressed response back.
+async fn tools_call(
+    State(app): State<Arc<App>>,
+    client: Option<axum::Extension<ClientId>>,
+    body: axum::body::Bytes,
+) -> Response {
+    let Some(engine) = app.engine.get() else {
+        return ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "server_error",
+            "not_ready",
+            "loading the catalog, index and graph",
+        )
+        .into_response();
+    };
+    let request: serde_json::Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => return ApiError::invalid(format!("the request body is not valid JSON: {e}"), None).into_response(),
+    };
+    let Some(name) = request.get("name").and_then(|n| n.as_str()) else {
+        return ApiError::invalid("`name` (the API's function name) is required", Some("name")).into_response();
+    };
+    let api = match engine.api(name) {
+        Ok(api) => api,
+        Err(e) => {
+            let mut err = ApiError::invalid(e, Some("name"));
+            err.status = StatusCode::NOT_FOUND;
+            err.code = Some("unknown_tool");
+            return err.into_response();
+        }
+    };
+    let arguments = request.get("arguments").cloned().unwrap_or_else(|| json!({}));
+    if let Err(problem) = Engine::check_arguments(&arguments) {
+        return ApiError::invalid(problem, Some("arguments")).into_response();
+    }
+    let client = client.map(|c| c.0.0);
+    match engine.call(api, &arguments, client.as_deref(), "", true).await {
+        crate::engine::Called::Invalid(invalid) => {
+            let mut body = ApiError::invalid(invalid.to_string(), Some("arguments")).body();
+            body["error"]["problems"] = serde_json::to_value(&invalid.problems).unwrap_or_default();
+            (StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
+        }
+        crate::engine::Called::Failed(e) => {
+            use crate::upstream::ErrorClass;
+            let (status, kind) = match e.class {
+                ErrorClass::RateLimited => (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error"),
+                ErrorClass::Timeout | ErrorClass::Deadline => (StatusCode::GATEWAY_TIMEOUT, "server_error"),
+                ErrorClass::Refused | ErrorClass::Request => (StatusCode::BAD_REQUEST, "invalid_request_error"),
+                _ => (StatusCode::BAD_GATEWAY, "server_error"),
+            };
+            let code =
+                serde_json::to_value(e.class).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+            let body = json!({"error": {"message": e.message, "type": kind, "param": null, "code": code,
+                "retry_after_ms": e.retry_after_ms, "trace": e.trace}});
+            let mut response = (status, axum::Json(body)).into_response();
+            if let Some(ms) = e.retry_after_ms {
+                let secs = (ms / 1000.0).ceil().max(1.0) as u64;
+                response.headers_mut().insert("retry-after", secs.into());
+            }
+            response
+        }
+        crate::engine::Called::Done { response, compressed } => {
+            let body: serde_json::Value =
+                serde_json::from_str(&compressed.text).unwrap_or(serde_json::Value::String(compressed.text.clone()));
+            axum::Json(json!({"name": api.function_name, "status": response.status, "response": body,
+                "characters": {"before": compressed.chars_before, "after": compressed.chars_after},
+                "trace": response.trace}))
+            .into_response()
+        }
     }
 }
 

@@ -95,6 +95,25 @@ try:
 except openai.AuthenticationError as e:
     check(e.status_code == 401, f"{e}")
 
+# Plan mode: catalog APIs chosen by the planner are offered; the client calls them through /v1/tools/call.
+r = client.chat.completions.with_raw_response.create(model=MODEL, messages=user("Open-Meteo weather forecast for Berlin, latitude and longitude"),
+    extra_body={"toolrouter": {"mode": "plan"}})
+body = json.loads(r.text)
+check(body["toolrouter"]["mode"] == "plan" and body["toolrouter"]["plan"], f"plan mode: {body.get('toolrouter')}")
+check("toolrouter" not in json.dumps(seen()[-1]), "toolrouter's options never reach the model")
+call = body["choices"][0]["message"]["tool_calls"][0]["function"]
+check(call["name"] == "weather_forecast_for_open_meteo_forecast", f"a catalog API was offered and called: {call}")
+headers = {"Authorization": f"Bearer {key}"}
+r = httpx.post(f"{base}/v1/tools/call", json={"name": "schneetage_for_ecoweather",
+    "arguments": {"is_from": "2022-09-01", "lon": 123.456, "lat": 789.012}}, headers=headers, timeout=30)
+check(r.status_code == 200 and "days with snow" in json.dumps(r.json()["response"]), f"tools/call: {r.status_code} {r.text[:300]}")
+r = httpx.post(f"{base}/v1/tools/call", json={"name": "schneetage_for_ecoweather", "arguments": {"lat": "north"}}, headers=headers)
+check(r.status_code == 400 and r.json()["error"]["problems"], f"tools/call with bad arguments: {r.text[:300]}")
+r = httpx.post(f"{base}/v1/tools/call", json={"name": "no_such_api_anywhere", "arguments": {}}, headers=headers)
+check(r.status_code == 404 and r.json()["error"]["code"] == "unknown_tool", f"unknown API: {r.text[:300]}")
+r = httpx.post(f"{base}/v1/chat/completions", json={"model": MODEL, "messages": user("x"), "toolrouter": {"mode": "execute"}}, headers=headers)
+check(r.status_code == 400 and r.json()["error"]["param"] == "toolrouter.mode", f"execute mode: {r.text}")
+
 # LangChain: bind_tools(...).invoke and streaming.
 from langchain_openai import ChatOpenAI
 

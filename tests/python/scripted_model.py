@@ -26,9 +26,13 @@ def answer(body):
     SEEN.append({"tools": tools, "messages": len(messages), "model": body.get("model")})
     user = " ".join(m.get("content") or "" for m in messages if m.get("role") == "user" and isinstance(m.get("content"), str))
     last = messages[-1] if messages else {}
-    weather = next((t for t in tools if "weather" in t), None)
+    # Catalog APIs it knows how to call (plan mode offers catalog APIs).
+    known = {"weather_forecast_for_open_meteo_forecast": {"latitude": 52.52, "longitude": 13.41}}
+    weather = next((t for t in tools if t in known), None) or next((t for t in tools if "weather" in t), None)
 
     def call(arguments):
+        if weather in known and arguments.get("city") == "Berlin":
+            arguments = known[weather]
         return {"role": "assistant", "content": None, "tool_calls": [
             {"id": f"call_{len(SEEN)}", "type": "function", "function": {"name": weather, "arguments": json.dumps(arguments)}}]}
 

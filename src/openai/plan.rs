@@ -1,0 +1,56 @@
+//! Plan mode: the catalog APIs for the conversation's latest request —
+//! the planner's steps first, then the best retrieval hits — offered to the
+//! model as tools (with the catalog's schemas, so its calls are checked
+//! like a client's).
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::ApiError;
+use super::validate::{ChatRequest, ClientTool, catalog_tool};
+use crate::engine::Engine;
+
+/// The latest user message's text.
+fn latest_request(req: &ChatRequest) -> Option<String> {
+    req.body.get("messages")?.as_array()?.iter().rev().find_map(|m| {
+        if m.get("role").and_then(Value::as_str) != Some("user") {
+            return None;
+        }
+        match m.get("content") {
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(Value::Array(parts)) => {
+                Some(parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join(" "))
+            }
+            _ => None,
+        }
+    })
+}
+
+/// The tools to offer (at most `max`) and the plan, for the answer's `toolrouter` field.
+pub async fn offer(engine: &Arc<Engine>, req: &ChatRequest, max: usize) -> Result<(Vec<ClientTool>, Value), ApiError> {
+    let query = latest_request(req)
+        .filter(|q| !q.trim().is_empty())
+        .ok_or_else(|| ApiError::invalid("plan mode needs a user message to plan for", Some("messages")))?;
+    let run = engine.plan(&query, None).await.map_err(|e| ApiError::invalid(e.to_string(), Some("messages")))?;
+    let found =
+        engine.search(&query, max, None).await.map_err(|e| ApiError::invalid(e.to_string(), Some("messages")))?;
+    let mut names: Vec<String> = run.steps.iter().map(|s| s.function.clone()).collect();
+    for f in found {
+        if !names.contains(&f.function) {
+            names.push(f.function);
+        }
+    }
+    names.truncate(max);
+    let tools = names
+        .iter()
+        .filter_map(|n| engine.api(n).ok())
+        .filter_map(|api| catalog_tool(engine.catalog.function_definition(api), &api.input_schema()))
+        .collect();
+    let steps: Vec<Value> = run
+        .steps
+        .iter()
+        .map(|s| json!({"name": s.function, "reason": s.reason, "arguments": s.arguments, "missing": s.missing}))
+        .collect();
+    Ok((tools, json!(steps)))
+}
