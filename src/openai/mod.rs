@@ -17,6 +17,7 @@
 
 pub mod plan;
 pub mod route;
+pub mod stream;
 pub mod validate;
 
 use axum::http::StatusCode;

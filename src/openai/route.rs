@@ -8,13 +8,10 @@
 //! model in their original order (a stable prefix for upstream caches).
 //! No embedding is needed, so narrowing costs microseconds.
 //!
-//! A stream is produced from the checked answer: content first, then each
-//! tool call (id and name on its first delta, arguments after), the finish
-//! reason, a usage chunk when asked for, and `[DONE]`.
+//! Streaming is in [`super::stream`].
 
 use std::collections::{HashMap, HashSet};
 
-use axum::body::Body;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
@@ -121,16 +118,15 @@ fn problems(message: &Value, tools: &[ClientTool]) -> Vec<(String, String, Vec<S
     out
 }
 
-/// Asks the model, checks its tool calls, repairs them up to
-/// `repair_attempts`. `planned`: in plan mode, the planner's steps
-/// (reported in the answer).
-pub async fn complete(
-    req: &ChatRequest,
-    llm: &LlmClient,
-    config: &OpenAiConfig,
-    weight: &(dyn Fn(&str, &str) -> f64 + Sync),
-    planned: Option<Value>,
-) -> Result<Response, ApiError> {
+/// A request made ready for the model: tools narrowed, model renamed.
+pub struct Prepared {
+    pub body: Map<String, Value>,
+    /// Indexes of the client's tools offered.
+    pub keep: Vec<usize>,
+    pub messages: Vec<Value>,
+}
+
+pub fn prepare(req: &ChatRequest, config: &OpenAiConfig, weight: &(dyn Fn(&str, &str) -> f64 + Sync)) -> Prepared {
     let messages: Vec<Value> = req.body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
     let keep = narrow(&req.tools, &messages, config.max_tools, weight);
     let mut body: Map<String, Value> = req.body.clone();
@@ -138,15 +134,28 @@ pub async fn complete(
     if !req.tools.is_empty() {
         body.insert("tools".into(), Value::Array(keep.iter().map(|&i| req.tools[i].definition.clone()).collect()));
     }
+    Prepared { body, keep, messages }
+}
+
+/// Checks `answer`'s tool calls; while some are invalid, shows the model
+/// what was wrong and asks again (non-streaming), up to `repair_attempts`.
+/// Returns the final answer and the repairs it took.
+pub async fn repaired(
+    llm: &LlmClient,
+    prepared: &Prepared,
+    mut answer: Value,
+    tools: &[ClientTool],
+    config: &OpenAiConfig,
+) -> Result<(Value, usize), ApiError> {
+    let mut body = prepared.body.clone();
+    body.remove("stream_options");
+    let mut conversation = prepared.messages.clone();
     let mut repairs = 0;
-    let mut conversation = messages.clone();
-    let answer = loop {
-        body.insert("messages".into(), Value::Array(conversation.clone()));
-        let answer = llm.complete(&Value::Object(body.clone())).await?;
+    loop {
         let message = answer["choices"][0]["message"].clone();
-        let wrong = problems(&message, &req.tools);
+        let wrong = problems(&message, tools);
         if wrong.is_empty() {
-            break answer;
+            return Ok((answer, repairs));
         }
         if repairs >= config.repair_attempts {
             let detail: Vec<String> =
@@ -164,7 +173,6 @@ pub async fn complete(
         repairs += 1;
         // Show the model its call and what was wrong with it; ask again.
         conversation.push(message.clone());
-        let ids: HashSet<String> = wrong.iter().map(|(id, _, _)| id.clone()).collect();
         for call in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
             let id = call.get("id").and_then(Value::as_str).unwrap_or("").to_string();
             let content = match wrong.iter().find(|(i, _, _)| *i == id) {
@@ -172,67 +180,41 @@ pub async fn complete(
                     "Error: invalid arguments for `{name}`: {}. Call `{name}` again with arguments that fit its schema.",
                     issues.join("; ")
                 ),
-                None if ids.is_empty() => String::new(),
                 None => "Not executed: another call in this turn was invalid. Repeat it with the corrected one.".into(),
             };
             conversation.push(json!({"role": "tool", "tool_call_id": id, "content": content}));
         }
-    };
-    let mut answer = answer;
-    answer["model"] = Value::String(req.model.clone());
-    let mode = if planned.is_some() { "plan" } else { "route" };
-    answer["toolrouter"] =
-        json!({"mode": mode, "tools_offered": keep.len(), "tools_total": req.tools.len(), "repairs": repairs});
-    if let Some(steps) = planned {
-        answer["toolrouter"]["plan"] = steps;
+        body.insert("messages".into(), Value::Array(conversation.clone()));
+        answer = llm.complete(&Value::Object(body.clone())).await?;
     }
-    if req.stream {
-        return Ok(stream_of(&answer, req.include_usage));
-    }
-    Ok(axum::Json(answer).into_response())
 }
 
-/// The answer as `chat.completion.chunk` events.
-fn stream_of(answer: &Value, include_usage: bool) -> Response {
-    let id = answer["id"].as_str().unwrap_or("chatcmpl-toolrouter").to_string();
-    let created = answer["created"].as_i64().unwrap_or(0);
-    let model = answer["model"].clone();
-    let chunk = |delta: Value, finish: Value| {
-        json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-    };
-    let message = &answer["choices"][0]["message"];
-    let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
-    if let Some(text) = message["content"].as_str().filter(|t| !t.is_empty()) {
-        events.push(chunk(json!({"content": text}), Value::Null));
+/// toolrouter's report on a request, for the answer's `toolrouter` field.
+pub fn report(req: &ChatRequest, prepared: &Prepared, repairs: usize, planned: Option<Value>) -> Value {
+    let mode = if planned.is_some() { "plan" } else { "route" };
+    let mut r =
+        json!({"mode": mode, "tools_offered": prepared.keep.len(), "tools_total": req.tools.len(), "repairs": repairs});
+    if let Some(steps) = planned {
+        r["plan"] = steps;
     }
-    for (i, call) in message["tool_calls"].as_array().into_iter().flatten().enumerate() {
-        events.push(chunk(
-            json!({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
-                "function": {"name": call["function"]["name"], "arguments": ""}}]}),
-            Value::Null,
-        ));
-        events.push(chunk(
-            json!({"tool_calls": [{"index": i, "function": {"arguments": call["function"]["arguments"]}}]}),
-            Value::Null,
-        ));
-    }
-    let finish = answer["choices"][0]["finish_reason"].clone();
-    events.push(chunk(json!({}), if finish.is_null() { json!("stop") } else { finish }));
-    if include_usage {
-        let usage = if answer["usage"].is_object() {
-            answer["usage"].clone()
-        } else {
-            json!({"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})
-        };
-        events.push(json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": model, "choices": [], "usage": usage}));
-    }
-    let mut text = String::new();
-    for e in events {
-        text.push_str(&format!("data: {e}\n\n"));
-    }
-    text.push_str("data: [DONE]\n\n");
-    ([("content-type", "text/event-stream"), ("cache-control", "no-cache")], Body::from(text)).into_response()
+    r
+}
+
+/// A non-streaming answer: asks the model, checks and repairs its tool
+/// calls. `planned`: in plan mode, the planner's steps (reported).
+pub async fn complete(
+    req: &ChatRequest,
+    llm: &LlmClient,
+    config: &OpenAiConfig,
+    weight: &(dyn Fn(&str, &str) -> f64 + Sync),
+    planned: Option<Value>,
+) -> Result<Response, ApiError> {
+    let prepared = prepare(req, config, weight);
+    let first = llm.complete(&Value::Object(prepared.body.clone())).await?;
+    let (mut answer, repairs) = repaired(llm, &prepared, first, &req.tools, config).await?;
+    answer["model"] = Value::String(req.model.clone());
+    answer["toolrouter"] = report(req, &prepared, repairs, planned);
+    Ok(axum::Json(answer).into_response())
 }
 
 #[cfg(test)]

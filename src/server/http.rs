@@ -47,7 +47,7 @@ pub struct App {
     engine: OnceLock<Arc<Engine>>,
     mcp: OnceLock<McpService>,
     /// The upstream model (`None` without `llm.base_url`).
-    llm: Option<LlmClient>,
+    llm: Option<Arc<LlmClient>>,
 }
 
 /// The SHA-256 of a key, in hex (what `server.api_key_hashes` holds).
@@ -58,7 +58,7 @@ pub fn hash_key(key: &str) -> String {
 impl App {
     pub fn new(config: &Config) -> Arc<App> {
         let key_hashes = config.server.api_key_hashes.iter().map(|h| h.to_ascii_lowercase()).collect();
-        let llm = LlmClient::new(config).ok();
+        let llm = LlmClient::new(config).ok().map(Arc::new);
         Arc::new(App { config: config.clone(), key_hashes, engine: OnceLock::new(), mcp: OnceLock::new(), llm })
     }
 
@@ -165,7 +165,12 @@ async fn chat_completions(
         }
     }
     let weight = move |from: &str, to: &str| engine.as_ref().map_or(0.0, |e| e.transition_weight(from, to));
-    match crate::openai::route::complete(&request, llm, &app.config.openai, &weight, planned).await {
+    let result = if request.stream {
+        crate::openai::stream::stream(request, llm.clone(), app.config.openai.clone(), &weight, planned).await
+    } else {
+        crate::openai::route::complete(&request, llm, &app.config.openai, &weight, planned).await
+    };
+    match result {
         Ok(r) => r,
         Err(e) => e.into_response(),
     }

@@ -41,6 +41,8 @@ chunks = list(client.chat.completions.create(model=MODEL, messages=user("hello")
 text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
 check(text == "Hello from the scripted model.", f"streamed text: {text!r}")
 check(chunks[-1].choices == [] and chunks[-1].usage.total_tokens == 15, f"usage chunk: {chunks[-1]}")
+check(seen()[-1]["stream"], "a streamed request streams from the model too")
+check(len([c for c in chunks if c.choices and c.choices[0].delta.content]) >= 2, "content arrives in several deltas")
 
 # The stream helper.
 with client.chat.completions.stream(model=MODEL, messages=user("hello")) as stream:
@@ -64,6 +66,11 @@ r = client.chat.completions.create(model=MODEL, messages=user("What is the curre
 offered = seen()[-1]["tools"]
 check(len(offered) <= 20 and "get_weather" in offered, f"{len(offered)} tools offered: {offered}")
 check(r.choices[0].message.tool_calls[0].function.name == "get_weather", f"the model called what it was offered: {r}")
+
+# A streamed call with invalid arguments is repaired before its deltas go out.
+with client.chat.completions.stream(model=MODEL, messages=user("invalid-then-valid weather"), tools=[WEATHER]) as stream:
+    final = stream.get_final_completion()
+check(json.loads(final.choices[0].message.tool_calls[0].function.arguments) == {"city": "Berlin"}, f"streamed repair: {final}")
 
 # Invalid arguments are repaired through the model.
 r = client.chat.completions.with_raw_response.create(model=MODEL, messages=user("invalid-then-valid weather"), tools=[WEATHER])

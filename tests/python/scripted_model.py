@@ -23,7 +23,7 @@ SEEN = []
 def answer(body):
     messages = body.get("messages", [])
     tools = [t["function"]["name"] for t in body.get("tools", [])]
-    SEEN.append({"tools": tools, "messages": len(messages), "model": body.get("model")})
+    SEEN.append({"tools": tools, "messages": len(messages), "model": body.get("model"), "stream": bool(body.get("stream"))})
     user = " ".join(m.get("content") or "" for m in messages if m.get("role") == "user" and isinstance(m.get("content"), str))
     last = messages[-1] if messages else {}
     # Catalog APIs it knows how to call (plan mode offers catalog APIs).
@@ -69,7 +69,39 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
-        self.send(200, answer(body))
+        result = answer(body)
+        if not body.get("stream"):
+            return self.send(200, result)
+        # Streamed: content in three pieces, each tool call's arguments in two.
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.end_headers()
+        message = result["choices"][0]["message"]
+
+        def event(delta, finish=None, **extra):
+            chunk = {"id": result["id"], "object": "chat.completion.chunk", "created": result["created"],
+                     "model": result["model"], "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            self.wfile.flush()
+
+        event({"role": "assistant", "content": ""})
+        text = message.get("content") or ""
+        for i in range(0, len(text), max(1, len(text) // 3 + 1)):
+            event({"content": text[i:i + len(text) // 3 + 1]})
+        for n, call in enumerate(message.get("tool_calls") or []):
+            args = call["function"]["arguments"]
+            event({"tool_calls": [{"index": n, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"], "arguments": ""}}]})
+            half = len(args) // 2
+            event({"tool_calls": [{"index": n, "function": {"arguments": args[:half]}}]})
+            event({"tool_calls": [{"index": n, "function": {"arguments": args[half:]}}]})
+        event({}, result["choices"][0]["finish_reason"])
+        if (body.get("stream_options") or {}).get("include_usage"):
+            chunk = {"id": result["id"], "object": "chat.completion.chunk", "created": result["created"],
+                     "model": result["model"], "choices": [], "usage": result["usage"]}
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+        self.close_connection = True
 
 
 server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
