@@ -10,6 +10,12 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 /// `server.shutdown_grace_ms`: how long in-flight requests may finish after a shutdown signal.
 pub const DEFAULT_SHUTDOWN_GRACE_MS: u64 = 10_000;
+/// `server.client_rate`: requests per second one client key may make (0: no limit).
+pub const DEFAULT_CLIENT_REQUEST_RATE: f64 = 20.0;
+/// `server.client_burst`: requests a client key may make at once before its rate applies.
+pub const DEFAULT_CLIENT_REQUEST_BURST: u32 = 40;
+/// `server.request_timeout_ms`: a request without an answer (its first byte) by then gets 504.
+pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 120_000;
 /// `mcp.max_session_tools`: dynamic tools a session keeps (least recently used evicted).
 pub const DEFAULT_MAX_SESSION_TOOLS: usize = 64;
 /// `mcp.page_size`: tools per `tools/list` page.
@@ -53,6 +59,9 @@ pub struct ServerConfig {
     pub api_key_hashes: Vec<String>,
     pub max_body_bytes: usize,
     pub shutdown_grace_ms: u64,
+    pub client_rate: f64,
+    pub client_burst: u32,
+    pub request_timeout_ms: u64,
 }
 
 impl Default for ServerConfig {
@@ -62,6 +71,9 @@ impl Default for ServerConfig {
             api_key_hashes: Vec::new(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             shutdown_grace_ms: DEFAULT_SHUTDOWN_GRACE_MS,
+            client_rate: DEFAULT_CLIENT_REQUEST_RATE,
+            client_burst: DEFAULT_CLIENT_REQUEST_BURST,
+            request_timeout_ms: DEFAULT_REQUEST_TIMEOUT_MS,
         }
     }
 }
@@ -76,8 +88,14 @@ impl ServerConfig {
                 ));
             }
         }
-        if self.max_body_bytes == 0 {
-            return Some(("server.max_body_bytes".into(), "must be at least 1".into()));
+        if !(self.client_rate >= 0.0 && self.client_rate.is_finite()) {
+            return Some(("server.client_rate".into(), "must be 0 (no limit) or a positive rate".into()));
+        }
+        if self.max_body_bytes == 0 || self.client_burst == 0 || self.request_timeout_ms == 0 {
+            return Some((
+                "server.max_body_bytes / client_burst / request_timeout_ms".into(),
+                "must be at least 1".into(),
+            ));
         }
         None
     }

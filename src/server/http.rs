@@ -13,8 +13,11 @@
 //! health checks answer during a long first indexing. Every route but
 //! `/healthz` needs `Authorization: Bearer KEY` when `server.api_key_hashes`
 //! is set (keys are kept as SHA-256 hashes; the key's hash prefix names the
-//! client for rate limits and logs, the key itself is never logged). Bodies
-//! over `server.max_body_bytes` get 413. SIGINT/SIGTERM stop accepting and
+//! client for rate limits and logs, the key itself is never logged). Each
+//! key has a request rate (`server.client_rate`, 429 with `Retry-After`
+//! over it); every request gets an `x-request-id`, a log line and a time
+//! limit (`server.request_timeout_ms`, 504). Bodies over
+//! `server.max_body_bytes` get 413. SIGINT/SIGTERM stop accepting and
 //! let in-flight requests finish for up to `server.shutdown_grace_ms`.
 
 use std::collections::HashSet;
@@ -48,6 +51,8 @@ pub struct App {
     mcp: OnceLock<McpService>,
     /// The upstream model (`None` without `llm.base_url`).
     llm: Option<Arc<LlmClient>>,
+    /// Requests per client key.
+    limiter: Option<governor::DefaultKeyedRateLimiter<String>>,
 }
 
 /// The SHA-256 of a key, in hex (what `server.api_key_hashes` holds).
@@ -59,7 +64,19 @@ impl App {
     pub fn new(config: &Config) -> Arc<App> {
         let key_hashes = config.server.api_key_hashes.iter().map(|h| h.to_ascii_lowercase()).collect();
         let llm = LlmClient::new(config).ok().map(Arc::new);
-        Arc::new(App { config: config.clone(), key_hashes, engine: OnceLock::new(), mcp: OnceLock::new(), llm })
+        let limiter = (config.server.client_rate > 0.0)
+            .then(|| governor::Quota::with_period(Duration::from_secs_f64(1.0 / config.server.client_rate)))
+            .flatten()
+            .map(|q| q.allow_burst(std::num::NonZeroU32::new(config.server.client_burst.max(1)).expect("at least 1")))
+            .map(governor::RateLimiter::keyed);
+        Arc::new(App {
+            config: config.clone(),
+            key_hashes,
+            engine: OnceLock::new(),
+            mcp: OnceLock::new(),
+            llm,
+            limiter,
+        })
     }
 
     /// Makes the loaded engine serve.
@@ -95,17 +112,25 @@ pub fn router(app: Arc<App>) -> axum::Router {
         .route("/healthz", get(|| async { "ok" }))
         .merge(protected)
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such route") })
+        .layer(axum::middleware::from_fn_with_state(app.clone(), observe))
         .layer(axum::extract::DefaultBodyLimit::max(app.config.server.max_body_bytes))
         .with_state(app)
 }
 
+/// An error in OpenAI's shape (the MCP routes use it too, outside JSON-RPC).
 fn error(status: StatusCode, message: &str) -> Response {
-    (status, axum::Json(json!({"error": {"message": message, "code": status.as_u16()}}))).into_response()
+    let kind = if status == StatusCode::UNAUTHORIZED { "authentication_error" } else { "invalid_request_error" };
+    let code = status.canonical_reason().unwrap_or("error").to_ascii_lowercase().replace(' ', "_");
+    (status, axum::Json(json!({"error": {"message": message, "type": kind, "param": null, "code": code}})))
+        .into_response()
 }
 
 async fn auth(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
     if app.key_hashes.is_empty() {
-        return next.run(request).await;
+        return match limited(&app, "anonymous") {
+            Some(refused) => refused,
+            None => next.run(request).await,
+        };
     }
     let key = request
         .headers()
@@ -120,8 +145,48 @@ async fn auth(State(app): State<Arc<App>>, mut request: Request, next: Next) -> 
     if !app.key_hashes.contains(&hash) {
         return error(StatusCode::UNAUTHORIZED, "invalid API key");
     }
-    request.extensions_mut().insert(ClientId(hash[..12].to_string()));
+    let client = hash[..12].to_string();
+    if let Some(refused) = limited(&app, &client) {
+        return refused;
+    }
+    request.extensions_mut().insert(ClientId(client));
     next.run(request).await
+}
+
+/// 429 with `Retry-After` when `client` is over its request rate.
+fn limited(app: &App, client: &str) -> Option<Response> {
+    let limiter = app.limiter.as_ref()?;
+    let not_until = limiter.check_key(&client.to_string()).err()?;
+    use governor::clock::Clock;
+    let wait = not_until.wait_time_from(governor::clock::DefaultClock::default().now());
+    let body = json!({"error": {"message": format!("rate limited: this key may make {} requests per second; retry after {:.2} s",
+        app.config.server.client_rate, wait.as_secs_f64()), "type": "rate_limit_error", "param": null, "code": "rate_limited"}});
+    let mut response = (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
+    response.headers_mut().insert("retry-after", (wait.as_secs_f64().ceil().max(1.0) as u64).into());
+    Some(response)
+}
+
+/// Gives every request an id (`x-request-id`), a time limit, and a log
+/// line (method, path, status, time; never a key or a body).
+async fn observe(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+    let id = format!("{:016x}", fastrand::u64(..));
+    let (method, path) = (request.method().clone(), request.uri().path().to_string());
+    let started = std::time::Instant::now();
+    let limit = Duration::from_millis(app.config.server.request_timeout_ms);
+    let mut response = match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(r) => r,
+        Err(_) => {
+            let body = json!({"error": {"message": format!("no answer within {} ms", limit.as_millis()),
+                "type": "server_error", "param": null, "code": "timeout"}});
+            (StatusCode::GATEWAY_TIMEOUT, axum::Json(body)).into_response()
+        }
+    };
+    if let Ok(v) = id.parse() {
+        response.headers_mut().insert("x-request-id", v);
+    }
+    tracing::info!(request_id = %id, %method, %path, status = response.status().as_u16(),
+        ms = format!("{:.1}", started.elapsed().as_secs_f64() * 1e3), "request");
+    response
 }
 
 async fn models(State(app): State<Arc<App>>) -> Response {
