@@ -1,0 +1,55 @@
+"""toolrouter through the official OpenAI SDK: change `base_url`, nothing else.
+
+    pip install openai
+    toolrouter serve          # with llm.base_url naming your model server
+    python examples/openai_sdk.py [BASE_URL] [API_KEY] [MODEL]
+
+Shows a plain request, streaming, a tool round trip (route mode: toolrouter
+narrows your tools and checks the model's calls), and plan mode through
+`extra_body` (toolrouter offers catalog APIs; you run the calls through
+POST /v1/tools/call).
+"""
+
+import json
+import sys
+
+import httpx
+from openai import OpenAI
+
+base = sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8080"
+key = sys.argv[2] if len(sys.argv) > 2 else "none"
+model = sys.argv[3] if len(sys.argv) > 3 else "gpt-4o-mini"
+client = OpenAI(base_url=f"{base}/v1", api_key=key)
+
+# Plain.
+r = client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Say hello."}])
+print("plain:", r.choices[0].message.content)
+
+# Streaming.
+print("streamed: ", end="")
+for chunk in client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Count to five."}], stream=True):
+    if chunk.choices and chunk.choices[0].delta.content:
+        print(chunk.choices[0].delta.content, end="", flush=True)
+print()
+
+# A tool round trip.
+weather = {"type": "function", "function": {"name": "get_weather", "description": "Current weather for a city",
+           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+messages = [{"role": "user", "content": "What's the weather in Berlin?"}]
+r = client.chat.completions.create(model=model, messages=messages, tools=[weather])
+message = r.choices[0].message
+if message.tool_calls:
+    call = message.tool_calls[0]
+    print("tool call:", call.function.name, call.function.arguments)
+    messages += [message.model_dump(exclude_none=True),
+                 {"role": "tool", "tool_call_id": call.id, "content": json.dumps({"temperature_c": 21, "sky": "sunny"})}]
+    r = client.chat.completions.create(model=model, messages=messages, tools=[weather])
+    print("answer:", r.choices[0].message.content)
+
+# Plan mode: catalog APIs chosen by toolrouter's planner are offered to the model.
+r = client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Weather forecast for Berlin (52.52, 13.41)"}],
+                                   extra_body={"toolrouter": {"mode": "plan"}})
+for call in r.choices[0].message.tool_calls or []:
+    result = httpx.post(f"{base}/v1/tools/call", headers={"Authorization": f"Bearer {key}"},
+                        json={"name": call.function.name, "arguments": json.loads(call.function.arguments)}, timeout=60)
+    print("plan-mode call:", call.function.name, "->", result.status_code, result.text[:200])
