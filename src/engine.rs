@@ -198,6 +198,14 @@ impl Engine {
             Ok(r) => r.outcome(),
             Err(e) => e.outcome(),
         };
+        let (class, attempts) = match &result {
+            Ok(r) => ("ok".to_string(), r.trace.attempts.len()),
+            Err(e) => {
+                let class = serde_json::to_value(e.class).ok().and_then(|v| v.as_str().map(str::to_string));
+                (class.unwrap_or_default(), e.trace.attempts.len())
+            }
+        };
+        crate::metrics::global().tool_call(&api.function_name, &class, attempts.saturating_sub(1) as u64);
         if standalone {
             self.record_run(RunRecord {
                 id: format!("call-{}", api.function_name),

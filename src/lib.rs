@@ -42,6 +42,7 @@
 //!   (non-streaming and streaming, timeouts, retries, size caps).
 //! * [`mcp`]: the MCP face: `search_tools`, `plan`, `call_api` and the
 //!   APIs they find as session tools (rmcp; stdio and streamable HTTP).
+//! * [`metrics`]: process counters in Prometheus' text format.
 //! * [`openai`]: the OpenAI-compatible face: `/v1/chat/completions` (route
 //!   mode: tool narrowing, tool-call checks and repair) and `/v1/models`.
 //! * [`server`]: the HTTP servers, thin adapters: `toolrouter serve`
@@ -63,6 +64,7 @@ pub mod graph;
 pub mod journal;
 pub mod llm;
 pub mod mcp;
+pub mod metrics;
 pub mod openai;
 pub mod planner;
 pub mod retrieval;

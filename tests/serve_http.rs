@@ -16,7 +16,7 @@ impl Drop for Server {
 }
 
 fn start(env: &[(&str, &str)]) -> Server {
-    let state = std::env::temp_dir().join(format!("toolrouter-serve-http-{}", std::process::id()));
+    let state = tempfile::tempdir().unwrap().keep();
     let mut cmd = Command::new(common::binary());
     cmd.args(["serve", "--listen", "127.0.0.1:0"])
         .env_remove("TOOLROUTER_CONFIG")
@@ -73,4 +73,22 @@ fn request_ids_rates_and_openai_errors() {
     assert!(body.contains("rate_limit_error"), "{body}");
     // Health checks are never limited.
     assert_eq!(request(addr, "GET", "/healthz", "").0, 200);
+}
+
+#[test]
+fn metrics_count_requests_and_refusals() {
+    let server = start(&[("TOOLROUTER_SERVER_CLIENT_RATE", "0.5"), ("TOOLROUTER_SERVER_CLIENT_BURST", "2")]);
+    let addr = &server.1;
+    assert_eq!(request(addr, "GET", "/v1/models", "").0, 200);
+    assert_eq!(request(addr, "GET", "/no/such/route/123", "").0, 404);
+    assert_eq!(request(addr, "GET", "/v1/models", "").0, 200);
+    assert_eq!(request(addr, "GET", "/v1/models", "").0, 429);
+    // Healthy scrapes would be limited too: wait for a cell (rate 0.5/s).
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let (status, _, text) = request(addr, "GET", "/metrics", "");
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("toolrouter_requests_total{route=\"/v1/models\",status=\"200\"} 2"), "{text}");
+    assert!(text.contains("route=\"other\",status=\"404\"} 1"), "unknown paths share one label: {text}");
+    assert!(text.contains("toolrouter_rate_limited_total{side=\"incoming\"} 1"), "{text}");
+    assert!(text.contains("toolrouter_request_duration_seconds_count{route=\"/v1/models\"}"), "{text}");
 }

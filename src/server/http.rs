@@ -5,6 +5,7 @@
 //!   503 before;
 //! * `/mcp`: the MCP face over streamable HTTP (POST, GET for the event
 //!   stream, DELETE to close a session);
+//! * `GET /metrics`: Prometheus counters ([`crate::metrics`]);
 //! * `POST /v1/chat/completions`, `GET /v1/models`: the OpenAI face
 //!   ([`crate::openai`]); `POST /v1/tools/call`: a catalog API called for
 //!   the client.
@@ -107,6 +108,10 @@ pub fn router(app: Arc<App>) -> axum::Router {
         .route("/v1/models", get(models))
         .route("/v1/chat/completions", axum::routing::post(chat_completions))
         .route("/v1/tools/call", axum::routing::post(tools_call))
+        .route(
+            "/metrics",
+            get(|| async { ([("content-type", "text/plain; version=0.0.4")], crate::metrics::global().render()) }),
+        )
         .layer(axum::middleware::from_fn_with_state(app.clone(), auth));
     axum::Router::new()
         .route("/healthz", get(|| async { "ok" }))
@@ -157,6 +162,7 @@ async fn auth(State(app): State<Arc<App>>, mut request: Request, next: Next) -> 
 fn limited(app: &App, client: &str) -> Option<Response> {
     let limiter = app.limiter.as_ref()?;
     let not_until = limiter.check_key(&client.to_string()).err()?;
+    crate::metrics::global().rate_limited("incoming");
     use governor::clock::Clock;
     let wait = not_until.wait_time_from(governor::clock::DefaultClock::default().now());
     let body = json!({"error": {"message": format!("rate limited: this key may make {} requests per second; retry after {:.2} s",
@@ -184,6 +190,11 @@ async fn observe(State(app): State<Arc<App>>, request: Request, next: Next) -> R
     if let Ok(v) = id.parse() {
         response.headers_mut().insert("x-request-id", v);
     }
+    // Known routes only, so that arbitrary paths cannot blow up the label set.
+    const ROUTES: [&str; 7] =
+        ["/healthz", "/readyz", "/mcp", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/tools/call"];
+    let route = ROUTES.iter().find(|r| **r == path).copied().unwrap_or("other");
+    crate::metrics::global().request(route, response.status().as_u16(), started.elapsed().as_secs_f64());
     tracing::info!(request_id = %id, %method, %path, status = response.status().as_u16(),
         ms = format!("{:.1}", started.elapsed().as_secs_f64() * 1e3), "request");
     response

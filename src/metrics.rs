@@ -1,0 +1,141 @@
+//! Process metrics in Prometheus' text format (`GET /metrics`).
+//!
+//! Counters keyed by their label set, plus request latency as a histogram
+//! with fixed buckets. Hand-written rather than a metrics crate: a handful
+//! of counters do not justify the dependency tree, and the text format is
+//! a few lines.
+
+use std::fmt::Write;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use dashmap::DashMap;
+
+/// Upper bounds (seconds) of the request-latency histogram buckets.
+const BUCKETS: [f64; 10] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1.0, 5.0];
+
+/// All metrics of the process.
+#[derive(Default)]
+pub struct Metrics {
+    /// `toolrouter_requests_total{route, status}`.
+    requests: DashMap<(String, u16), AtomicU64>,
+    /// Request latency: bucket counts, sum (µs) and count, per route.
+    latency: DashMap<String, ([AtomicU64; BUCKETS.len()], AtomicU64, AtomicU64)>,
+    /// `toolrouter_tool_calls_total{api, outcome}`.
+    tool_calls: DashMap<(String, String), AtomicU64>,
+    upstream_retries: AtomicU64,
+    /// `toolrouter_rate_limited_total{side}`: `incoming` (429 to a client) or `upstream`.
+    rate_limited: DashMap<&'static str, AtomicU64>,
+}
+
+/// The process's metrics.
+pub fn global() -> &'static Metrics {
+    static METRICS: OnceLock<Metrics> = OnceLock::new();
+    METRICS.get_or_init(Metrics::default)
+}
+
+fn bump<K: std::hash::Hash + Eq>(map: &DashMap<K, AtomicU64>, key: K, n: u64) {
+    map.entry(key).or_insert_with(|| AtomicU64::new(0)).fetch_add(n, Ordering::Relaxed);
+}
+
+/// A label value with `\`, `"` and newlines escaped.
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+impl Metrics {
+    /// A finished HTTP request. `route` is the matched route, not the raw path.
+    pub fn request(&self, route: &str, status: u16, seconds: f64) {
+        bump(&self.requests, (route.to_string(), status), 1);
+        let entry = self.latency.entry(route.to_string()).or_default();
+        for (i, bound) in BUCKETS.iter().enumerate() {
+            if seconds <= *bound {
+                entry.0[i].fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        entry.1.fetch_add((seconds * 1e6) as u64, Ordering::Relaxed);
+        entry.2.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// An upstream API call: its outcome (`ok` or an error class) and retries.
+    pub fn tool_call(&self, api: &str, outcome: &str, retries: u64) {
+        bump(&self.tool_calls, (api.to_string(), outcome.to_string()), 1);
+        self.upstream_retries.fetch_add(retries, Ordering::Relaxed);
+        if outcome == "rate_limited" {
+            self.rate_limited("upstream");
+        }
+    }
+
+    pub fn rate_limited(&self, side: &'static str) {
+        bump(&self.rate_limited, side, 1);
+    }
+
+    /// The text exposition format.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "# HELP toolrouter_requests_total HTTP requests by route and status.");
+        let _ = writeln!(out, "# TYPE toolrouter_requests_total counter");
+        for e in self.requests.iter() {
+            let ((route, status), n) = (e.key(), e.value().load(Ordering::Relaxed));
+            let _ = writeln!(out, "toolrouter_requests_total{{route=\"{}\",status=\"{status}\"}} {n}", label(route));
+        }
+        let _ = writeln!(out, "# HELP toolrouter_request_duration_seconds HTTP request latency by route.");
+        let _ = writeln!(out, "# TYPE toolrouter_request_duration_seconds histogram");
+        for e in self.latency.iter() {
+            let (route, (buckets, sum, count)) = (label(e.key()), e.value());
+            for (i, bound) in BUCKETS.iter().enumerate() {
+                let n = buckets[i].load(Ordering::Relaxed);
+                let _ =
+                    writeln!(out, "toolrouter_request_duration_seconds_bucket{{route=\"{route}\",le=\"{bound}\"}} {n}");
+            }
+            let count = count.load(Ordering::Relaxed);
+            let _ =
+                writeln!(out, "toolrouter_request_duration_seconds_bucket{{route=\"{route}\",le=\"+Inf\"}} {count}");
+            let sum = sum.load(Ordering::Relaxed) as f64 / 1e6;
+            let _ = writeln!(out, "toolrouter_request_duration_seconds_sum{{route=\"{route}\"}} {sum}");
+            let _ = writeln!(out, "toolrouter_request_duration_seconds_count{{route=\"{route}\"}} {count}");
+        }
+        let _ = writeln!(out, "# HELP toolrouter_tool_calls_total Upstream API calls by API and outcome.");
+        let _ = writeln!(out, "# TYPE toolrouter_tool_calls_total counter");
+        for e in self.tool_calls.iter() {
+            let ((api, outcome), n) = (e.key(), e.value().load(Ordering::Relaxed));
+            let _ = writeln!(
+                out,
+                "toolrouter_tool_calls_total{{api=\"{}\",outcome=\"{}\"}} {n}",
+                label(api),
+                label(outcome)
+            );
+        }
+        let _ = writeln!(out, "# HELP toolrouter_upstream_retries_total Upstream attempts after the first.");
+        let _ = writeln!(out, "# TYPE toolrouter_upstream_retries_total counter");
+        let _ = writeln!(out, "toolrouter_upstream_retries_total {}", self.upstream_retries.load(Ordering::Relaxed));
+        let _ =
+            writeln!(out, "# HELP toolrouter_rate_limited_total Calls refused by a rate limit (incoming or upstream).");
+        let _ = writeln!(out, "# TYPE toolrouter_rate_limited_total counter");
+        for side in ["incoming", "upstream"] {
+            let n = self.rate_limited.get(side).map_or(0, |v| v.load(Ordering::Relaxed));
+            let _ = writeln!(out, "toolrouter_rate_limited_total{{side=\"{side}\"}} {n}");
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_counters_and_a_histogram() {
+        let m = Metrics::default();
+        m.request("/v1/chat/completions", 200, 0.003);
+        m.request("/v1/chat/completions", 200, 0.2);
+        m.tool_call("get_\"x\"", "ok", 0);
+        m.tool_call("y", "rate_limited", 2);
+        let text = m.render();
+        assert!(text.contains("toolrouter_requests_total{route=\"/v1/chat/completions\",status=\"200\"} 2"), "{text}");
+        assert!(text.contains("le=\"0.005\"} 1") && text.contains("le=\"0.5\"} 2") && text.contains("le=\"+Inf\"} 2"));
+        assert!(text.contains("toolrouter_tool_calls_total{api=\"get_\\\"x\\\"\",outcome=\"ok\"} 1"), "{text}");
+        assert!(text.contains("toolrouter_upstream_retries_total 2"));
+        assert!(text.contains("toolrouter_rate_limited_total{side=\"upstream\"} 1"));
+    }
+}
