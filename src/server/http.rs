@@ -200,6 +200,12 @@ async fn observe(State(app): State<Arc<App>>, request: Request, next: Next) -> R
     response
 }
 
+/// 503 while the engine loads.
+fn not_ready() -> Response {
+    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", "not_ready", "loading the catalog, index and graph")
+        .into_response()
+}
+
 async fn models(State(app): State<Arc<App>>) -> Response {
     let names: Vec<&str> = app.config.openai.models.keys().map(String::as_str).collect();
     let data: Vec<serde_json::Value> =
@@ -224,13 +230,7 @@ async fn chat_completions(
     let mut planned = None;
     if request.mode == crate::openai::validate::Mode::Plan {
         let Some(engine) = &engine else {
-            return ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "server_error",
-                "not_ready",
-                "loading the catalog, index and graph",
-            )
-            .into_response();
+            return not_ready();
         };
         match crate::openai::plan::offer(engine, &request, app.config.openai.max_tools).await {
             Ok((tools, steps)) => {
@@ -260,13 +260,7 @@ async fn tools_call(
     body: axum::body::Bytes,
 ) -> Response {
     let Some(engine) = app.engine.get() else {
-        return ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "server_error",
-            "not_ready",
-            "loading the catalog, index and graph",
-        )
-        .into_response();
+        return not_ready();
     };
     let request: serde_json::Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
