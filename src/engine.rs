@@ -194,17 +194,11 @@ impl Engine {
             Err(invalid) => return Called::Invalid(invalid),
         };
         let result = self.upstream.call(api, &valid.arguments, client).await;
-        let outcome = match &result {
-            Ok(r) => r.outcome(),
-            Err(e) => e.outcome(),
+        let (outcome, attempts) = match &result {
+            Ok(r) => (r.outcome(), r.trace.attempts.len()),
+            Err(e) => (e.outcome(), e.trace.attempts.len()),
         };
-        let (class, attempts) = match &result {
-            Ok(r) => ("ok".to_string(), r.trace.attempts.len()),
-            Err(e) => {
-                let class = serde_json::to_value(e.class).ok().and_then(|v| v.as_str().map(str::to_string));
-                (class.unwrap_or_default(), e.trace.attempts.len())
-            }
-        };
+        let class = outcome.class.map_or_else(|| "ok".to_string(), |c| c.name());
         crate::metrics::global().tool_call(&api.function_name, &class, attempts.saturating_sub(1) as u64);
         if standalone {
             self.record_run(RunRecord {

@@ -59,7 +59,7 @@ impl LlmClient {
         if config.llm.base_url.is_empty() {
             return Err(LlmError::NotConfigured);
         }
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        crate::upstream::install_crypto();
         let http = reqwest::Client::builder()
             .user_agent(crate::upstream::USER_AGENT)
             .connect_timeout(Duration::from_millis(config.llm.timeout_ms))

@@ -150,7 +150,7 @@ fn print_error(e: &CallError, json: bool) -> Result<(), CliError> {
         println!("{}", serde_json::to_string_pretty(&report).map_err(anyhow::Error::from)?);
         return Ok(());
     }
-    let class = serde_json::to_value(e.class).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    let class = e.class.name();
     println!("call failed ({class}): {}", e.message);
     if let Some(ms) = e.retry_after_ms {
         println!("retry after {:.1} s", ms / 1e3);

@@ -5,10 +5,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::CliError;
+use super::{CliError, load_trajectories};
 use crate::catalog::Catalog;
 use crate::trajectory::resolve::{Cause, coverage};
-use crate::trajectory::{Trajectory, load_path};
 
 /// Longest name shown in the Markdown lists (prose "names" are cut).
 const NAME_SHOWN: usize = 80;
@@ -17,19 +16,7 @@ pub(super) fn run(catalog: &Catalog, paths: &[PathBuf], json: bool) -> Result<Ex
     if paths.is_empty() {
         return Err(CliError::Usage("give at least one --trajectories PATH".into()));
     }
-    let mut trajectories: Vec<Trajectory> = Vec::new();
-    let mut skipped = 0;
-    for path in paths {
-        if !path.exists() {
-            return Err(CliError::Usage(format!("--trajectories {}: no such file or directory", path.display())));
-        }
-        let (mut found, report) = load_path(path);
-        for s in &report.skipped {
-            tracing::info!(location = %s.location, reason = %s.reason, "not a trajectory");
-        }
-        skipped += report.skipped.len();
-        trajectories.append(&mut found);
-    }
+    let (trajectories, skipped) = load_trajectories(paths)?;
     let cov = coverage(catalog, &trajectories);
     if json {
         println!("{}", serde_json::to_string_pretty(&cov).map_err(anyhow::Error::from)?);

@@ -9,7 +9,7 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::catalog::find;
-use super::{CliError, EXIT_FAILURE, load_catalog};
+use super::{CliError, EXIT_FAILURE, load_catalog, load_trajectories};
 use crate::catalog::Catalog;
 use crate::config::{Config, SearchMode};
 use crate::graph::store::{self, GraphStore};
@@ -17,7 +17,7 @@ use crate::graph::{NodeKey, Params, RunRecord, ToolGraph, build};
 use crate::planner::{LongTermMemory, memory};
 use crate::retrieval::cache::EmbeddingCache;
 use crate::retrieval::embedder::Embedder;
-use crate::trajectory::{Trajectory, load_path};
+use crate::trajectory::Trajectory;
 
 /// Transitions listed by `graph stats`.
 const TOP_TRANSITIONS: usize = 10;
@@ -101,24 +101,9 @@ pub(super) fn run(command: &GraphCommand, config: &Config) -> Result<ExitCode, C
     }
 }
 
-fn load_trajectories(paths: &[PathBuf]) -> Result<Vec<Trajectory>, CliError> {
-    let mut all = Vec::new();
-    for path in paths {
-        if !path.exists() {
-            return Err(CliError::Usage(format!("--trajectories {}: no such file or directory", path.display())));
-        }
-        let (mut found, report) = load_path(path);
-        for s in &report.skipped {
-            tracing::info!(location = %s.location, reason = %s.reason, "skipped");
-        }
-        all.append(&mut found);
-    }
-    Ok(all)
-}
-
 fn build_graph(config: &Config, paths: &[PathBuf], json: bool) -> Result<ExitCode, CliError> {
     let catalog = load_catalog(config)?;
-    let trajectories = load_trajectories(paths)?;
+    let (trajectories, _) = load_trajectories(paths)?;
     let built = build(&catalog, &trajectories, config.graph.max_calls, Params::from(&config.graph));
     let dir = store::graph_dir(&config.state.dir());
     let (mut store, mut graph, _) =

@@ -172,6 +172,26 @@ fn init_logging(config: &Config) {
     };
 }
 
+/// Loads the trajectories of `paths` (files or directories); a missing
+/// path is a usage error. Returns them and how many files or records were
+/// skipped (each logged with its reason).
+pub(crate) fn load_trajectories(paths: &[PathBuf]) -> Result<(Vec<crate::trajectory::Trajectory>, usize), CliError> {
+    let mut all = Vec::new();
+    let mut skipped = 0;
+    for path in paths {
+        if !path.exists() {
+            return Err(CliError::Usage(format!("--trajectories {}: no such file or directory", path.display())));
+        }
+        let (mut found, report) = crate::trajectory::load_path(path);
+        for s in &report.skipped {
+            tracing::info!(location = %s.location, reason = %s.reason, "skipped: not a trajectory");
+        }
+        skipped += report.skipped.len();
+        all.append(&mut found);
+    }
+    Ok((all, skipped))
+}
+
 /// Loads the configured catalog; a missing source is a usage error.
 pub(crate) fn load_catalog(config: &Config) -> Result<Catalog, CliError> {
     let sources = Sources {

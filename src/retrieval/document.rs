@@ -20,13 +20,9 @@ const MAX_TOOL_DESCRIPTION: usize = 600;
 /// Longest API description kept in a document, in characters.
 const MAX_API_DESCRIPTION: usize = 600;
 
-/// The lexical (BM25) document of one API: its name, description, tool
-/// name and parameter names. The tool's description is left to the
-/// tool-level index: repeated in every API of the tool, it would drown
-/// what tells the APIs apart.
-pub fn lexical_document(catalog: &Catalog, api: &Api) -> String {
-    let tool = catalog.tool_of(api);
-    let mut doc = String::with_capacity(160);
+/// What both documents start with: `name: description. Tool tool-name`.
+fn head(catalog: &Catalog, api: &Api, capacity: usize) -> String {
+    let mut doc = String::with_capacity(capacity);
     doc.push_str(&api.name);
     let description = clip(&api.description, MAX_API_DESCRIPTION);
     if !description.is_empty() && description != api.name {
@@ -34,7 +30,16 @@ pub fn lexical_document(catalog: &Catalog, api: &Api) -> String {
         doc.push_str(description);
     }
     doc.push_str(". Tool ");
-    doc.push_str(&tool.name);
+    doc.push_str(&catalog.tool_of(api).name);
+    doc
+}
+
+/// The lexical (BM25) document of one API: its name, description, tool
+/// name and parameter names. The tool's description is left to the
+/// tool-level index: repeated in every API of the tool, it would drown
+/// what tells the APIs apart.
+pub fn lexical_document(catalog: &Catalog, api: &Api) -> String {
+    let mut doc = head(catalog, api, 160);
     if !api.params.is_empty() {
         doc.push_str(". Parameters: ");
         let names: Vec<&str> = api.params.iter().map(|p| p.name.as_str()).collect();
@@ -46,15 +51,7 @@ pub fn lexical_document(catalog: &Catalog, api: &Api) -> String {
 /// The dense (embedded) document of one API.
 pub fn api_document(catalog: &Catalog, api: &Api) -> String {
     let tool = catalog.tool_of(api);
-    let mut doc = String::with_capacity(256);
-    doc.push_str(&api.name);
-    let description = clip(&api.description, MAX_API_DESCRIPTION);
-    if !description.is_empty() && description != api.name {
-        doc.push_str(": ");
-        doc.push_str(description);
-    }
-    doc.push_str(". Tool ");
-    doc.push_str(&tool.name);
+    let mut doc = head(catalog, api, 256);
     let tool_description = clip(&tool.description, MAX_TOOL_DESCRIPTION);
     if !tool_description.is_empty() {
         doc.push_str(": ");

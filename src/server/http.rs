@@ -297,8 +297,7 @@ async fn tools_call(
                 ErrorClass::Refused | ErrorClass::Request => (StatusCode::BAD_REQUEST, "invalid_request_error"),
                 _ => (StatusCode::BAD_GATEWAY, "server_error"),
             };
-            let code =
-                serde_json::to_value(e.class).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+            let code = e.class.name();
             let body = json!({"error": {"message": e.message, "type": kind, "param": null, "code": code,
                 "retry_after_ms": e.retry_after_ms, "trace": e.trace}});
             let mut response = (status, axum::Json(body)).into_response();

@@ -75,6 +75,13 @@ pub enum ErrorClass {
     NoRecording,
 }
 
+impl ErrorClass {
+    /// The class as serialized: `rate_limited`, `server_error`…
+    pub fn name(self) -> String {
+        serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+    }
+}
+
 /// One attempt of a call.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Attempt {
@@ -163,8 +170,9 @@ pub struct Upstream {
     key: Option<Secret>,
 }
 
-/// Installs rustls' crypto provider (ring) once per process.
-fn install_crypto() {
+/// Installs rustls' crypto provider (ring) once per process (reqwest is
+/// built without one).
+pub fn install_crypto() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();
