@@ -83,6 +83,7 @@ pub(super) fn run(args: &PlanArgs, config: &Config) -> Result<ExitCode, CliError
         Ending::Finished { reason } => format!("finished: {reason}"),
         Ending::Infeasible { reason } => format!("no plan: {reason}"),
         Ending::OutOfBudget { limit } => format!("stopped: the {limit} budget ran out"),
+        Ending::NeedsInput { function, missing } => format!("{function} needs {} from the user", missing.join(", ")),
     };
     println!(
         "{ending} ({} backtracks, {} restarts; retrieval {:.0} ms, planning {:.1} ms)",

@@ -8,7 +8,12 @@
 //! for numeric types, a URL or e-mail for parameters named so, a quoted
 //! string for other strings); values are used once. Required parameters
 //! still empty are reported as missing: the caller (or a model) must supply
-//! them. Earlier steps' outputs are not used yet: a dry run has none.
+//! them.
+//!
+//! [`complete`] is Reverse Chain's completion (DESIGN §6): a required
+//! parameter still empty takes a value from an earlier call's output — a
+//! field of the same name (ignoring case and punctuation) whose value fits
+//! the parameter's type, the latest output first.
 
 use regex::Regex;
 use serde_json::{Map, Value, json};
@@ -92,6 +97,80 @@ pub fn fill(api: &Api, explicit: &Explicit) -> (Map<String, Value>, Vec<String>)
     (args, missing)
 }
 
+/// Fields of an output searched for a value, at most.
+const MAX_FIELDS_SEARCHED: usize = 10_000;
+
+/// Fills required parameters still absent from `args` with values from
+/// `outputs` (earlier calls' responses, oldest first). Returns the names filled.
+pub fn complete(api: &Api, args: &mut Map<String, Value>, outputs: &[&Value]) -> Vec<String> {
+    let mut filled = Vec::new();
+    for p in api.params.iter().filter(|p| p.required) {
+        if args.contains_key(&p.key) {
+            continue;
+        }
+        let names = [normalize(&p.key), normalize(&p.name)];
+        let types = declared_types(&p.schema);
+        if let Some(v) = outputs.iter().rev().find_map(|o| find_field(o, &names, &types)) {
+            args.insert(p.key.clone(), v);
+            filled.push(p.key.clone());
+        }
+    }
+    filled
+}
+
+/// Lower-case letters and digits only: `cityId`, `city_id` and `City-ID` agree.
+fn normalize(name: &str) -> String {
+    name.chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect()
+}
+
+/// The first field (breadth first) named like `names` whose value fits `types`.
+fn find_field(output: &Value, names: &[String], types: &[JsonType]) -> Option<Value> {
+    let mut queue = std::collections::VecDeque::from([output]);
+    let mut seen = 0;
+    while let Some(v) = queue.pop_front() {
+        seen += 1;
+        if seen > MAX_FIELDS_SEARCHED {
+            return None;
+        }
+        match v {
+            Value::Object(map) => {
+                for (k, field) in map {
+                    if names.contains(&normalize(k))
+                        && let Some(fit) = fit(field, types)
+                    {
+                        return Some(fit);
+                    }
+                }
+                queue.extend(map.values());
+            }
+            Value::Array(items) => queue.extend(items),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `value` as one of `types` (any scalar when none is declared), if it fits.
+fn fit(value: &Value, types: &[JsonType]) -> Option<Value> {
+    let scalar = !matches!(value, Value::Object(_) | Value::Array(_) | Value::Null);
+    if types.is_empty() {
+        return scalar.then(|| value.clone());
+    }
+    types.iter().find_map(|t| match (t, value) {
+        (JsonType::String, Value::String(_)) => Some(value.clone()),
+        (JsonType::String, Value::Number(n)) => Some(Value::String(n.to_string())),
+        (JsonType::Integer, Value::Number(n)) if n.is_i64() || n.is_u64() => Some(value.clone()),
+        (JsonType::Integer, Value::String(s)) => s.trim().parse::<i64>().ok().map(Value::from),
+        (JsonType::Number, Value::Number(_)) => Some(value.clone()),
+        (JsonType::Number, Value::String(s)) => {
+            s.trim().parse::<f64>().ok().and_then(|f| serde_json::Number::from_f64(f).map(Value::Number))
+        }
+        (JsonType::Boolean, Value::Bool(_)) => Some(value.clone()),
+        (JsonType::Array, Value::Array(_)) | (JsonType::Object, Value::Object(_)) => Some(value.clone()),
+        _ => None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,5 +196,22 @@ mod tests {
         let (args, missing) = fill(api, &explicit_values("public holidays please"));
         assert!(args.is_empty());
         assert_eq!(missing, ["year", "countryCode"]);
+    }
+
+    #[test]
+    fn completes_required_values_from_earlier_outputs() {
+        let c = Catalog::load(&Sources::default()).unwrap();
+        let api = c.api(c.resolve("public_holidays_for_nager_date").first().unwrap());
+        let older = json!({"countryCode": "FR", "year": 2020});
+        let newer = json!({"results": [{"country_code": "DE", "name": "Germany", "Year": "2025"}]});
+        let mut args = Map::new();
+        let filled = complete(api, &mut args, &[&older, &newer]);
+        assert_eq!(filled, ["year", "countryCode"]);
+        // The latest output wins; "2025" fits an integer parameter as 2025.
+        assert_eq!(Value::Object(args), json!({"year": 2025, "countryCode": "DE"}));
+        // Values already given stay; nothing fits → nothing filled.
+        let mut args = Map::from_iter([("year".to_string(), json!(1999))]);
+        assert!(complete(api, &mut args, &[&json!({"country": {"nested": true}})]).is_empty());
+        assert_eq!(Value::Object(args), json!({"year": 1999}));
     }
 }

@@ -18,9 +18,11 @@
 use std::future::Future;
 
 use serde::Serialize;
+use serde_json::{Map, Value};
 
 use super::Step;
-use crate::catalog::ApiId;
+use crate::args::Problem;
+use crate::catalog::{Api, ApiId};
 
 /// Weight of the relevance to the whole task in a candidate's score.
 pub const RELEVANCE_WEIGHT: f64 = 1.0;
@@ -84,7 +86,14 @@ impl Candidate {
 #[serde(tag = "move", rename_all = "snake_case")]
 pub enum Move {
     /// Call this API next.
-    Next { api: ApiId, reason: String },
+    Next {
+        api: ApiId,
+        reason: String,
+        /// The arguments the decider chose (a model does); `None`: the
+        /// planner fills them from the request.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        arguments: Option<Map<String, Value>>,
+    },
     /// The task is done (or nothing useful is left).
     Finish { reason: String },
     /// Undo the last step.
@@ -126,6 +135,18 @@ pub struct View<'a> {
 pub trait Decider: Sync {
     fn decide(&self, view: &View<'_>) -> impl Future<Output = Move> + Send;
     fn reflect(&self, task: &str, path: &[Step]) -> impl Future<Output = Reflection> + Send;
+
+    /// New arguments for `api` after `arguments` broke its schema with
+    /// `problems` (`None`: this decider cannot repair; the step fails).
+    fn repair(
+        &self,
+        _view: &View<'_>,
+        _api: &Api,
+        _arguments: &Map<String, Value>,
+        _problems: &[Problem],
+    ) -> impl Future<Output = Option<Map<String, Value>>> + Send {
+        async { None }
+    }
 }
 
 /// The deterministic decider of DESIGN §5.
@@ -167,7 +188,11 @@ impl DeterministicDecider {
             };
         };
         if view.path.is_empty() {
-            return Move::Next { api: best.api, reason: format!("best match for the task (score {score:.2})") };
+            return Move::Next {
+                api: best.api,
+                reason: format!("best match for the task (score {score:.2})"),
+                arguments: None,
+            };
         }
         if best.relevance >= self.min_relevance {
             let part = view
@@ -181,7 +206,8 @@ impl DeterministicDecider {
                 _ => "relevant to the task".to_string(),
             };
             let via = if best.w > 0.0 { format!(", w {:.2} from the last step", best.w) } else { String::new() };
-            return Move::Next { api: best.api, reason: format!("{what} (relevance {:.2}{via})", best.relevance) };
+            let reason = format!("{what} (relevance {:.2}{via})", best.relevance);
+            return Move::Next { api: best.api, reason, arguments: None };
         }
         if !self.ignore_graph {
             let follow = view
@@ -193,6 +219,7 @@ impl DeterministicDecider {
                 return Move::Next {
                     api: c.api,
                     reason: format!("runs usually go on to it from here (w {:.2} vs Finish {:.2})", c.w, view.finish_w),
+                    arguments: None,
                 };
             }
         }
@@ -211,12 +238,18 @@ impl Decider for DeterministicDecider {
     }
 
     async fn reflect(&self, _task: &str, path: &[Step]) -> Reflection {
-        match path.iter().position(|s| !s.outcome.ok) {
-            _ if path.is_empty() => Reflection::Failure { drop_roots: Vec::new() },
-            Some(0) => Reflection::Failure { drop_roots: vec![path[0].api] },
-            Some(k) => Reflection::Partial { first_bad: k },
-            None => Reflection::Success,
-        }
+        judge(path)
+    }
+}
+
+/// The deterministic judgement of a path: a failed first step means the
+/// roots led nowhere, a later failed step is where to go back to.
+pub fn judge(path: &[Step]) -> Reflection {
+    match path.iter().position(|s| !s.outcome.ok) {
+        _ if path.is_empty() => Reflection::Failure { drop_roots: Vec::new() },
+        Some(0) => Reflection::Failure { drop_roots: vec![path[0].api] },
+        Some(k) => Reflection::Partial { first_bad: k },
+        None => Reflection::Success,
     }
 }
 

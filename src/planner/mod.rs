@@ -23,6 +23,7 @@
 pub mod arguments;
 pub mod decider;
 pub mod executor;
+pub mod llm_decider;
 pub mod memory;
 
 use std::collections::{HashMap, HashSet};
@@ -32,6 +33,7 @@ use serde::Serialize;
 
 pub use decider::{Candidate, Decider, DeterministicDecider, Move, Reflection, Source, View};
 pub use executor::{DryRun, Executor, Outcome};
+pub use llm_decider::LlmDecider;
 pub use memory::{LongTermMemory, Memory};
 
 use crate::args::{self, Problem};
@@ -71,6 +73,9 @@ pub struct Settings {
     pub hints: usize,
     /// Commit to every choice: no retry after a failure, no backtracking, no restart.
     pub greedy: bool,
+    /// Times the decider is asked to fix arguments that break the schema
+    /// (only with a real executor; a deterministic decider cannot).
+    pub repair_attempts: usize,
 }
 
 impl From<&PlannerConfig> for Settings {
@@ -87,6 +92,7 @@ impl From<&PlannerConfig> for Settings {
             alpha_min: c.alpha_min,
             hints: c.hints,
             greedy: false,
+            repair_attempts: 0,
         }
     }
 }
@@ -103,7 +109,11 @@ pub struct Step {
     /// Relevance to the task (retrieval score over the best one).
     pub relevance: f32,
     pub arguments: serde_json::Map<String, serde_json::Value>,
-    /// Required parameters the request does not give.
+    /// Required parameters filled from earlier outputs (Reverse Chain).
+    pub completed: Vec<String>,
+    /// Times the decider repaired the arguments.
+    pub repairs: usize,
+    /// Required parameters nothing supplies.
     pub missing: Vec<String>,
     /// What validation found wrong with the arguments (missing ones included).
     pub problems: Vec<Problem>,
@@ -126,6 +136,12 @@ pub enum Ending {
     /// A budget ran out (`steps`, `backtracks`, `restarts`, `deadline`).
     OutOfBudget {
         limit: String,
+    },
+    /// A chosen API needs values that neither the request nor an earlier
+    /// output gives: the user must be asked (only with a real executor).
+    NeedsInput {
+        function: String,
+        missing: Vec<String>,
     },
 }
 
@@ -187,6 +203,8 @@ pub struct Planner<'a> {
     memory: Option<&'a LongTermMemory>,
     settings: Settings,
     search: SearchOptions,
+    /// Outputs of calls made before this run (earlier sub-tasks), for completion.
+    outputs: Vec<serde_json::Value>,
 }
 
 /// A frame of the DFS stack.
@@ -204,7 +222,13 @@ impl<'a> Planner<'a> {
         memory: Option<&'a LongTermMemory>,
         settings: Settings,
     ) -> Planner<'a> {
-        Planner { retriever, graph, memory, settings, search: retriever.options() }
+        Planner { retriever, graph, memory, settings, search: retriever.options(), outputs: Vec::new() }
+    }
+
+    /// Lets steps complete their arguments from `outputs` (calls made before this run).
+    pub fn with_outputs(mut self, outputs: Vec<serde_json::Value>) -> Planner<'a> {
+        self.outputs = outputs;
+        self
     }
 
     fn catalog(&self) -> &Catalog {
@@ -320,7 +344,7 @@ impl<'a> Planner<'a> {
                 TraceEvent { at_ms, from, candidates: shown.clone(), decision: decision.clone(), note: None };
             event.candidates.truncate(TRACE_CANDIDATES);
             match decision {
-                Move::Next { api, reason } => {
+                Move::Next { api, reason, arguments } => {
                     let Some(c) = candidates.iter().find(|c| c.api == api) else {
                         event.note = Some("the decider chose an API that was not offered; ignored".into());
                         run.trace.push(event);
@@ -328,9 +352,17 @@ impl<'a> Planner<'a> {
                     };
                     stack.last_mut().expect("non-empty").tried.insert(api);
                     steps_taken += 1;
-                    let step = self.take_step(c, reason, &explicit, &shown, executor).await;
+                    let earlier: Vec<&serde_json::Value> = (self.outputs.iter())
+                        .chain(run.steps.iter().filter_map(|s| s.outcome.response.as_ref()))
+                        .collect();
+                    let given = Given { reason, arguments, explicit: &explicit, earlier: &earlier };
+                    let step = self.take_step(c, given, &view, &shown, decider, executor).await;
                     event.note = Some(step.outcome.status.clone());
                     run.trace.push(event);
+                    if !step.outcome.ok && !step.missing.is_empty() && !executor.plans_only() {
+                        run.memory.push(format!("{} needs {} from the user", step.function, step.missing.join(", ")));
+                        break Ending::NeedsInput { function: step.function, missing: step.missing };
+                    }
                     if step.outcome.ok {
                         run.memory.push(format!("step {}: {} ({})", run.steps.len() + 1, step.function, step.reason));
                         let served = serves(c, &unserved);
@@ -404,40 +436,66 @@ impl<'a> Planner<'a> {
         Ok(run)
     }
 
-    /// Fills and validates the arguments of a chosen candidate, then executes it.
-    async fn take_step<E: Executor>(
+    /// Fills, completes and validates the arguments of a chosen candidate
+    /// (asking the decider to repair them), then executes it.
+    async fn take_step<D: Decider, E: Executor>(
         &self,
         c: &Candidate,
-        reason: String,
-        explicit: &arguments::Explicit,
+        given: Given<'_>,
+        view: &View<'_>,
         shown: &[ShownCandidate],
+        decider: &D,
         executor: &E,
     ) -> Step {
         let api = self.catalog().api(c.api);
-        let (arguments, missing) = arguments::fill(api, explicit);
-        let problems =
-            match args::validate(api, &serde_json::Value::Object(arguments.clone()), args::Options::default()) {
-                Ok(_) => Vec::new(),
-                Err(invalid) => invalid.problems,
-            };
+        let mut arguments = match given.arguments {
+            Some(a) => a,
+            None => arguments::fill(api, given.explicit).0,
+        };
+        let mut completed = arguments::complete(api, &mut arguments, given.earlier);
+        let check = |arguments: &serde_json::Map<String, serde_json::Value>| match args::validate(
+            api,
+            &serde_json::Value::Object(arguments.clone()),
+            args::Options::default(),
+        ) {
+            Ok(_) => Vec::new(),
+            Err(invalid) => invalid.problems,
+        };
+        let mut problems = check(&arguments);
+        let mut repairs = 0;
+        while !problems.is_empty() && !executor.plans_only() && repairs < self.settings.repair_attempts {
+            let Some(fixed) = decider.repair(view, api, &arguments, &problems).await else { break };
+            repairs += 1;
+            arguments = fixed;
+            completed.extend(arguments::complete(api, &mut arguments, given.earlier));
+            problems = check(&arguments);
+        }
+        let missing: Vec<String> = api
+            .params
+            .iter()
+            .filter(|p| p.required && !arguments.contains_key(&p.key))
+            .map(|p| p.key.clone())
+            .collect();
         let outcome = if problems.is_empty() || executor.plans_only() {
             executor.execute(api, &arguments).await
         } else {
-            Outcome {
-                ok: false,
-                status: format!("not called: {} argument problem(s)", problems.len()),
-                response: None,
-                elapsed_ms: 0.0,
-            }
+            let status = if missing.is_empty() {
+                format!("not called: {} argument problem(s)", problems.len())
+            } else {
+                format!("not called: needs {}", missing.join(", "))
+            };
+            Outcome { ok: false, status, response: None, elapsed_ms: 0.0 }
         };
         Step {
             api: c.api,
             function: c.function.clone(),
-            reason,
+            reason: given.reason,
             w: c.w,
             alpha: c.alpha,
             relevance: c.relevance,
             arguments,
+            completed,
+            repairs,
             missing,
             problems,
             outcome,
@@ -548,6 +606,15 @@ fn serves(c: &Candidate, unserved: &[usize]) -> Vec<usize> {
     let sim = |t: usize| c.similarity.get(t).copied().unwrap_or(0.0);
     let chosen_for = unserved.iter().copied().max_by(|a, b| sim(*a).total_cmp(&sim(*b)));
     unserved.iter().copied().filter(|&t| sim(t) >= 1.0 || Some(t) == chosen_for).collect()
+}
+
+/// What a step starts from: the decider's reason and arguments, the
+/// request's explicit values and the outputs of earlier calls.
+struct Given<'a> {
+    reason: String,
+    arguments: Option<serde_json::Map<String, serde_json::Value>>,
+    explicit: &'a arguments::Explicit,
+    earlier: &'a [&'a serde_json::Value],
 }
 
 /// What one run's candidate generation reads.

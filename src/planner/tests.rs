@@ -159,7 +159,7 @@ impl Decider for Script {
             Some("back") => Move::Backtrack { reason: "scripted".into() },
             Some("stop") => Move::Finish { reason: "scripted stop".into() },
             Some(name) => match view.candidates.iter().find(|c| c.function == name) {
-                Some(c) => Move::Next { api: c.api, reason: "scripted".into() },
+                Some(c) => Move::Next { api: c.api, reason: "scripted".into(), arguments: None },
                 None => Move::Backtrack { reason: format!("{name} not offered") },
             },
             None => Move::Finish { reason: "script done".into() },
