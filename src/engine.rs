@@ -17,7 +17,9 @@ use crate::compress::{Compressed, FieldChoices, compress};
 use crate::config::Config;
 use crate::graph::store::{self, GraphStore};
 use crate::graph::{NodeKey, Params, RunCall, RunRecord, ToolGraph};
-use crate::planner::{DeterministicDecider, DryRun, LongTermMemory, PlanRun, Planner, Settings, memory};
+use crate::planner::{
+    Decider, DeterministicDecider, DryRun, Executor, LongTermMemory, PlanRun, Planner, Settings, memory,
+};
 use crate::retrieval::{Filters, Retriever};
 use crate::upstream::{CallError, Response, Upstream};
 
@@ -66,7 +68,9 @@ pub struct Engine {
     pub config: Config,
     pub catalog: Arc<Catalog>,
     retriever: Retriever,
-    graph: RwLock<ToolGraph>,
+    /// Readers take a snapshot (an `Arc`), so a long execute run never
+    /// holds the lock; a write copies the graph only while a snapshot is out.
+    graph: RwLock<Arc<ToolGraph>>,
     /// `None` when another process holds the graph (it is then read-only here).
     store: Mutex<Option<GraphStore>>,
     memory: LongTermMemory,
@@ -101,7 +105,7 @@ impl Engine {
             config: config.clone(),
             catalog,
             retriever,
-            graph: RwLock::new(graph),
+            graph: RwLock::new(Arc::new(graph)),
             store: Mutex::new(store),
             memory,
             upstream,
@@ -133,7 +137,7 @@ impl Engine {
             .await
             .map_err(|e| EngineError::Internal(e.to_string()))?
             .map_err(|e| EngineError::BadInput(e.to_string()))?;
-        let graph = self.graph.read().unwrap_or_else(|e| e.into_inner());
+        let graph = self.graph();
         Ok(results
             .hits
             .iter()
@@ -168,13 +172,38 @@ impl Engine {
             if let Some(n) = max_steps {
                 settings.budget.max_steps = n.clamp(1, settings.budget.max_steps.max(1));
             }
-            let graph = engine.graph.read().unwrap_or_else(|e| e.into_inner());
+            let graph = engine.graph();
             let planner = Planner::new(&engine.retriever, Some(&graph), Some(&engine.memory), settings);
             runtime.block_on(planner.run(&query, &DeterministicDecider::default(), &DryRun))
         })
         .await
         .map_err(|e| EngineError::Internal(e.to_string()))?
         .map_err(|e| EngineError::BadInput(e.to_string()))
+    }
+
+    /// Runs the planner on `task` with `decider` and `executor` over a
+    /// snapshot of the graph (the task is embedded on the blocking pool).
+    /// `outputs`: responses of calls made before, for argument completion.
+    pub async fn run<D: Decider, E: Executor>(
+        self: &Arc<Self>,
+        task: &str,
+        settings: Settings,
+        outputs: Vec<Value>,
+        decider: &D,
+        executor: &E,
+    ) -> Result<PlanRun, EngineError> {
+        let started = std::time::Instant::now();
+        let (engine, text) = (self.clone(), task.to_string());
+        let prepared = tokio::task::spawn_blocking(move || engine.retriever.prepare(&text, engine.retriever.options()))
+            .await
+            .map_err(|e| EngineError::Internal(e.to_string()))?
+            .map_err(|e| EngineError::BadInput(e.to_string()))?;
+        let graph = self.graph();
+        let planner = Planner::new(&self.retriever, Some(&graph), Some(&self.memory), settings).with_outputs(outputs);
+        planner
+            .run_prepared(task, &prepared, started, decider, executor)
+            .await
+            .map_err(|e| EngineError::BadInput(e.to_string()))
     }
 
     /// Validates and calls `api`, compresses the response for `request`
@@ -230,7 +259,7 @@ impl Engine {
         let mut store = self.store.lock().unwrap_or_else(|e| e.into_inner());
         let store = store.as_mut()?;
         let mut graph = self.graph.write().unwrap_or_else(|e| e.into_inner());
-        match store.record(&mut graph, &run, Some(&self.catalog)) {
+        match store.record(Arc::make_mut(&mut graph), &run, Some(&self.catalog)) {
             Ok(seq) => {
                 if seq % self.config.graph.snapshot_every == 0
                     && let Err(e) = store.snapshot(&graph)
@@ -244,6 +273,11 @@ impl Engine {
                 None
             }
         }
+    }
+
+    /// The tool graph as it is now.
+    pub fn graph(&self) -> Arc<ToolGraph> {
+        self.graph.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// `w(from, to)` in the tool graph (0 without such an edge).
