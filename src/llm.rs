@@ -42,6 +42,24 @@ pub enum LlmError {
     Stream(String),
 }
 
+/// Tokens spent, summed over the requests of a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub total_tokens: u64,
+}
+
+impl Usage {
+    /// Adds an answer's `usage` (absent or partial fields count 0).
+    pub fn add(&mut self, answer: &Value) {
+        let n = |k: &str| answer["usage"][k].as_u64().unwrap_or(0);
+        self.prompt_tokens += n("prompt_tokens");
+        self.completion_tokens += n("completion_tokens");
+        self.total_tokens += n("total_tokens");
+    }
+}
+
 /// A stream of chat-completion chunks.
 pub type Chunks = Pin<Box<dyn Stream<Item = Result<Value, LlmError>> + Send>>;
 

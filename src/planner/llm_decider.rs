@@ -1,0 +1,248 @@
+//! The LLM decider (DESIGN §5): the upstream model chooses each move.
+//!
+//! Every decision is one chat-completions request. The candidates go to
+//! the model as OpenAI tools — the catalog's definitions, each description
+//! ending with the candidate's graph weight `w` from the last step and its
+//! availability `α` — after two pseudo-tools, `finish` (with the answer
+//! for the user) and `backtrack`. The model's tool call is the move; its
+//! arguments are the step's arguments. A text answer without a tool call
+//! is a finish.
+//!
+//! Prompts keep their stable part first, so upstream prefix caches hit:
+//! the fixed instructions, the pseudo-tools, then the candidates sorted by
+//! name; the messages are the opening (the request) followed by the path
+//! so far as tool calls and their results, append-only while the search
+//! goes forward; notes on failed attempts come last.
+//!
+//! Paths are judged like the deterministic decider judges them (no extra
+//! request). A model error ends the run (a `finish` whose reason says so)
+//! and is kept for the caller: without the model no answer can be written.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::{Map, Value, json};
+
+use super::decider::{Decider, Move, Reflection, View, judge};
+use super::{Candidate, Step};
+use crate::args::Problem;
+use crate::catalog::{Api, Catalog};
+use crate::llm::{LlmClient, LlmError, Usage};
+
+/// The instructions: the stable head of every decision request.
+const INSTRUCTIONS: &str = "You carry out the user's request by calling APIs, one call at a time. \
+Call one of the offered API tools with arguments taken from the request or from earlier results. \
+Never invent a value: leave out a required argument you cannot know; it is then taken from earlier results \
+or asked of the user. When the results answer the request (or no offered API can help), call `finish` with \
+the answer for the user, based only on the results. Call `backtrack` when the last result leads nowhere. \
+Each API description ends with [w: how often runs go on to it from the last call, 0-1; availability: its \
+success rate].";
+
+/// Characters of a step's result shown to the model.
+const MAX_RESULT_CHARS: usize = 2_000;
+
+/// What the decider gathered over a run.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub usage: Usage,
+    /// Requests sent to the model.
+    pub requests: usize,
+    /// The answer of a `finish` (or of a text reply).
+    pub answer: Option<String>,
+    /// The first model error; it ended the run.
+    pub error: Option<LlmError>,
+}
+
+/// Chooses moves through the upstream model.
+pub struct LlmDecider {
+    llm: Arc<LlmClient>,
+    catalog: Arc<Catalog>,
+    /// The upstream model's name.
+    model: String,
+    /// The messages that state the task (user and assistant turns).
+    opening: Vec<Value>,
+    deadline: Instant,
+    report: Mutex<Report>,
+}
+
+impl LlmDecider {
+    pub fn new(
+        llm: Arc<LlmClient>,
+        catalog: Arc<Catalog>,
+        model: String,
+        opening: Vec<Value>,
+        deadline: Instant,
+    ) -> LlmDecider {
+        LlmDecider { llm, catalog, model, opening, deadline, report: Mutex::new(Report::default()) }
+    }
+
+    /// What the run cost and produced.
+    pub fn into_report(self) -> Report {
+        self.report.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One request to the model, within the deadline; usage and errors recorded.
+    async fn ask(&self, tools: Vec<Value>, messages: Vec<Value>) -> Option<Value> {
+        let body = json!({"model": self.model, "messages": messages, "tools": tools});
+        let timeout = self.deadline.saturating_duration_since(Instant::now());
+        let result = match tokio::time::timeout(timeout, self.llm.complete(&body)).await {
+            Ok(r) => r,
+            Err(_) => Err(LlmError::Timeout(timeout.as_millis() as u64)),
+        };
+        let mut report = self.report.lock().unwrap_or_else(|e| e.into_inner());
+        report.requests += 1;
+        match result {
+            Ok(answer) => {
+                report.usage.add(&answer);
+                Some(answer["choices"][0]["message"].clone())
+            }
+            Err(e) => {
+                report.error.get_or_insert(e);
+                None
+            }
+        }
+    }
+
+    /// The opening, then the path as tool calls and results.
+    fn messages(&self, path: &[Step]) -> Vec<Value> {
+        let mut messages = vec![json!({"role": "system", "content": INSTRUCTIONS})];
+        messages.extend(self.opening.iter().cloned());
+        for (i, step) in path.iter().enumerate() {
+            messages.push(call_message(&format!("step_{i}"), &step.function, &step.arguments));
+            let mut result = step.outcome.status.clone();
+            if let Some(response) = &step.outcome.response {
+                result = format!("{result}: {}", clip(&response.to_string(), MAX_RESULT_CHARS));
+            }
+            messages.push(json!({"role": "tool", "tool_call_id": format!("step_{i}"), "content": result}));
+        }
+        messages
+    }
+
+    fn tool(&self, c: &Candidate) -> Value {
+        let mut definition = self.catalog.function_definition(self.catalog.api(c.api));
+        if let Some(d) = definition["function"]["description"].as_str() {
+            definition["function"]["description"] = json!(format!("{d} [w: {:.2}; availability: {:.2}]", c.w, c.alpha));
+        }
+        definition
+    }
+}
+
+impl Decider for LlmDecider {
+    async fn decide(&self, view: &View<'_>) -> Move {
+        let mut tools = pseudo_tools();
+        let mut offered: Vec<&Candidate> = view.candidates.iter().collect();
+        offered.sort_by(|a, b| a.function.cmp(&b.function));
+        tools.extend(offered.iter().map(|c| self.tool(c)));
+        let mut messages = self.messages(view.path);
+        let notes: Vec<&str> = view.memory.iter().map(String::as_str).filter(|m| !m.starts_with("step ")).collect();
+        if !notes.is_empty() {
+            messages
+                .push(json!({"role": "user", "content": format!("Notes on earlier attempts:\n{}", notes.join("\n"))}));
+        }
+        let Some(message) = self.ask(tools, messages).await else {
+            return Move::Finish { reason: "the model failed; the run stops".into() };
+        };
+        let Some(call) = message["tool_calls"].get(0) else {
+            let text = message["content"].as_str().unwrap_or("").to_string();
+            self.report.lock().unwrap_or_else(|e| e.into_inner()).answer = Some(text);
+            return Move::Finish { reason: "the model answered without calling a tool".into() };
+        };
+        let name = call["function"]["name"].as_str().unwrap_or("");
+        let arguments = parse_arguments(&call["function"]["arguments"]);
+        let said = |key: &str| arguments.get(key).and_then(Value::as_str).map(str::to_string);
+        match name {
+            "finish" => {
+                self.report.lock().unwrap_or_else(|e| e.into_inner()).answer = said("answer");
+                Move::Finish { reason: "the model finished".into() }
+            }
+            "backtrack" => Move::Backtrack { reason: said("reason").unwrap_or_else(|| "the model backtracked".into()) },
+            _ => match view.candidates.iter().find(|c| c.function == name) {
+                Some(c) => Move::Next { api: c.api, reason: "chosen by the model".into(), arguments: Some(arguments) },
+                None => Move::Finish { reason: format!("the model called `{name}`, which was not offered") },
+            },
+        }
+    }
+
+    async fn reflect(&self, _task: &str, path: &[Step]) -> Reflection {
+        judge(path)
+    }
+
+    async fn repair(
+        &self,
+        view: &View<'_>,
+        api: &Api,
+        arguments: &Map<String, Value>,
+        problems: &[Problem],
+    ) -> Option<Map<String, Value>> {
+        let mut messages = self.messages(view.path);
+        messages.push(call_message("repair", &api.function_name, arguments));
+        let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        let content = format!(
+            "Error: invalid arguments for `{}`: {}. Call it again with arguments that fit its schema; \
+             leave out values you cannot know.",
+            api.function_name,
+            problems.join("; ")
+        );
+        messages.push(json!({"role": "tool", "tool_call_id": "repair", "content": content}));
+        let message = self.ask(vec![self.catalog.function_definition(api)], messages).await?;
+        let call = message["tool_calls"].as_array()?.iter().find(|c| c["function"]["name"] == api.function_name)?;
+        Some(parse_arguments(&call["function"]["arguments"]))
+    }
+}
+
+/// `finish` and `backtrack`, always first and always the same.
+fn pseudo_tools() -> Vec<Value> {
+    vec![
+        json!({"type": "function", "function": {"name": "finish",
+            "description": "The results answer the request, or no offered API can help: give the answer for the user.",
+            "parameters": {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}}}),
+        json!({"type": "function", "function": {"name": "backtrack",
+            "description": "The last result leads nowhere: undo it and choose differently.",
+            "parameters": {"type": "object", "properties": {"reason": {"type": "string"}}}}}),
+    ]
+}
+
+/// An assistant message with one tool call.
+fn call_message(id: &str, function: &str, arguments: &Map<String, Value>) -> Value {
+    json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function",
+        "function": {"name": function, "arguments": Value::Object(arguments.clone()).to_string()}}]})
+}
+
+/// A tool call's arguments (a JSON string, or an object from lenient servers);
+/// anything else is no arguments, which validation then reports.
+fn parse_arguments(raw: &Value) -> Map<String, Value> {
+    match raw {
+        Value::String(s) => match serde_json::from_str(s) {
+            Ok(Value::Object(map)) => map,
+            _ => Map::new(),
+        },
+        Value::Object(map) => map.clone(),
+        _ => Map::new(),
+    }
+}
+
+fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_are_parsed_leniently() {
+        assert_eq!(Value::Object(parse_arguments(&json!("{\"a\": 1}"))), json!({"a": 1}));
+        assert_eq!(Value::Object(parse_arguments(&json!({"a": 1}))), json!({"a": 1}));
+        assert!(parse_arguments(&json!("{oops")).is_empty());
+        assert!(parse_arguments(&json!("[1]")).is_empty());
+    }
+
+    #[test]
+    fn results_are_clipped_on_character_boundaries() {
+        assert_eq!(clip("héllo", 2), "hé…");
+        assert_eq!(clip("hi", 5), "hi");
+    }
+}
