@@ -28,9 +28,12 @@
 //! * [`graph`]: the tool graph (petgraph): transition weights and API
 //!   availability learned from trajectories, updated online after every
 //!   run, durable as a snapshot plus an fsync'd run log.
+//! * [`llm`]: the client of an upstream OpenAI-compatible model
+//!   (non-streaming and streaming, timeouts, retries, size caps).
 //! * [`planner`]: graph-guided depth-first search for a chain of API calls,
-//!   with backtracking, budgets, reflection, short- and long-term memory;
-//!   `Decider` and `Executor` traits (deterministic decider, dry run).
+//!   with backtracking, budgets, reflection, short- and long-term memory,
+//!   argument completion from earlier outputs and repair; `Decider` and
+//!   `Executor` traits (deterministic and LLM deciders, dry run).
 //! * [`upstream`]: calls the APIs: requests in RapidAPI's conventions, the
 //!   SSRF guard, rate limits (governor), retries, size and time caps, and
 //!   the replay table of recorded responses.
@@ -38,13 +41,15 @@
 //!   always as valid JSON.
 //! * [`engine`]: what the faces share: search, plan, call (validate, call
 //!   upstream, compress, learn) and recording runs in the graph.
-//! * [`llm`]: the client of an upstream OpenAI-compatible model
-//!   (non-streaming and streaming, timeouts, retries, size caps).
+//! * [`execute`]: execute mode: a request split into sub-tasks (independent
+//!   ones concurrently), each run by the planner with the LLM decider and
+//!   real calls, learned by the graph, answered or turned into a question.
 //! * [`mcp`]: the MCP face: `search_tools`, `plan`, `call_api` and the
 //!   APIs they find as session tools (rmcp; stdio and streamable HTTP).
 //! * [`metrics`]: process counters in Prometheus' text format.
 //! * [`openai`]: the OpenAI-compatible face: `/v1/chat/completions` (route
-//!   mode: tool narrowing, tool-call checks and repair) and `/v1/models`.
+//!   mode: tool narrowing, tool-call checks and repair; plan mode; execute
+//!   mode), `/v1/models` and the traces of execute runs.
 //! * [`server`]: the HTTP servers, thin adapters: `toolrouter serve`
 //!   (health, readiness, API keys, limits, graceful shutdown, `/mcp`) and
 //!   the replay server of recorded responses.
@@ -60,6 +65,7 @@ pub mod compress;
 pub mod config;
 pub mod engine;
 pub mod eval;
+pub mod execute;
 pub mod graph;
 pub mod journal;
 pub mod llm;

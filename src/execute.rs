@@ -1,0 +1,427 @@
+//! Execute mode (DESIGN §5, §9): toolrouter carries out a request itself
+//! and writes the answer.
+//!
+//! ```text
+//! decompose  the model splits the request into sub-tasks, each naming the
+//!            earlier ones whose results it needs (one request; JSON)
+//! waves      sub-tasks whose needs are met run concurrently: the planner
+//!            with the LLM decider, arguments validated, completed from
+//!            earlier outputs and repaired, calls through the upstream
+//!            layer, responses compressed
+//! learn      every sub-task run that called an API is recorded in the graph
+//! answer     a value nothing supplies → a question for the user;
+//!            one sub-task finished by the model → its answer;
+//!            otherwise the model writes the answer from the results
+//! ```
+//!
+//! Everything is traced: the sub-tasks, each run's moves, candidates,
+//! arguments, outcomes and compressed responses, the tokens spent.
+//! Prompts put their fixed instructions first and the request last.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::catalog::Api;
+use crate::engine::{Called, Engine};
+use crate::graph::{RunCall, RunRecord};
+use crate::llm::{LlmClient, LlmError, Usage};
+use crate::planner::{Ending, Executor, LlmDecider, Outcome, PlanRun, Settings};
+
+/// Sub-tasks a request is split into, at most.
+pub const MAX_SUBTASKS: usize = 5;
+/// Characters of a sub-task's text, at most.
+const MAX_SUBTASK_CHARS: usize = 500;
+
+const DECOMPOSE: &str = "Split the user's request into the fewest sub-tasks that each need their own API \
+lookups. Reply with JSON only: {\"subtasks\": [{\"task\": \"...\", \"after\": [indexes of earlier sub-tasks \
+whose results it needs]}]}. A request that is one task is a list of one.";
+
+const SUMMARIZE: &str = "Answer the user's request from the results of the API calls below. Use only what \
+the results say; say plainly what could not be found. Be concise.";
+
+/// What to execute.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The conversation's user and assistant turns (text), oldest first.
+    pub messages: Vec<Value>,
+    /// The upstream model's name.
+    pub model: String,
+    /// The client's key id, for upstream rate limits.
+    pub client: Option<String>,
+    pub deadline: Duration,
+    /// Ask the model to split the request into sub-tasks.
+    pub decompose: bool,
+    pub repair_attempts: usize,
+}
+
+/// How an execution ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// The answer is written.
+    Answered,
+    /// The answer asks the user for values nothing else supplies.
+    NeedsInput,
+}
+
+/// A value the user must give.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Need {
+    pub function: String,
+    pub parameter: String,
+    pub description: String,
+}
+
+/// One sub-task and its run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Subtask {
+    pub task: String,
+    /// Earlier sub-tasks whose results it needed.
+    pub after: Vec<usize>,
+    /// Sub-tasks of the same wave ran concurrently.
+    pub wave: usize,
+    pub run: Option<PlanRun>,
+    /// The model's answer when it finished this sub-task.
+    pub answer: Option<String>,
+    /// The calls made, as the graph learns them.
+    pub calls: Vec<RunCall>,
+    /// The run's sequence number in the graph's log.
+    pub recorded: Option<u64>,
+    pub error: Option<String>,
+}
+
+/// A finished execution: the answer and its trace.
+#[derive(Debug, Clone, Serialize)]
+pub struct Execution {
+    pub status: Status,
+    pub answer: String,
+    pub needs: Vec<Need>,
+    pub subtasks: Vec<Subtask>,
+    pub usage: Usage,
+    pub model_requests: usize,
+    pub elapsed_ms: f64,
+}
+
+/// Executes `request`. Errors are the model's (without it there is no
+/// answer); an API that fails is part of the trace, not an error.
+pub async fn execute(engine: &Arc<Engine>, llm: &Arc<LlmClient>, request: &Request) -> Result<Execution, LlmError> {
+    let started = Instant::now();
+    let deadline = started + request.deadline;
+    let text = user_text(&request.messages);
+    let mut usage = Usage::default();
+    let mut model_requests = 0;
+    let mut subtasks = if request.decompose {
+        model_requests += 1;
+        let answer = ask(llm, request, deadline, DECOMPOSE, None).await?;
+        usage.add(&answer);
+        parse_subtasks(answer["choices"][0]["message"]["content"].as_str().unwrap_or(""))
+    } else {
+        Vec::new()
+    };
+    if subtasks.is_empty() {
+        subtasks.push(Subtask::new(text.clone(), Vec::new()));
+    }
+    // Waves: every sub-task whose needs are met runs now, concurrently.
+    let mut waves = 0;
+    while let Some(wave) = ready(&subtasks) {
+        for &i in &wave {
+            subtasks[i].wave = waves;
+        }
+        waves += 1;
+        let runs = wave.iter().map(|&i| run_subtask(engine, llm, request, &subtasks, i, deadline));
+        for (i, (done, report)) in wave.iter().zip(futures_util::future::join_all(runs).await) {
+            usage.prompt_tokens += report.usage.prompt_tokens;
+            usage.completion_tokens += report.usage.completion_tokens;
+            usage.total_tokens += report.usage.total_tokens;
+            model_requests += report.requests;
+            subtasks[*i] = done;
+            if let Some(e) = report.error {
+                return Err(e);
+            }
+        }
+    }
+    let needs = needs(engine, &subtasks);
+    let (status, answer) = if !needs.is_empty() {
+        (Status::NeedsInput, question(&needs))
+    } else if let [only] = subtasks.as_slice()
+        && let Some(answer) = only.answer.clone().filter(|a| !a.trim().is_empty())
+    {
+        (Status::Answered, answer)
+    } else {
+        model_requests += 1;
+        let answer = ask(llm, request, deadline, SUMMARIZE, Some(results(&subtasks))).await?;
+        usage.add(&answer);
+        (Status::Answered, answer["choices"][0]["message"]["content"].as_str().unwrap_or("").to_string())
+    };
+    Ok(Execution {
+        status,
+        answer,
+        needs,
+        subtasks,
+        usage,
+        model_requests,
+        elapsed_ms: started.elapsed().as_secs_f64() * 1e3,
+    })
+}
+
+impl Subtask {
+    fn new(task: String, after: Vec<usize>) -> Subtask {
+        Subtask { task, after, wave: 0, run: None, answer: None, calls: Vec::new(), recorded: None, error: None }
+    }
+
+    fn done(&self) -> bool {
+        self.run.is_some() || self.error.is_some()
+    }
+}
+
+/// The next wave: the sub-tasks not run whose needs have run.
+fn ready(subtasks: &[Subtask]) -> Option<Vec<usize>> {
+    let wave: Vec<usize> = (0..subtasks.len())
+        .filter(|&i| !subtasks[i].done() && subtasks[i].after.iter().all(|&j| subtasks[j].done()))
+        .collect();
+    (!wave.is_empty()).then_some(wave)
+}
+
+/// Runs sub-task `i`, given the results of those it needs, and records it in the graph.
+async fn run_subtask(
+    engine: &Arc<Engine>,
+    llm: &Arc<LlmClient>,
+    request: &Request,
+    subtasks: &[Subtask],
+    i: usize,
+    deadline: Instant,
+) -> (Subtask, crate::planner::llm_decider::Report) {
+    let mut sub = subtasks[i].clone();
+    let earlier: Vec<&Subtask> = sub.after.iter().map(|&j| &subtasks[j]).collect();
+    let outputs: Vec<Value> = earlier
+        .iter()
+        .filter_map(|s| s.run.as_ref())
+        .flat_map(|r| r.steps.iter().filter_map(|s| s.outcome.response.clone()))
+        .collect();
+    let mut opening = request.messages.clone();
+    if subtasks.len() > 1 {
+        let mut part = format!("Do only this part of the request now: {}", sub.task);
+        for s in &earlier {
+            part.push_str(&format!("\nResult of \"{}\": {}", s.task, s.answer.as_deref().unwrap_or("(see the calls)")));
+        }
+        opening.push(json!({"role": "user", "content": part}));
+    }
+    let decider = LlmDecider::new(llm.clone(), engine.catalog.clone(), request.model.clone(), opening, deadline);
+    let executor = Calls { engine, client: request.client.as_deref(), request: &sub.task, made: Mutex::default() };
+    let mut settings = Settings::from(&engine.config.planner);
+    settings.budget.deadline = deadline.saturating_duration_since(Instant::now());
+    settings.repair_attempts = request.repair_attempts;
+    let result = engine.run(&sub.task, settings, outputs, &decider, &executor).await;
+    let report = decider.into_report();
+    sub.calls = executor.made.into_inner().unwrap_or_else(|e| e.into_inner());
+    sub.answer = report.answer.clone();
+    match result {
+        Ok(run) => {
+            if !sub.calls.is_empty() {
+                let success = matches!(run.ending, Ending::Finished { .. }) && run.steps.iter().all(|s| s.outcome.ok);
+                sub.recorded = engine.record_run(RunRecord {
+                    id: format!("execute-{}", fastrand::u64(..)),
+                    task: sub.task.clone(),
+                    calls: sub.calls.clone(),
+                    success,
+                    standalone: false,
+                });
+            }
+            sub.run = Some(run);
+        }
+        Err(e) => sub.error = Some(e.to_string()),
+    }
+    (sub, report)
+}
+
+/// Carries out steps through the engine (validation, upstream, compression)
+/// and keeps the calls for the graph.
+struct Calls<'a> {
+    engine: &'a Engine,
+    client: Option<&'a str>,
+    request: &'a str,
+    made: Mutex<Vec<RunCall>>,
+}
+
+impl Executor for Calls<'_> {
+    async fn execute(&self, api: &Api, arguments: &Map<String, Value>) -> Outcome {
+        let started = Instant::now();
+        let arguments = Value::Object(arguments.clone());
+        let (ok, status, response) = match self.engine.call(api, &arguments, self.client, self.request, false).await {
+            Called::Invalid(invalid) => (false, format!("invalid arguments: {invalid}"), None),
+            Called::Failed(e) => (false, format!("failed ({}): {e}", e.class.name()), None),
+            Called::Done { response, compressed } => {
+                let ok = response.outcome().ok;
+                (ok, format!("HTTP {}", response.status), serde_json::from_str(&compressed.text).ok())
+            }
+        };
+        self.made.lock().unwrap_or_else(|e| e.into_inner()).push(RunCall { function: api.function_name.clone(), ok });
+        Outcome { ok, status, response, elapsed_ms: started.elapsed().as_secs_f64() * 1e3 }
+    }
+}
+
+/// One plain request to the model: `instructions`, the conversation, then `extra`.
+async fn ask(
+    llm: &LlmClient,
+    request: &Request,
+    deadline: Instant,
+    instructions: &str,
+    extra: Option<String>,
+) -> Result<Value, LlmError> {
+    let mut messages = vec![json!({"role": "system", "content": instructions})];
+    messages.extend(request.messages.iter().cloned());
+    if let Some(extra) = extra {
+        messages.push(json!({"role": "user", "content": extra}));
+    }
+    let body = json!({"model": request.model, "messages": messages});
+    let timeout = deadline.saturating_duration_since(Instant::now());
+    match tokio::time::timeout(timeout, llm.complete(&body)).await {
+        Ok(result) => result,
+        Err(_) => Err(LlmError::Timeout(timeout.as_millis() as u64)),
+    }
+}
+
+/// The sub-tasks in a decomposition answer; none when it does not parse
+/// (the request then runs whole). `after` keeps only earlier indexes.
+pub fn parse_subtasks(content: &str) -> Vec<Subtask> {
+    let json = match (content.find('{'), content.rfind('}')) {
+        (Some(a), Some(b)) if a < b => &content[a..=b],
+        _ => return Vec::new(),
+    };
+    let Ok(value) = serde_json::from_str::<Value>(json) else { return Vec::new() };
+    let mut out = Vec::new();
+    for (i, s) in value["subtasks"].as_array().into_iter().flatten().take(MAX_SUBTASKS).enumerate() {
+        let Some(task) = s["task"].as_str().map(str::trim).filter(|t| !t.is_empty()) else { return Vec::new() };
+        let task: String = task.chars().take(MAX_SUBTASK_CHARS).collect();
+        let mut after: Vec<usize> = (s["after"].as_array().into_iter().flatten())
+            .filter_map(Value::as_u64)
+            .map(|j| j as usize)
+            .filter(|&j| j < i)
+            .collect();
+        after.sort_unstable();
+        after.dedup();
+        out.push(Subtask::new(task, after));
+    }
+    out
+}
+
+/// The users' words, oldest first.
+fn user_text(messages: &[Value]) -> String {
+    let texts: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .filter(|t| !t.trim().is_empty())
+        .collect();
+    texts.join("\n")
+}
+
+/// The values the user must give: from the first sub-task that stopped for one.
+fn needs(engine: &Engine, subtasks: &[Subtask]) -> Vec<Need> {
+    let Some((function, missing)) = subtasks.iter().find_map(|s| match &s.run.as_ref()?.ending {
+        Ending::NeedsInput { function, missing } => Some((function, missing)),
+        _ => None,
+    }) else {
+        return Vec::new();
+    };
+    let api = engine.api(function).ok();
+    missing
+        .iter()
+        .map(|p| Need {
+            function: function.clone(),
+            parameter: p.clone(),
+            description: api
+                .and_then(|a| a.params.iter().find(|q| &q.key == p))
+                .map(|q| q.description.clone())
+                .unwrap_or_default(),
+        })
+        .collect()
+}
+
+/// The question that asks the user for `needs`.
+fn question(needs: &[Need]) -> String {
+    let items: Vec<String> = needs
+        .iter()
+        .map(|n| {
+            if n.description.is_empty() {
+                format!("- {}", n.parameter)
+            } else {
+                format!("- {}: {}", n.parameter, n.description)
+            }
+        })
+        .collect();
+    format!(
+        "To go on I need {} that your request does not give (for `{}`):\n{}\nPlease provide {}.",
+        if needs.len() == 1 { "a value" } else { "some values" },
+        needs[0].function,
+        items.join("\n"),
+        if needs.len() == 1 { "it" } else { "them" }
+    )
+}
+
+/// The results of every sub-task, for the model that writes the answer.
+fn results(subtasks: &[Subtask]) -> String {
+    let mut out = String::from("Results of the API calls:");
+    for (i, s) in subtasks.iter().enumerate() {
+        out.push_str(&format!("\n\nSub-task {}: {}", i + 1, s.task));
+        if let Some(e) = &s.error {
+            out.push_str(&format!("\n- not run: {e}"));
+        }
+        for step in s.run.iter().flat_map(|r| &r.steps) {
+            let response = step.outcome.response.as_ref().map(Value::to_string).unwrap_or_default();
+            out.push_str(&format!(
+                "\n- {}({}) → {} {response}",
+                step.function,
+                Value::Object(step.arguments.clone()),
+                step.outcome.status
+            ));
+        }
+        // The decider's own answer adds nothing to the results it read, but
+        // it is all there is of a run that called nothing.
+        if let Some(answer) = s.answer.as_ref().filter(|_| s.run.as_ref().is_none_or(|r| r.steps.is_empty())) {
+            out.push_str(&format!("\n- answered without calls: {answer}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subtasks_parse_leniently_and_only_look_back() {
+        let content = "Sure:\n```json\n{\"subtasks\": [{\"task\": \"find the city\", \"after\": []}, \
+            {\"task\": \"weather there\", \"after\": [0, 0, 1, 7]}]}\n```";
+        let subs = parse_subtasks(content);
+        assert_eq!(subs.len(), 2);
+        assert_eq!(subs[1].task, "weather there");
+        assert_eq!(subs[1].after, [0]);
+        assert!(parse_subtasks("no json here").is_empty());
+        assert!(parse_subtasks("{\"subtasks\": [{\"task\": \"\"}]}").is_empty());
+        let many = json!({"subtasks": (0..9).map(|i| json!({"task": format!("t{i}")})).collect::<Vec<_>>()});
+        assert_eq!(parse_subtasks(&many.to_string()).len(), MAX_SUBTASKS);
+    }
+
+    #[test]
+    fn waves_follow_needs() {
+        let mut subs =
+            vec![Subtask::new("a".into(), vec![]), Subtask::new("b".into(), vec![0]), Subtask::new("c".into(), vec![])];
+        assert_eq!(ready(&subs), Some(vec![0, 2]));
+        subs[0].error = Some("x".into());
+        subs[2].error = Some("x".into());
+        assert_eq!(ready(&subs), Some(vec![1]));
+        subs[1].error = Some("x".into());
+        assert_eq!(ready(&subs), None);
+    }
+
+    #[test]
+    fn the_question_names_every_value() {
+        let needs = vec![Need { function: "f".into(), parameter: "city".into(), description: "City name".into() }];
+        let q = question(&needs);
+        assert!(q.contains("city: City name") && q.contains("`f`"), "{q}");
+    }
+}
