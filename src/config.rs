@@ -547,10 +547,20 @@ impl Config {
             ("mcp.max_session_tools", self.mcp.max_session_tools),
             ("mcp.page_size", self.mcp.page_size),
             ("openai.max_tools", self.openai.max_tools),
+            ("openai.traces", self.openai.traces),
         ] {
             if n == 0 {
                 return Err(fail(key, "must be at least 1".to_string()));
             }
+        }
+        if self.openai.execute_deadline_ms == 0 || self.openai.execute_deadline_ms >= self.server.request_timeout_ms {
+            return Err(fail(
+                "openai.execute_deadline_ms",
+                format!(
+                    "must be above 0 and below server.request_timeout_ms ({}), got {}",
+                    self.server.request_timeout_ms, self.openai.execute_deadline_ms
+                ),
+            ));
         }
         if let Some((key, message)) = self.upstream.problems() {
             return Err(fail(&key, message));

@@ -28,6 +28,38 @@ pub const DEFAULT_MAX_TOOLS: usize = 20;
 /// `openai.repair_attempts`: times the model is asked to fix invalid tool-call arguments.
 pub const DEFAULT_REPAIR_ATTEMPTS: usize = 2;
 
+/// `openai.default_mode`: the mode of a request that names none and sends no `tools`.
+pub const DEFAULT_CHAT_MODE: ChatMode = ChatMode::Route;
+/// `openai.execute_deadline_ms`: time an execute run may take (below `server.request_timeout_ms`).
+pub const DEFAULT_EXECUTE_DEADLINE_MS: u64 = 90_000;
+/// `openai.decompose`: execute mode asks the model to split a request into sub-tasks.
+pub const DEFAULT_DECOMPOSE: bool = true;
+/// `openai.traces`: execute traces kept in memory for `GET /v1/traces/{id}` (oldest dropped).
+pub const DEFAULT_TRACES_KEPT: usize = 1_000;
+
+/// How a chat-completions request is served (DESIGN §9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChatMode {
+    /// The client's own tools, narrowed and checked; without tools, forwarded as is.
+    Route,
+    /// Catalog APIs chosen by the planner and retrieval, offered to the model as tools.
+    Plan,
+    /// toolrouter runs the whole loop and answers.
+    Execute,
+}
+
+impl ChatMode {
+    pub fn parse(name: &str) -> Option<ChatMode> {
+        match name {
+            "route" => Some(ChatMode::Route),
+            "plan" => Some(ChatMode::Plan),
+            "execute" => Some(ChatMode::Execute),
+            _ => None,
+        }
+    }
+}
+
 /// `[openai]`: the OpenAI-compatible face.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -37,6 +69,10 @@ pub struct OpenAiConfig {
     /// Model names clients may ask for, mapped to the upstream model's
     /// name. Empty: any name, forwarded unchanged.
     pub models: std::collections::BTreeMap<String, String>,
+    pub default_mode: ChatMode,
+    pub execute_deadline_ms: u64,
+    pub decompose: bool,
+    pub traces: usize,
 }
 
 impl Default for OpenAiConfig {
@@ -45,6 +81,10 @@ impl Default for OpenAiConfig {
             max_tools: DEFAULT_MAX_TOOLS,
             repair_attempts: DEFAULT_REPAIR_ATTEMPTS,
             models: Default::default(),
+            default_mode: DEFAULT_CHAT_MODE,
+            execute_deadline_ms: DEFAULT_EXECUTE_DEADLINE_MS,
+            decompose: DEFAULT_DECOMPOSE,
+            traces: DEFAULT_TRACES_KEPT,
         }
     }
 }

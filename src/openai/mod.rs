@@ -8,16 +8,19 @@
 //! original schemas and repaired through the model. Plan mode ([`plan`]):
 //! the planner's and retrieval's catalog APIs are offered as the tools,
 //! the same way; the client executes the calls (`POST /v1/tools/call`).
-//! Execute mode is not built yet (400); a route request without `tools`
-//! is forwarded unchanged.
+//! Execute mode ([`execute`]): toolrouter runs the request itself and
+//! answers, its trace kept for `GET /v1/traces/{id}` ([`traces`]). A route
+//! request without `tools` is forwarded unchanged.
 //!
 //! Errors use OpenAI's shape, `{"error": {"message", "type", "param",
 //! "code"}}`, with the status a client expects (400, 401, 404, 413, 429,
 //! 502, 504).
 
+pub mod execute;
 pub mod plan;
 pub mod route;
 pub mod stream;
+pub mod traces;
 pub mod validate;
 
 use axum::http::StatusCode;

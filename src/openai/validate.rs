@@ -27,19 +27,15 @@ pub struct ChatRequest {
     pub stream: bool,
     pub include_usage: bool,
     pub tools: Vec<ClientTool>,
-    /// `route` or `plan` (`toolrouter.mode` in the body, else the
-    /// `x-toolrouter-mode` header, else route).
+    /// `toolrouter.mode` in the body, else the `x-toolrouter-mode` header,
+    /// else route for a request with `tools`, else `openai.default_mode`.
     pub mode: Mode,
+    /// Execute mode: split into sub-tasks (`toolrouter.decompose`, else `openai.decompose`).
+    pub decompose: bool,
 }
 
 /// How a request is served.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// The client's own tools, narrowed; without tools, forwarded as is.
-    Route,
-    /// Catalog APIs chosen by the planner and retrieval, offered as tools.
-    Plan,
-}
+pub use crate::config::ChatMode as Mode;
 
 /// A tool for a catalog API (plan mode).
 pub fn catalog_tool(definition: Value, schema: &Value) -> Option<ClientTool> {
@@ -59,21 +55,31 @@ pub fn parse(bytes: &[u8], config: &OpenAiConfig, header_mode: Option<&str>) -> 
         return Err(ApiError::invalid("the request body must be a JSON object", None));
     };
     // toolrouter's own options never go upstream.
-    let options = body.remove("toolrouter");
-    let mode = match options.as_ref().and_then(|o| o.get("mode")).and_then(Value::as_str).or(header_mode) {
-        None | Some("route") => Mode::Route,
-        Some("plan") => Mode::Plan,
-        Some("execute") => {
-            return Err(ApiError::invalid(
-                "mode `execute` is not available yet; use `route` (send tools) or `plan`",
-                Some("toolrouter.mode"),
-            ));
-        }
-        Some(other) => {
+    let options = match body.remove("toolrouter") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(o)) => o,
+        Some(_) => return Err(ApiError::invalid("`toolrouter` must be an object of options", Some("toolrouter"))),
+    };
+    let named = match options.get("mode") {
+        None | Some(Value::Null) => header_mode,
+        Some(Value::String(m)) => Some(m.as_str()),
+        Some(_) => return Err(ApiError::invalid("`toolrouter.mode` must be a string", Some("toolrouter.mode"))),
+    };
+    let named = match named.map(|m| (m, Mode::parse(m))) {
+        None => None,
+        Some((_, Some(mode))) => Some(mode),
+        Some((other, None)) => {
             return Err(ApiError::invalid(
                 format!("unknown mode `{other}`: route, plan or execute"),
                 Some("toolrouter.mode"),
             ));
+        }
+    };
+    let decompose = match options.get("decompose") {
+        None | Some(Value::Null) => config.decompose,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => {
+            return Err(ApiError::invalid("`toolrouter.decompose` must be a boolean", Some("toolrouter.decompose")));
         }
     };
     let model = match body.get("model") {
@@ -127,10 +133,18 @@ pub fn parse(bytes: &[u8], config: &OpenAiConfig, header_mode: Option<&str>) -> 
             ));
         }
     }
-    if mode == Mode::Plan && !tools.is_empty() {
-        return Err(ApiError::invalid("plan mode offers catalog APIs: send no `tools`", Some("tools")));
+    let mode = match named {
+        Some(mode) => mode,
+        None if !tools.is_empty() => Mode::Route,
+        None => config.default_mode,
+    };
+    if mode != Mode::Route && !tools.is_empty() {
+        return Err(ApiError::invalid(
+            "plan and execute modes use catalog APIs: send no `tools` (or use route mode)",
+            Some("tools"),
+        ));
     }
-    Ok(ChatRequest { body, model, upstream_model, stream, include_usage, tools, mode })
+    Ok(ChatRequest { body, model, upstream_model, stream, include_usage, tools, mode, decompose })
 }
 
 fn tool(i: usize, t: &Value) -> Result<ClientTool, ApiError> {

@@ -8,7 +8,7 @@
 //! * `GET /metrics`: Prometheus counters ([`crate::metrics`]);
 //! * `POST /v1/chat/completions`, `GET /v1/models`: the OpenAI face
 //!   ([`crate::openai`]); `POST /v1/tools/call`: a catalog API called for
-//!   the client.
+//!   the client; `GET /v1/traces/{id}`: an execute run's trace.
 //!
 //! The listener opens at once and the engine loads in the background, so
 //! health checks answer during a long first indexing. Every route but
@@ -41,6 +41,8 @@ use crate::engine::Engine;
 use crate::llm::LlmClient;
 use crate::mcp::{ClientId, McpServer};
 use crate::openai::ApiError;
+use crate::openai::traces::Traces;
+use crate::openai::validate::Mode;
 
 type McpService = StreamableHttpService<McpServer, LocalSessionManager>;
 
@@ -54,6 +56,8 @@ pub struct App {
     llm: Option<Arc<LlmClient>>,
     /// Requests per client key.
     limiter: Option<governor::DefaultKeyedRateLimiter<String>>,
+    /// Execute runs' traces.
+    traces: Arc<Traces>,
 }
 
 /// The SHA-256 of a key, in hex (what `server.api_key_hashes` holds).
@@ -77,6 +81,7 @@ impl App {
             mcp: OnceLock::new(),
             llm,
             limiter,
+            traces: Arc::new(Traces::new(config.openai.traces)),
         })
     }
 
@@ -108,6 +113,7 @@ pub fn router(app: Arc<App>) -> axum::Router {
         .route("/v1/models", get(models))
         .route("/v1/chat/completions", axum::routing::post(chat_completions))
         .route("/v1/tools/call", axum::routing::post(tools_call))
+        .route("/v1/traces/{id}", get(trace))
         .route(
             "/metrics",
             get(|| async { ([("content-type", "text/plain; version=0.0.4")], crate::metrics::global().render()) }),
@@ -215,6 +221,7 @@ async fn models(State(app): State<Arc<App>>) -> Response {
 
 async fn chat_completions(
     State(app): State<Arc<App>>,
+    client: Option<axum::Extension<ClientId>>,
     headers: axum::http::HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
@@ -227,8 +234,17 @@ async fn chat_completions(
         return ApiError::from(crate::llm::LlmError::NotConfigured).into_response();
     };
     let engine = app.engine.get().cloned();
+    if request.mode == Mode::Execute {
+        let Some(engine) = engine else {
+            return not_ready();
+        };
+        let (llm, traces, client) = (llm.clone(), app.traces.clone(), client.map(|c| c.0.0));
+        return crate::openai::execute::respond(engine, llm, traces, request, client, &app.config.openai)
+            .await
+            .unwrap_or_else(IntoResponse::into_response);
+    }
     let mut planned = None;
-    if request.mode == crate::openai::validate::Mode::Plan {
+    if request.mode == Mode::Plan {
         let Some(engine) = &engine else {
             return not_ready();
         };
@@ -249,6 +265,24 @@ async fn chat_completions(
     match result {
         Ok(r) => r,
         Err(e) => e.into_response(),
+    }
+}
+
+/// `GET /v1/traces/{id}`: an execute run's trace (the client's own, while kept).
+async fn trace(
+    State(app): State<Arc<App>>,
+    client: Option<axum::Extension<ClientId>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Response {
+    let client = client.map(|c| c.0.0);
+    match app.traces.get(&id, client.as_deref()) {
+        Some(trace) => axum::Json(trace.as_ref().clone()).into_response(),
+        None => {
+            let mut e = ApiError::invalid(format!("no trace `{id}` (traces are kept for a while, per key)"), None);
+            e.status = StatusCode::NOT_FOUND;
+            e.code = Some("trace_not_found");
+            e.into_response()
+        }
     }
 }
 

@@ -1,0 +1,157 @@
+//! Execute mode's face: the request goes to [`crate::execute`], the answer
+//! comes back as a chat completion (or its chunks), the trace rides in the
+//! `toolrouter` field and is kept for `GET /v1/traces/{id}`.
+//!
+//! The run is a task of its own, so a client that goes away does not cut
+//! it short: its calls still finish and the graph still learns from them.
+//! A streamed answer sends its first chunk (the role) at once, then the
+//! answer when the run is done.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::ApiError;
+use super::traces::Traces;
+use super::validate::ChatRequest;
+use crate::config::OpenAiConfig;
+use crate::engine::Engine;
+use crate::execute::{self, Execution};
+use crate::llm::{LlmClient, LlmError};
+
+/// Answers `req` by executing it.
+pub async fn respond(
+    engine: Arc<Engine>,
+    llm: Arc<LlmClient>,
+    traces: Arc<Traces>,
+    req: ChatRequest,
+    client: Option<String>,
+    config: &OpenAiConfig,
+) -> Result<Response, ApiError> {
+    let messages = conversation(&req.body);
+    if !messages.iter().any(|m| m["role"] == "user") {
+        return Err(ApiError::invalid("execute mode needs a user message with text", Some("messages")));
+    }
+    let request = execute::Request {
+        messages,
+        model: req.upstream_model.clone(),
+        client: client.clone(),
+        deadline: std::time::Duration::from_millis(config.execute_deadline_ms),
+        decompose: req.decompose,
+        repair_attempts: config.repair_attempts,
+    };
+    let trace_id = format!("{:016x}", fastrand::u64(..));
+    let id = format!("chatcmpl-{trace_id}");
+    let created = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let run = tokio::spawn(async move {
+        let result = execute::execute(&engine, &llm, &request).await;
+        if let Ok(execution) = &result {
+            traces.insert(trace_id.clone(), client, report(&trace_id, execution));
+        }
+        result.map(|execution| (trace_id, execution))
+    });
+    let finished = |joined: Result<Result<(String, Execution), LlmError>, tokio::task::JoinError>| match joined {
+        Ok(Ok(done)) => Ok(done),
+        Ok(Err(e)) => Err(ApiError::from(e)),
+        Err(e) => Err(ApiError::new(
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            "server_error",
+            "internal_error",
+            format!("the run failed: {e}"),
+        )),
+    };
+    if !req.stream {
+        let (trace_id, execution) = finished(run.await)?;
+        let body = json!({"id": id, "object": "chat.completion", "created": created, "model": req.model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": execution.answer},
+                "finish_reason": "stop"}],
+            "usage": execution.usage, "toolrouter": report(&trace_id, &execution)});
+        return Ok(axum::Json(body).into_response());
+    }
+    let (tx, rx) = mpsc::channel::<String>(4);
+    let (model, include_usage) = (req.model.clone(), req.include_usage);
+    tokio::spawn(async move {
+        let chunk = |delta: Value, finish: Value| {
+            json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        };
+        let _ = tx.send(data(&chunk(json!({"role": "assistant", "content": ""}), Value::Null))).await;
+        let (trace_id, execution) = match finished(run.await) {
+            Ok(done) => done,
+            Err(e) => {
+                let _ = tx.send(data(&e.body())).await;
+                return;
+            }
+        };
+        let _ = tx.send(data(&chunk(json!({"content": execution.answer}), Value::Null))).await;
+        let mut last = chunk(json!({}), json!("stop"));
+        last["toolrouter"] = report(&trace_id, &execution);
+        let _ = tx.send(data(&last)).await;
+        if include_usage {
+            let usage = json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
+                "choices": [], "usage": execution.usage});
+            let _ = tx.send(data(&usage)).await;
+        }
+        let _ = tx.send("data: [DONE]\n\n".into()).await;
+    });
+    let events = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|event| (Ok::<_, Infallible>(event), rx))
+    });
+    Ok(([("content-type", "text/event-stream"), ("cache-control", "no-cache")], Body::from_stream(events))
+        .into_response())
+}
+
+fn data(value: &Value) -> String {
+    format!("data: {value}\n\n")
+}
+
+/// The `toolrouter` field: the mode, the trace's id, how it ended and the trace.
+fn report(trace_id: &str, execution: &Execution) -> Value {
+    json!({"mode": "execute", "trace_id": trace_id, "status": execution.status, "trace": execution})
+}
+
+/// The conversation's text turns (system, developer, user, assistant), as
+/// plain strings; tool calls and tool results of earlier turns are left out.
+fn conversation(body: &serde_json::Map<String, Value>) -> Vec<Value> {
+    let messages = body.get("messages").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    messages
+        .iter()
+        .filter_map(|m| {
+            let role = m["role"].as_str()?;
+            if !matches!(role, "system" | "developer" | "user" | "assistant") {
+                return None;
+            }
+            let text = match &m["content"] {
+                Value::String(s) => s.clone(),
+                Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n"),
+                _ => String::new(),
+            };
+            let role = if role == "developer" { "system" } else { role };
+            (!text.trim().is_empty()).then(|| json!({"role": role, "content": text}))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_conversation_keeps_text_turns_only() {
+        let body = json!({"messages": [
+            {"role": "developer", "content": "Be brief."},
+            {"role": "user", "content": [{"type": "text", "text": "Weather"}, {"type": "text", "text": "in Berlin"}]},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "1"}]},
+            {"role": "tool", "tool_call_id": "1", "content": "sunny"},
+            {"role": "user", "content": "  "}]});
+        let got = conversation(body.as_object().unwrap());
+        assert_eq!(
+            Value::Array(got),
+            json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Weather\nin Berlin"}])
+        );
+    }
+}
