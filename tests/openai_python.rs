@@ -3,7 +3,10 @@
 //! scripted model server (`tests/python/scripted_model.py`, tests only) as
 //! the upstream model: plain, streaming, the stream helper, a two-turn tool
 //! round trip, 300 tools narrowed to `max_tools`, a repaired call, a call
-//! never repaired, bad requests and a wrong key.
+//! never repaired, bad requests and a wrong key; plan mode; and execute
+//! mode (`tests/python/openai_execute_check.py`) against the replay
+//! upstream: one task, streaming, parallel and dependent sub-tasks,
+//! argument completion, a question for the user, traces, a failing model.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -58,7 +61,7 @@ fn ready(url: &str) -> bool {
 }
 
 #[test]
-fn openai_sdk_and_langchain_in_route_and_plan_mode() {
+fn openai_sdk_and_langchain_in_route_plan_and_execute_mode() {
     let Some(python) = python() else { return };
     let scripts = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python");
     let mut model = Command::new(&python);
@@ -100,6 +103,11 @@ fn openai_sdk_and_langchain_in_route_and_plan_mode() {
 
     let out =
         Command::new(&python).arg(scripts.join("openai_check.py")).args([&url, &model_url, key]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.contains("ok"), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+
+    // Execute mode: the model decides, toolrouter calls the replay upstream and answers.
+    let out = Command::new(&python).arg(scripts.join("openai_execute_check.py")).args([&url, key]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && stdout.contains("ok"), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
 }

@@ -118,8 +118,9 @@ r = httpx.post(f"{base}/v1/tools/call", json={"name": "schneetage_for_ecoweather
 check(r.status_code == 400 and r.json()["error"]["problems"], f"tools/call with bad arguments: {r.text[:300]}")
 r = httpx.post(f"{base}/v1/tools/call", json={"name": "no_such_api_anywhere", "arguments": {}}, headers=headers)
 check(r.status_code == 404 and r.json()["error"]["code"] == "unknown_tool", f"unknown API: {r.text[:300]}")
-r = httpx.post(f"{base}/v1/chat/completions", json={"model": MODEL, "messages": user("x"), "toolrouter": {"mode": "execute"}}, headers=headers)
-check(r.status_code == 400 and r.json()["error"]["param"] == "toolrouter.mode", f"execute mode: {r.text}")
+for options, param in [({"mode": "execute"}, "tools"), ({"mode": "fly"}, "toolrouter.mode"), ({"decompose": "yes"}, "toolrouter.decompose")]:
+    r = httpx.post(f"{base}/v1/chat/completions", json={"model": MODEL, "messages": user("x"), "tools": [WEATHER], "toolrouter": options}, headers=headers)
+    check(r.status_code == 400 and r.json()["error"]["param"] == param, f"{options}: {r.text}")
 
 # LangChain: bind_tools(...).invoke and streaming.
 from langchain_openai import ChatOpenAI

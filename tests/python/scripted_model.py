@@ -10,6 +10,14 @@ POST /v1/chat/completions answers from the conversation (non-streaming):
   `city` is a number (invalid), to the first tool named like "weather"
 - a tool named like "weather" offered -> a valid call to it
 - otherwise                         -> "Hello from the scripted model."
+Execute mode's requests (recognised by their instructions or tools):
+- "Split the user's request..."      -> sub-tasks: precipitation and snow
+  days (the second `after` the first when the user says "same place")
+- "Answer the user's request..."     -> "Summary: " + the results
+- tools include `finish`             -> after a result, `finish` quoting it;
+  else a call to the ecoweather API the sub-task names (with no arguments
+  for "same place" or when the user says "needs-input")
+- the user says "model-fails"        -> HTTP 500
 GET /seen lists what each request offered: {"tools": [names], "messages": n}.
 """
 
@@ -20,12 +28,55 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 SEEN = []
 
 
+ECOWEATHER = {"is_from": "2022-09-01", "lon": 123.456, "lat": 789.012}
+# Execute mode: the ecoweather APIs, by the word a sub-task names them with.
+EXECUTABLE = {"niederschlag_for_ecoweather": "precipitation", "schneetage_for_ecoweather": "snow"}
+
+
+def executed(messages, tools, user, last):
+    """Execute mode's requests; None for the others."""
+    system = messages[0].get("content") or "" if messages and messages[0].get("role") == "system" else ""
+
+    def call(name, arguments):
+        return {"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"call_{len(SEEN)}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+
+    if system.startswith("Split the user's request"):
+        if "precipitation" in user and "snow" in user:
+            where = "at lat 789.012 lon 123.456 from 2022-09-01"
+            same = "same place" in user
+            subtasks = [{"task": f"ecoweather Niederschlag precipitation {where}", "after": []},
+                        {"task": "ecoweather Schneetage snow days at the same place" if same else f"ecoweather Schneetage snow days {where}",
+                         "after": [0] if same else []}]
+        else:
+            subtasks = [{"task": user, "after": []}]
+        return {"role": "assistant", "content": json.dumps({"subtasks": subtasks})}
+    if system.startswith("Answer the user's request"):
+        return {"role": "assistant", "content": "Summary: " + (last.get("content") or "")[:3000]}
+    parts = [m.get("content") or "" for m in messages if m.get("role") == "user" and not (m.get("content") or "").startswith("Notes")]
+    part = parts[-1].lower() if parts else ""
+    blank = "needs-input" in user or "same place" in part
+    repair = last.get("role") == "tool" and (last.get("content") or "").startswith("Error: invalid arguments for")
+    if repair and tools and tools[0] in EXECUTABLE:
+        return call(tools[0], {} if blank else ECOWEATHER)
+    if "finish" not in tools:
+        return None
+    if any(m.get("role") == "tool" for m in messages):
+        return call("finish", {"answer": "Done: " + (last.get("content") or "")[:300]})
+    for name, word in EXECUTABLE.items():
+        if name in tools and word in part:
+            return call(name, {} if blank else ECOWEATHER)
+    return call("finish", {"answer": "No offered API fits."})
+
+
 def answer(body):
     messages = body.get("messages", [])
     tools = [t["function"]["name"] for t in body.get("tools", [])]
     SEEN.append({"tools": tools, "messages": len(messages), "model": body.get("model"), "stream": bool(body.get("stream"))})
     user = " ".join(m.get("content") or "" for m in messages if m.get("role") == "user" and isinstance(m.get("content"), str))
     last = messages[-1] if messages else {}
+    if "model-fails" in user:
+        return None
     # Catalog APIs it knows how to call (plan mode offers catalog APIs).
     known = {"weather_forecast_for_open_meteo_forecast": {"latitude": 52.52, "longitude": 13.41}}
     weather = next((t for t in tools if t in known), None) or next((t for t in tools if "weather" in t), None)
@@ -36,7 +87,10 @@ def answer(body):
         return {"role": "assistant", "content": None, "tool_calls": [
             {"id": f"call_{len(SEEN)}", "type": "function", "function": {"name": weather, "arguments": json.dumps(arguments)}}]}
 
-    if last.get("role") == "tool" and "Error" in (last.get("content") or ""):
+    message = executed(messages, tools, user, last)
+    if message is not None:
+        pass
+    elif last.get("role") == "tool" and "Error" in (last.get("content") or ""):
         message = call({"city": 5} if "always-invalid" in user else {"city": "Berlin"})
     elif last.get("role") == "tool":
         message = {"role": "assistant", "content": f"The tool said: {last.get('content')}"}
@@ -70,6 +124,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
         result = answer(body)
+        if result is None:
+            return self.send(500, {"error": {"message": "the scripted model fails on purpose", "type": "server_error"}})
         if not body.get("stream"):
             return self.send(200, result)
         # Streamed: content in three pieces, each tool call's arguments in two.
