@@ -417,6 +417,13 @@ pub async fn serve(config: &Config) -> anyhow::Result<()> {
     };
     let grace = Duration::from_millis(config.server.shutdown_grace_ms);
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    // Streamed answers are many small writes: without TCP_NODELAY, Nagle's
+    // algorithm holds each one until the client's delayed ACK (~40 ms).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("TCP_NODELAY not set: {e}");
+        }
+    });
     let server = tokio::spawn(
         axum::serve(listener, router(app.clone()))
             .with_graceful_shutdown(async {
