@@ -27,6 +27,8 @@ pub(super) enum BenchCommand {
     Retrieval(BenchArgs),
     /// The upstream layer's cost over a bare HTTP call to the same loopback server.
     Upstream(super::bench_upstream::UpstreamBenchArgs),
+    /// What the OpenAI face adds to a model request (route mode), at a steady rate.
+    Openai(super::bench_openai::OpenAiBenchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -43,6 +45,7 @@ pub(super) fn run(command: &BenchCommand, config: &Config) -> Result<ExitCode, C
     let args = match command {
         BenchCommand::Retrieval(args) => args,
         BenchCommand::Upstream(args) => return super::bench_upstream::run(args, config),
+        BenchCommand::Openai(args) => return super::bench_openai::run(args, config),
     };
     let mut texts = Vec::new();
     let mut short = Vec::new();
