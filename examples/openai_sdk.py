@@ -5,9 +5,11 @@
     python examples/openai_sdk.py [BASE_URL] [API_KEY] [MODEL]
 
 Shows a plain request, streaming, a tool round trip (route mode: toolrouter
-narrows your tools and checks the model's calls), and plan mode through
+narrows your tools and checks the model's calls), plan mode through
 `extra_body` (toolrouter offers catalog APIs; you run the calls through
-POST /v1/tools/call).
+POST /v1/tools/call), and execute mode through `extra_body` (toolrouter
+plans, calls the APIs and answers; the trace comes with the answer and at
+GET /v1/traces/{id}).
 """
 
 import json
@@ -53,3 +55,15 @@ for call in r.choices[0].message.tool_calls or []:
     result = httpx.post(f"{base}/v1/tools/call", headers={"Authorization": f"Bearer {key}"},
                         json={"name": call.function.name, "arguments": json.loads(call.function.arguments)}, timeout=60)
     print("plan-mode call:", call.function.name, "->", result.status_code, result.text[:200])
+
+# Execute mode: toolrouter plans, calls the APIs itself and answers.
+raw = client.chat.completions.with_raw_response.create(
+    model=model, messages=[{"role": "user", "content": "What will the weather be in Berlin tomorrow?"}],
+    extra_body={"toolrouter": {"mode": "execute"}})
+body = json.loads(raw.text)
+print("execute:", body["choices"][0]["message"]["content"])
+trace = body["toolrouter"]
+for sub in trace["trace"]["subtasks"]:
+    steps = [(s["function"], s["outcome"]["status"]) for s in (sub["run"] or {}).get("steps", [])]
+    print("  sub-task:", sub["task"], "->", steps)
+print("  status:", trace["status"], "| trace:", f"{base}/v1/traces/{trace['trace_id']}")

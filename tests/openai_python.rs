@@ -106,6 +106,16 @@ fn openai_sdk_and_langchain_in_route_plan_and_execute_mode() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && stdout.contains("ok"), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
 
+    // The SDK example runs as written (every mode it shows answers).
+    let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/openai_sdk.py");
+    let out = Command::new(&python).arg(example).args([&url, key, "scripted"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("tool call: get_weather") && stdout.contains("status: answered"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
     // Execute mode: the model decides, toolrouter calls the replay upstream and answers.
     let out = Command::new(&python).arg(scripts.join("openai_execute_check.py")).args([&url, key]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);

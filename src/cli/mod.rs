@@ -63,7 +63,7 @@ enum Command {
     Call(call::CallArgs),
     /// Serve recorded responses over HTTP in RapidAPI's request shape.
     Replay(call::ReplayArgs),
-    /// Serve over HTTP: the MCP face at /mcp, /healthz, /readyz.
+    /// Serve over HTTP: the OpenAI-compatible API at /v1, the MCP face at /mcp, /healthz, /readyz, /metrics.
     Serve(serve::ServeArgs),
     /// The MCP face over stdio (for Claude Desktop, Cursor, IDE agents).
     Mcp,
