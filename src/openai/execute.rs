@@ -7,15 +7,14 @@
 //! A streamed answer sends its first chunk (the role) at once, then the
 //! answer when the run is done.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 
-use axum::body::Body;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::ApiError;
+use super::stream::{data, event_stream};
 use super::traces::Traces;
 use super::validate::ChatRequest;
 use crate::config::OpenAiConfig;
@@ -98,15 +97,7 @@ pub async fn respond(
         }
         let _ = tx.send("data: [DONE]\n\n".into()).await;
     });
-    let events = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|event| (Ok::<_, Infallible>(event), rx))
-    });
-    Ok(([("content-type", "text/event-stream"), ("cache-control", "no-cache")], Body::from_stream(events))
-        .into_response())
-}
-
-fn data(value: &Value) -> String {
-    format!("data: {value}\n\n")
+    Ok(event_stream(rx))
 }
 
 /// The `toolrouter` field: the mode, the trace's id, how it ended and the trace.

@@ -51,14 +51,19 @@ pub async fn stream(
     let chunks = llm.stream(&body).await?;
     let (tx, rx) = mpsc::channel::<String>(BUFFER);
     tokio::spawn(relay(chunks, tx, req, llm, config, prepared, planned));
+    Ok(event_stream(rx))
+}
+
+/// A `text/event-stream` response of the events `rx` receives.
+pub(super) fn event_stream(rx: mpsc::Receiver<String>) -> Response {
     let events = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|event| (Ok::<_, Infallible>(event), rx))
     });
-    Ok(([("content-type", "text/event-stream"), ("cache-control", "no-cache")], Body::from_stream(events))
-        .into_response())
+    ([("content-type", "text/event-stream"), ("cache-control", "no-cache")], Body::from_stream(events)).into_response()
 }
 
-fn data(value: &Value) -> String {
+/// One server-sent event carrying `value`.
+pub(super) fn data(value: &Value) -> String {
     format!("data: {value}\n\n")
 }
 
