@@ -50,7 +50,7 @@ pub(super) struct OpenAiBenchArgs {
 }
 
 pub(super) fn run(args: &OpenAiBenchArgs, config: &Config) -> Result<ExitCode, CliError> {
-    if !(args.rate > 0.0) || args.seconds == 0 || args.tools == 0 {
+    if args.rate.is_nan() || args.rate <= 0.0 || args.seconds == 0 || args.tools == 0 {
         return Err(CliError::Usage("--rate, --seconds and --tools must be positive".into()));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(anyhow::Error::from)?;
@@ -108,26 +108,40 @@ async fn bench(args: &OpenAiBenchArgs, config: &Config) -> Result<ExitCode, CliE
         }
         let phase = if stream { "streamed" } else { "plain" };
         let mut figures = serde_json::Map::new();
-        for (what, d, p) in
-            [("total", &mut direct.total, &mut proxied.total), ("first_byte", &mut direct.first_byte, &mut proxied.first_byte)]
-        {
+        for (what, d, p) in [
+            ("total", &mut direct.total, &mut proxied.total),
+            ("first_byte", &mut direct.first_byte, &mut proxied.first_byte),
+        ] {
             if !stream && what == "first_byte" {
                 continue;
             }
             let (d, p) = (Latency::of(d), Latency::of(p));
             let added = json!({"p50": p.p50 - d.p50, "p99": p.p99 - d.p99});
             if !args.json {
-                println!("{phase:8} {what:10} direct p50 {:.3} p99 {:.3} | toolrouter p50 {:.3} p99 {:.3} | added p50 {:.3} p99 {:.3} ms",
-                    d.p50, d.p99, p.p50, p.p99, p.p50 - d.p50, p.p99 - d.p99);
+                println!(
+                    "{phase:8} {what:10} direct p50 {:.3} p99 {:.3} | toolrouter p50 {:.3} p99 {:.3} | added p50 {:.3} p99 {:.3} ms",
+                    d.p50,
+                    d.p99,
+                    p.p50,
+                    p.p99,
+                    p.p50 - d.p50,
+                    p.p99 - d.p99
+                );
             }
             figures.insert(what.into(), json!({"direct_ms": d, "toolrouter_ms": p, "added_ms": added}));
         }
         report.insert(phase.into(), Value::Object(figures));
     }
     if args.json {
-        println!("{}", json!({"rate_per_path": args.rate, "seconds": args.seconds, "tools": args.tools, "phases": report}));
+        println!(
+            "{}",
+            json!({"rate_per_path": args.rate, "seconds": args.seconds, "tools": args.tools, "phases": report})
+        );
     } else {
-        println!("{} req/s per path, {} s per phase, {} tools, interleaved, loopback HTTP/1.1 keep-alive", args.rate, args.seconds, args.tools);
+        println!(
+            "{} req/s per path, {} s per phase, {} tools, interleaved, loopback HTTP/1.1 keep-alive",
+            args.rate, args.seconds, args.tools
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
