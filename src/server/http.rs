@@ -26,6 +26,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use axum::body::Body;
+use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
@@ -206,6 +207,22 @@ async fn observe(State(app): State<Arc<App>>, request: Request, next: Next) -> R
     response
 }
 
+/// A body that could not be read, in OpenAI's shape rather than axum's
+/// plain text: over `server.max_body_bytes` it is 413.
+fn unreadable(rejection: BytesRejection) -> Response {
+    match rejection.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => {
+            error(StatusCode::PAYLOAD_TOO_LARGE, "the request body is larger than server.max_body_bytes")
+        }
+        status => {
+            let mut e =
+                ApiError::invalid(format!("the request body could not be read: {}", rejection.body_text()), None);
+            e.status = status;
+            e.into_response()
+        }
+    }
+}
+
 /// 503 while the engine loads.
 fn not_ready() -> Response {
     ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", "not_ready", "loading the catalog, index and graph")
@@ -223,8 +240,12 @@ async fn chat_completions(
     State(app): State<Arc<App>>,
     client: Option<axum::Extension<ClientId>>,
     headers: axum::http::HeaderMap,
-    body: axum::body::Bytes,
+    body: Result<axum::body::Bytes, BytesRejection>,
 ) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => return unreadable(e),
+    };
     let header_mode = headers.get("x-toolrouter-mode").and_then(|v| v.to_str().ok());
     let mut request = match crate::openai::validate::parse(&body, &app.config.openai, header_mode) {
         Ok(r) => r,
@@ -272,8 +293,12 @@ async fn chat_completions(
 async fn trace(
     State(app): State<Arc<App>>,
     client: Option<axum::Extension<ClientId>>,
-    axum::extract::Path(id): axum::extract::Path<String>,
+    id: Result<axum::extract::Path<String>, PathRejection>,
 ) -> Response {
+    let id = match id {
+        Ok(axum::extract::Path(id)) => id,
+        Err(e) => return ApiError::invalid(format!("bad trace id: {}", e.body_text()), Some("id")).into_response(),
+    };
     let client = client.map(|c| c.0.0);
     match app.traces.get(&id, client.as_deref()) {
         Some(trace) => axum::Json(trace.as_ref().clone()).into_response(),
@@ -291,8 +316,12 @@ async fn trace(
 async fn tools_call(
     State(app): State<Arc<App>>,
     client: Option<axum::Extension<ClientId>>,
-    body: axum::body::Bytes,
+    body: Result<axum::body::Bytes, BytesRejection>,
 ) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => return unreadable(e),
+    };
     let Some(engine) = app.engine.get() else {
         return not_ready();
     };
