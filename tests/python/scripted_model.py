@@ -19,6 +19,12 @@ Execute mode's requests (recognised by their instructions or tools):
   for "same place" or when the user says "needs-input")
 - the user says "model-fails"        -> HTTP 500
 GET /seen lists what each request offered: {"tools": [names], "messages": n}.
+
+Any request toolrouter forwards gets an answer, however odd its fields
+(content as a list of parts or a number, `tools: null`, a string for
+`stream_options`…): a list of parts is read as the text of its parts
+where a message's text is read, other odd values as empty or absent.
+Only "model-fails" gets an error status.
 """
 
 import json
@@ -33,9 +39,18 @@ ECOWEATHER = {"is_from": "2022-09-01", "lon": 123.456, "lat": 789.012}
 EXECUTABLE = {"niederschlag_for_ecoweather": "precipitation", "schneetage_for_ecoweather": "snow"}
 
 
+def text(content):
+    """A message content's text: a string as is, the `text` of a list's parts, else ""."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
 def executed(messages, tools, user, last):
     """Execute mode's requests; None for the others."""
-    system = messages[0].get("content") or "" if messages and messages[0].get("role") == "system" else ""
+    system = text(messages[0].get("content")) if messages and messages[0].get("role") == "system" else ""
 
     def call(name, arguments):
         return {"role": "assistant", "content": None, "tool_calls": [
@@ -52,26 +67,35 @@ def executed(messages, tools, user, last):
             subtasks = [{"task": user, "after": []}]
         return {"role": "assistant", "content": json.dumps({"subtasks": subtasks})}
     if system.startswith("Answer the user's request"):
-        return {"role": "assistant", "content": "Summary: " + (last.get("content") or "")[:3000]}
-    parts = [m.get("content") or "" for m in messages if m.get("role") == "user" and not (m.get("content") or "").startswith("Notes")]
+        return {"role": "assistant", "content": "Summary: " + text(last.get("content"))[:3000]}
+    parts = [text(m.get("content")) for m in messages if m.get("role") == "user" and not text(m.get("content")).startswith("Notes")]
     part = parts[-1].lower() if parts else ""
     blank = "needs-input" in user or "same place" in part
-    repair = last.get("role") == "tool" and (last.get("content") or "").startswith("Error: invalid arguments for")
+    repair = last.get("role") == "tool" and text(last.get("content")).startswith("Error: invalid arguments for")
     if repair and tools and tools[0] in EXECUTABLE:
         return call(tools[0], {} if blank else ECOWEATHER)
     if "finish" not in tools:
         return None
     if any(m.get("role") == "tool" for m in messages):
-        return call("finish", {"answer": "Done: " + (last.get("content") or "")[:300]})
+        return call("finish", {"answer": "Done: " + text(last.get("content"))[:300]})
     for name, word in EXECUTABLE.items():
         if name in tools and word in part:
             return call(name, {} if blank else ECOWEATHER)
     return call("finish", {"answer": "No offered API fits."})
 
 
+def names(tools):
+    """The names of the offered function tools (anything else is skipped)."""
+    if not isinstance(tools, list):
+        return []
+    functions = [t.get("function") for t in tools if isinstance(t, dict)]
+    return [f["name"] for f in functions if isinstance(f, dict) and isinstance(f.get("name"), str)]
+
+
 def answer(body):
-    messages = body.get("messages", [])
-    tools = [t["function"]["name"] for t in body.get("tools", [])]
+    messages = body.get("messages")
+    messages = [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+    tools = names(body.get("tools"))
     SEEN.append({"tools": tools, "messages": len(messages), "model": body.get("model"), "stream": bool(body.get("stream"))})
     user = " ".join(m.get("content") or "" for m in messages if m.get("role") == "user" and isinstance(m.get("content"), str))
     last = messages[-1] if messages else {}
@@ -90,10 +114,10 @@ def answer(body):
     message = executed(messages, tools, user, last)
     if message is not None:
         pass
-    elif last.get("role") == "tool" and "Error" in (last.get("content") or ""):
+    elif last.get("role") == "tool" and "Error" in text(last.get("content")):
         message = call({"city": 5} if "always-invalid" in user else {"city": "Berlin"})
     elif last.get("role") == "tool":
-        message = {"role": "assistant", "content": f"The tool said: {last.get('content')}"}
+        message = {"role": "assistant", "content": f"The tool said: {text(last.get('content'))}"}
     elif weather and ("invalid-then-valid" in user or "always-invalid" in user):
         message = call({"city": 5})
     elif weather:
@@ -123,6 +147,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+        if not isinstance(body, dict):
+            return self.send(400, {"error": {"message": "the body must be a JSON object", "type": "invalid_request_error"}})
         result = answer(body)
         if result is None:
             return self.send(500, {"error": {"message": "the scripted model fails on purpose", "type": "server_error"}})
@@ -141,9 +167,9 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
 
         event({"role": "assistant", "content": ""})
-        text = message.get("content") or ""
-        for i in range(0, len(text), max(1, len(text) // 3 + 1)):
-            event({"content": text[i:i + len(text) // 3 + 1]})
+        content = message.get("content") or ""
+        for i in range(0, len(content), max(1, len(content) // 3 + 1)):
+            event({"content": content[i:i + len(content) // 3 + 1]})
         for n, call in enumerate(message.get("tool_calls") or []):
             args = call["function"]["arguments"]
             event({"tool_calls": [{"index": n, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"], "arguments": ""}}]})
@@ -151,7 +177,8 @@ class Handler(BaseHTTPRequestHandler):
             event({"tool_calls": [{"index": n, "function": {"arguments": args[:half]}}]})
             event({"tool_calls": [{"index": n, "function": {"arguments": args[half:]}}]})
         event({}, result["choices"][0]["finish_reason"])
-        if (body.get("stream_options") or {}).get("include_usage"):
+        options = body.get("stream_options")
+        if isinstance(options, dict) and options.get("include_usage"):
             chunk = {"id": result["id"], "object": "chat.completion.chunk", "created": result["created"],
                      "model": result["model"], "choices": [], "usage": result["usage"]}
             self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
