@@ -5,6 +5,9 @@
 #
 #   ~/.cache/toolrouter/py-mcp2   mcp 2.x (the current SDK)
 #   ~/.cache/toolrouter/py-mcp1   mcp 1.x (older clients)
+#   ~/.cache/toolrouter/py-langchain, py-openai   LangChain, the openai SDK
+#   ~/.cache/toolrouter/py-schemathesis   schemathesis (openapi/toolrouter.yaml
+#                                         against a running server)
 #
 # TOOLROUTER_PYENVS=/dir puts them elsewhere. Prints nothing when all is there.
 set -euo pipefail
@@ -26,3 +29,4 @@ make_env py-mcp2 "mcp==2.3.0"
 make_env py-mcp1 "mcp==1.30.0"
 make_env py-langchain "langchain-mcp-adapters==0.3.2" "mcp==1.30.0"
 make_env py-openai "openai==3.54.0" "langchain-openai==1.7.3"
+make_env py-schemathesis "schemathesis==4.32.5"
