@@ -169,6 +169,7 @@ impl Engine {
         let runtime = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || {
             let mut settings = Settings::from(&engine.config.planner);
+            settings.args = Options::from(&engine.config.args);
             if let Some(n) = max_steps {
                 settings.budget.max_steps = n.clamp(1, settings.budget.max_steps.max(1));
             }
@@ -192,6 +193,8 @@ impl Engine {
         decider: &D,
         executor: &E,
     ) -> Result<PlanRun, EngineError> {
+        let mut settings = settings;
+        settings.args = Options::from(&self.config.args);
         let started = std::time::Instant::now();
         let (engine, text) = (self.clone(), task.to_string());
         let prepared = tokio::task::spawn_blocking(move || engine.retriever.prepare(&text, engine.retriever.options()))

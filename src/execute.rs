@@ -28,12 +28,15 @@ use crate::catalog::Api;
 use crate::engine::{Called, Engine};
 use crate::graph::{RunCall, RunRecord};
 use crate::llm::{LlmClient, LlmError, Usage};
+use crate::planner::llm_decider::clip;
 use crate::planner::{Ending, Executor, LlmDecider, Outcome, PlanRun, Settings};
 
 /// Sub-tasks a request is split into, at most.
 pub const MAX_SUBTASKS: usize = 5;
 /// Characters of a sub-task's text, at most.
 const MAX_SUBTASK_CHARS: usize = 500;
+/// Characters of earlier sub-tasks' results shown to a sub-task that needs them.
+const MAX_EARLIER_CHARS: usize = 6_000;
 
 const DECOMPOSE: &str = "Split the user's request into the fewest sub-tasks that each need their own API \
 lookups. Reply with JSON only: {\"subtasks\": [{\"task\": \"...\", \"after\": [indexes of earlier sub-tasks \
@@ -45,7 +48,7 @@ the results say; say plainly what could not be found. Be concise.";
 /// What to execute.
 #[derive(Debug, Clone)]
 pub struct Request {
-    /// The conversation's user and assistant turns (text), oldest first.
+    /// The conversation's text turns (system, user, assistant), oldest first.
     pub messages: Vec<Value>,
     /// The upstream model's name.
     pub model: String,
@@ -133,9 +136,7 @@ pub async fn execute(engine: &Arc<Engine>, llm: &Arc<LlmClient>, request: &Reque
         waves += 1;
         let runs = wave.iter().map(|&i| run_subtask(engine, llm, request, &subtasks, i, deadline));
         for (i, (done, report)) in wave.iter().zip(futures_util::future::join_all(runs).await) {
-            usage.prompt_tokens += report.usage.prompt_tokens;
-            usage.completion_tokens += report.usage.completion_tokens;
-            usage.total_tokens += report.usage.total_tokens;
+            usage += report.usage;
             model_requests += report.requests;
             subtasks[*i] = done;
             if let Some(e) = report.error {
@@ -204,13 +205,15 @@ async fn run_subtask(
     let mut opening = request.messages.clone();
     if subtasks.len() > 1 {
         let mut part = format!("Do only this part of the request now: {}", sub.task);
-        for s in &earlier {
-            part.push_str(&format!("\nResult of \"{}\": {}", s.task, s.answer.as_deref().unwrap_or("(see the calls)")));
+        if !earlier.is_empty() {
+            let known = clip(&results(earlier.iter().copied()), MAX_EARLIER_CHARS);
+            part.push_str(&format!("\n\nWhat the parts it builds on found:\n{known}"));
         }
         opening.push(json!({"role": "user", "content": part}));
     }
     let decider = LlmDecider::new(llm.clone(), engine.catalog.clone(), request.model.clone(), opening, deadline);
-    let executor = Calls { engine, client: request.client.as_deref(), request: &sub.task, made: Mutex::default() };
+    let executor =
+        Calls { engine, client: request.client.as_deref(), request: &sub.task, deadline, made: Mutex::default() };
     let mut settings = Settings::from(&engine.config.planner);
     settings.budget.deadline = deadline.saturating_duration_since(Instant::now());
     settings.repair_attempts = request.repair_attempts;
@@ -220,15 +223,24 @@ async fn run_subtask(
     sub.answer = report.answer.clone();
     match result {
         Ok(run) => {
-            if !sub.calls.is_empty() {
-                let success = matches!(run.ending, Ending::Finished { .. }) && run.steps.iter().all(|s| s.outcome.ok);
-                sub.recorded = engine.record_run(RunRecord {
+            // The graph learns the path that stood (and every failure, for
+            // availability), not the successful calls the run backed out of.
+            let on_path: Vec<&str> = run.steps.iter().map(|s| s.function.as_str()).collect();
+            let calls: Vec<RunCall> =
+                sub.calls.iter().filter(|c| !c.ok || on_path.contains(&c.function.as_str())).cloned().collect();
+            if !calls.is_empty() {
+                let success =
+                    matches!(run.ending, Ending::Finished { .. }) && report.error.is_none() && !run.steps.is_empty();
+                let record = RunRecord {
                     id: format!("execute-{}", fastrand::u64(..)),
                     task: sub.task.clone(),
-                    calls: sub.calls.clone(),
+                    calls,
                     success,
                     standalone: false,
-                });
+                };
+                // Appending to the log fsyncs: off the async workers.
+                let e = engine.clone();
+                sub.recorded = tokio::task::spawn_blocking(move || e.record_run(record)).await.ok().flatten();
             }
             sub.run = Some(run);
         }
@@ -243,6 +255,8 @@ struct Calls<'a> {
     engine: &'a Engine,
     client: Option<&'a str>,
     request: &'a str,
+    /// The run's deadline: a call still going then is given up.
+    deadline: Instant,
     made: Mutex<Vec<RunCall>>,
 }
 
@@ -250,7 +264,17 @@ impl Executor for Calls<'_> {
     async fn execute(&self, api: &Api, arguments: &Map<String, Value>) -> Outcome {
         let started = Instant::now();
         let arguments = Value::Object(arguments.clone());
-        let (ok, status, response) = match self.engine.call(api, &arguments, self.client, self.request, false).await {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        let call = self.engine.call(api, &arguments, self.client, self.request, false);
+        let Ok(called) = tokio::time::timeout(left, call).await else {
+            self.made
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(RunCall { function: api.function_name.clone(), ok: false });
+            let status = "not finished: the run's deadline passed".to_string();
+            return Outcome { ok: false, status, response: None, elapsed_ms: started.elapsed().as_secs_f64() * 1e3 };
+        };
+        let (ok, status, response) = match called {
             Called::Invalid(invalid) => (false, format!("invalid arguments: {invalid}"), None),
             Called::Failed(e) => (false, format!("failed ({}): {e}", e.class.name()), None),
             Called::Done { response, compressed } => {
@@ -276,12 +300,7 @@ async fn ask(
     if let Some(extra) = extra {
         messages.push(json!({"role": "user", "content": extra}));
     }
-    let body = json!({"model": request.model, "messages": messages});
-    let timeout = deadline.saturating_duration_since(Instant::now());
-    match tokio::time::timeout(timeout, llm.complete(&body)).await {
-        Ok(result) => result,
-        Err(_) => Err(LlmError::Timeout(timeout.as_millis() as u64)),
-    }
+    llm.complete_by(&json!({"model": request.model, "messages": messages}), deadline).await
 }
 
 /// The sub-tasks in a decomposition answer; none when it does not parse
@@ -362,10 +381,10 @@ fn question(needs: &[Need]) -> String {
     )
 }
 
-/// The results of every sub-task, for the model that writes the answer.
-fn results(subtasks: &[Subtask]) -> String {
+/// The results of `subtasks`, for the model.
+fn results<'a>(subtasks: impl IntoIterator<Item = &'a Subtask>) -> String {
     let mut out = String::from("Results of the API calls:");
-    for (i, s) in subtasks.iter().enumerate() {
+    for (i, s) in subtasks.into_iter().enumerate() {
         out.push_str(&format!("\n\nSub-task {}: {}", i + 1, s.task));
         if let Some(e) = &s.error {
             out.push_str(&format!("\n- not run: {e}"));

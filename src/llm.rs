@@ -29,6 +29,9 @@ pub enum LlmError {
     NotConfigured,
     #[error("the model server did not answer within {0} ms")]
     Timeout(u64),
+    /// The run the request belongs to ran out of time.
+    #[error("the run's deadline passed while waiting for the model")]
+    Deadline,
     #[error("the model server is unreachable: {0}")]
     Connect(String),
     /// The model server answered with an error status.
@@ -48,6 +51,14 @@ pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub total_tokens: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.total_tokens += other.total_tokens;
+    }
 }
 
 impl Usage {
@@ -136,6 +147,15 @@ impl LlmClient {
             let base = self.config.backoff_ms as f64 * 2f64.powi(attempt as i32 - 1);
             let wait = retry_after.unwrap_or(Duration::from_secs_f64(base * (0.5 + fastrand::f64()) / 1000.0));
             tokio::time::sleep(wait.min(timeout)).await;
+        }
+    }
+
+    /// [`LlmClient::complete`], given up at `deadline` (a run's, not the model's own timeout).
+    pub async fn complete_by(&self, body: &Value, deadline: std::time::Instant) -> Result<Value, LlmError> {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match tokio::time::timeout(left, self.complete(body)).await {
+            Ok(result) => result,
+            Err(_) => Err(LlmError::Deadline),
         }
     }
 

@@ -74,7 +74,7 @@ impl From<LlmError> for ApiError {
                 "no_upstream_model",
                 "no upstream model is configured (llm.base_url)",
             ),
-            LlmError::Timeout(_) => {
+            LlmError::Timeout(_) | LlmError::Deadline => {
                 ApiError::new(StatusCode::GATEWAY_TIMEOUT, "server_error", "upstream_timeout", e.to_string())
             }
             LlmError::Status { status: 429, .. } => {

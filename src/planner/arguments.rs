@@ -108,8 +108,13 @@ pub fn complete(api: &Api, args: &mut Map<String, Value>, outputs: &[&Value]) ->
         if args.contains_key(&p.key) {
             continue;
         }
-        let names = [normalize(&p.key), normalize(&p.name)];
+        // A name of no ASCII letters or digits normalizes to nothing: it matches nothing.
+        let names: Vec<String> =
+            [normalize(&p.key), normalize(&p.name)].into_iter().filter(|n| !n.is_empty()).collect();
         let types = declared_types(&p.schema);
+        if names.is_empty() {
+            continue;
+        }
         if let Some(v) = outputs.iter().rev().find_map(|o| find_field(o, &names, &types)) {
             args.insert(p.key.clone(), v);
             filled.push(p.key.clone());

@@ -8,11 +8,14 @@
 //! arguments are the step's arguments. A text answer without a tool call
 //! is a finish.
 //!
-//! Prompts keep their stable part first, so upstream prefix caches hit:
-//! the fixed instructions, the pseudo-tools, then the candidates sorted by
-//! name; the messages are the opening (the request) followed by the path
-//! so far as tool calls and their results, append-only while the search
-//! goes forward; notes on failed attempts come last.
+//! Prompts keep their stable part first, so upstream prefix caches hit as
+//! far as they can: the fixed instructions, the pseudo-tools, then the
+//! candidates sorted by name; the messages are the opening (the request)
+//! followed by the path so far as tool calls and their results,
+//! append-only while the search goes forward; notes on failed attempts
+//! come last. A repair request offers the same tools as the decision it
+//! repairs. Servers that render tools before messages cache up to the
+//! first candidate that differs from the previous move's.
 //!
 //! Paths are judged like the deterministic decider judges them (no extra
 //! request). A model error ends the run (a `finish` whose reason says so)
@@ -81,14 +84,14 @@ impl LlmDecider {
         self.report.into_inner().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// One request to the model, within the deadline; usage and errors recorded.
+    /// One request to the model, within the deadline; usage and errors
+    /// recorded. After a model error nothing more is asked: the run is lost.
     async fn ask(&self, tools: Vec<Value>, messages: Vec<Value>) -> Option<Value> {
+        if self.report.lock().unwrap_or_else(|e| e.into_inner()).error.is_some() {
+            return None;
+        }
         let body = json!({"model": self.model, "messages": messages, "tools": tools});
-        let timeout = self.deadline.saturating_duration_since(Instant::now());
-        let result = match tokio::time::timeout(timeout, self.llm.complete(&body)).await {
-            Ok(r) => r,
-            Err(_) => Err(LlmError::Timeout(timeout.as_millis() as u64)),
-        };
+        let result = self.llm.complete_by(&body, self.deadline).await;
         let mut report = self.report.lock().unwrap_or_else(|e| e.into_inner());
         report.requests += 1;
         match result {
@@ -118,6 +121,15 @@ impl LlmDecider {
         messages
     }
 
+    /// The pseudo-tools, then the candidates sorted by name.
+    fn tools(&self, view: &View<'_>) -> Vec<Value> {
+        let mut tools = pseudo_tools();
+        let mut offered: Vec<&Candidate> = view.candidates.iter().collect();
+        offered.sort_by(|a, b| a.function.cmp(&b.function));
+        tools.extend(offered.iter().map(|c| self.tool(c)));
+        tools
+    }
+
     fn tool(&self, c: &Candidate) -> Value {
         let mut definition = self.catalog.function_definition(self.catalog.api(c.api));
         if let Some(d) = definition["function"]["description"].as_str() {
@@ -129,10 +141,7 @@ impl LlmDecider {
 
 impl Decider for LlmDecider {
     async fn decide(&self, view: &View<'_>) -> Move {
-        let mut tools = pseudo_tools();
-        let mut offered: Vec<&Candidate> = view.candidates.iter().collect();
-        offered.sort_by(|a, b| a.function.cmp(&b.function));
-        tools.extend(offered.iter().map(|c| self.tool(c)));
+        let tools = self.tools(view);
         let mut messages = self.messages(view.path);
         let notes: Vec<&str> = view.memory.iter().map(String::as_str).filter(|m| !m.starts_with("step ")).collect();
         if !notes.is_empty() {
@@ -184,7 +193,7 @@ impl Decider for LlmDecider {
             problems.join("; ")
         );
         messages.push(json!({"role": "tool", "tool_call_id": "repair", "content": content}));
-        let message = self.ask(vec![self.catalog.function_definition(api)], messages).await?;
+        let message = self.ask(self.tools(view), messages).await?;
         let call = message["tool_calls"].as_array()?.iter().find(|c| c["function"]["name"] == api.function_name)?;
         Some(parse_arguments(&call["function"]["arguments"]))
     }
@@ -221,7 +230,8 @@ fn parse_arguments(raw: &Value) -> Map<String, Value> {
     }
 }
 
-fn clip(text: &str, max: usize) -> String {
+/// `text` cut to `max` characters (on a character boundary), with an ellipsis if cut.
+pub fn clip(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((at, _)) => format!("{}…", &text[..at]),
         None => text.to_string(),

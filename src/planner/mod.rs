@@ -76,6 +76,8 @@ pub struct Settings {
     /// Times the decider is asked to fix arguments that break the schema
     /// (only with a real executor; a deterministic decider cannot).
     pub repair_attempts: usize,
+    /// How arguments are validated (`[args]`: strict mode, coercions).
+    pub args: args::Options,
 }
 
 impl From<&PlannerConfig> for Settings {
@@ -93,6 +95,7 @@ impl From<&PlannerConfig> for Settings {
             hints: c.hints,
             greedy: false,
             repair_attempts: 0,
+            args: args::Options::default(),
         }
     }
 }
@@ -456,7 +459,7 @@ impl<'a> Planner<'a> {
         let check = |arguments: &serde_json::Map<String, serde_json::Value>| match args::validate(
             api,
             &serde_json::Value::Object(arguments.clone()),
-            args::Options::default(),
+            self.settings.args,
         ) {
             Ok(_) => Vec::new(),
             Err(invalid) => invalid.problems,
@@ -467,7 +470,11 @@ impl<'a> Planner<'a> {
             let Some(fixed) = decider.repair(view, api, &arguments, &problems).await else { break };
             repairs += 1;
             arguments = fixed;
-            completed.extend(arguments::complete(api, &mut arguments, given.earlier));
+            for key in arguments::complete(api, &mut arguments, given.earlier) {
+                if !completed.contains(&key) {
+                    completed.push(key);
+                }
+            }
             problems = check(&arguments);
         }
         let missing: Vec<String> = api

@@ -72,8 +72,12 @@ def executed(messages, tools, user, last):
     part = parts[-1].lower() if parts else ""
     blank = "needs-input" in user or "same place" in part
     repair = last.get("role") == "tool" and text(last.get("content")).startswith("Error: invalid arguments for")
-    if repair and tools and tools[0] in EXECUTABLE:
-        return call(tools[0], {} if blank else ECOWEATHER)
+    # Execute mode's repair: the call being repaired is the message before the error.
+    repaired = messages[-2] if repair and len(messages) >= 2 and isinstance(messages[-2], dict) else {}
+    calls = repaired.get("tool_calls") if isinstance(repaired.get("tool_calls"), list) else []
+    name = ((calls[0] if calls and isinstance(calls[0], dict) else {}).get("function") or {}).get("name")
+    if name in EXECUTABLE and "finish" in tools:
+        return call(name, {} if blank else ECOWEATHER)
     if "finish" not in tools:
         return None
     if any(m.get("role") == "tool" for m in messages):
