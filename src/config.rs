@@ -548,6 +548,7 @@ impl Config {
             ("mcp.page_size", self.mcp.page_size),
             ("openai.max_tools", self.openai.max_tools),
             ("openai.traces", self.openai.traces),
+            ("openai.max_runs", self.openai.max_runs),
         ] {
             if n == 0 {
                 return Err(fail(key, "must be at least 1".to_string()));

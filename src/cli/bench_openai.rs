@@ -26,10 +26,12 @@ use serde_json::{Value, json};
 use super::CliError;
 use crate::config::Config;
 use crate::eval::retrieval::Latency;
-use crate::server::http::{App, hash_key, router};
+use crate::server::http::{App, hash_key, no_delay, router};
 
 /// The API key the bench's client presents.
 const KEY: &str = "bench-key";
+/// Requests per second per path, at most (the tick interval must stay above zero).
+const MAX_RATE: f64 = 100_000.0;
 /// Requests left out of the figures at the start of each phase (pools warm up).
 const WARMUP: usize = 200;
 
@@ -50,8 +52,8 @@ pub(super) struct OpenAiBenchArgs {
 }
 
 pub(super) fn run(args: &OpenAiBenchArgs, config: &Config) -> Result<ExitCode, CliError> {
-    if args.rate.is_nan() || args.rate <= 0.0 || args.seconds == 0 || args.tools == 0 {
-        return Err(CliError::Usage("--rate, --seconds and --tools must be positive".into()));
+    if !args.rate.is_finite() || args.rate <= 0.0 || args.rate > MAX_RATE || args.seconds == 0 || args.tools == 0 {
+        return Err(CliError::Usage("--rate (up to 100000), --seconds and --tools must be positive".into()));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(anyhow::Error::from)?;
     runtime.block_on(bench(args, config))
@@ -150,10 +152,7 @@ async fn bench(args: &OpenAiBenchArgs, config: &Config) -> Result<ExitCode, CliE
 async fn listen(app: axum::Router) -> Result<std::net::SocketAddr, CliError> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(anyhow::Error::from)?;
     let addr = listener.local_addr().map_err(anyhow::Error::from)?;
-    // As `toolrouter serve` does: small SSE writes must not wait for ACKs (Nagle).
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
+    let listener = no_delay(listener);
     tokio::spawn(async move { axum::serve(listener, app).await });
     Ok(addr)
 }

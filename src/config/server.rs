@@ -34,6 +34,8 @@ pub const DEFAULT_CHAT_MODE: ChatMode = ChatMode::Route;
 pub const DEFAULT_EXECUTE_DEADLINE_MS: u64 = 90_000;
 /// `openai.decompose`: execute mode asks the model to split a request into sub-tasks.
 pub const DEFAULT_DECOMPOSE: bool = true;
+/// `openai.max_runs`: execute runs in flight at once; more get 429.
+pub const DEFAULT_MAX_RUNS: usize = 16;
 /// `openai.traces`: execute traces kept in memory for `GET /v1/traces/{id}` (oldest dropped).
 pub const DEFAULT_TRACES_KEPT: usize = 1_000;
 
@@ -72,6 +74,7 @@ pub struct OpenAiConfig {
     pub default_mode: ChatMode,
     pub execute_deadline_ms: u64,
     pub decompose: bool,
+    pub max_runs: usize,
     pub traces: usize,
 }
 
@@ -84,6 +87,7 @@ impl Default for OpenAiConfig {
             default_mode: DEFAULT_CHAT_MODE,
             execute_deadline_ms: DEFAULT_EXECUTE_DEADLINE_MS,
             decompose: DEFAULT_DECOMPOSE,
+            max_runs: DEFAULT_MAX_RUNS,
             traces: DEFAULT_TRACES_KEPT,
         }
     }

@@ -22,11 +22,24 @@ use crate::engine::Engine;
 use crate::execute::{self, Execution};
 use crate::llm::{LlmClient, LlmError};
 
+/// What execute runs share: the upstream model, the kept traces and the
+/// cap on runs in flight.
+pub struct Runner {
+    pub llm: Arc<LlmClient>,
+    pub traces: Traces,
+    runs: Arc<tokio::sync::Semaphore>,
+}
+
+impl Runner {
+    pub fn new(llm: Arc<LlmClient>, config: &OpenAiConfig) -> Runner {
+        Runner { llm, traces: Traces::new(config.traces), runs: Arc::new(tokio::sync::Semaphore::new(config.max_runs)) }
+    }
+}
+
 /// Answers `req` by executing it.
 pub async fn respond(
     engine: Arc<Engine>,
-    llm: Arc<LlmClient>,
-    traces: Arc<Traces>,
+    runner: Arc<Runner>,
     req: ChatRequest,
     client: Option<String>,
     config: &OpenAiConfig,
@@ -35,6 +48,16 @@ pub async fn respond(
     if !messages.iter().any(|m| m["role"] == "user") {
         return Err(ApiError::invalid("execute mode needs a user message with text", Some("messages")));
     }
+    // Held by the run's task until it ends, even if the client is gone.
+    let Ok(permit) = runner.runs.clone().try_acquire_owned() else {
+        let e = ApiError::new(
+            axum::http::StatusCode::TOO_MANY_REQUESTS,
+            "rate_limit_error",
+            "too_many_runs",
+            format!("{} execute runs are in flight (openai.max_runs); try again shortly", config.max_runs),
+        );
+        return Ok(([("retry-after", "1")], e).into_response());
+    };
     let request = execute::Request {
         messages,
         model: req.upstream_model.clone(),
@@ -47,9 +70,10 @@ pub async fn respond(
     let id = format!("chatcmpl-{trace_id}");
     let created = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let run = tokio::spawn(async move {
-        let result = execute::execute(&engine, &llm, &request).await;
+        let result = execute::execute(&engine, &runner.llm, &request).await;
+        drop(permit);
         if let Ok(execution) = &result {
-            traces.insert(trace_id.clone(), client, report(&trace_id, execution));
+            runner.traces.insert(trace_id.clone(), client, report(&trace_id, execution));
         }
         result.map(|execution| (trace_id, execution))
     });

@@ -42,7 +42,7 @@ use crate::engine::Engine;
 use crate::llm::LlmClient;
 use crate::mcp::{ClientId, McpServer};
 use crate::openai::ApiError;
-use crate::openai::traces::Traces;
+use crate::openai::execute::Runner;
 use crate::openai::validate::Mode;
 
 type McpService = StreamableHttpService<McpServer, LocalSessionManager>;
@@ -57,8 +57,9 @@ pub struct App {
     llm: Option<Arc<LlmClient>>,
     /// Requests per client key.
     limiter: Option<governor::DefaultKeyedRateLimiter<String>>,
-    /// Execute runs' traces.
-    traces: Arc<Traces>,
+    /// Execute runs: the model, the cap on runs in flight, the traces
+    /// (`None` without a model).
+    runner: Option<Arc<Runner>>,
 }
 
 /// The SHA-256 of a key, in hex (what `server.api_key_hashes` holds).
@@ -70,6 +71,7 @@ impl App {
     pub fn new(config: &Config) -> Arc<App> {
         let key_hashes = config.server.api_key_hashes.iter().map(|h| h.to_ascii_lowercase()).collect();
         let llm = LlmClient::new(config).ok().map(Arc::new);
+        let runner = llm.clone().map(|llm| Arc::new(Runner::new(llm, &config.openai)));
         let limiter = (config.server.client_rate > 0.0)
             .then(|| governor::Quota::with_period(Duration::from_secs_f64(1.0 / config.server.client_rate)))
             .flatten()
@@ -82,7 +84,7 @@ impl App {
             mcp: OnceLock::new(),
             llm,
             limiter,
-            traces: Arc::new(Traces::new(config.openai.traces)),
+            runner,
         })
     }
 
@@ -200,7 +202,11 @@ async fn observe(State(app): State<Arc<App>>, request: Request, next: Next) -> R
     // Known routes only, so that arbitrary paths cannot blow up the label set.
     const ROUTES: [&str; 7] =
         ["/healthz", "/readyz", "/mcp", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/tools/call"];
-    let route = ROUTES.iter().find(|r| **r == path).copied().unwrap_or("other");
+    let route = match ROUTES.iter().find(|r| **r == path) {
+        Some(r) => r,
+        None if path.starts_with("/v1/traces/") => "/v1/traces/{id}",
+        None => "other",
+    };
     crate::metrics::global().request(route, response.status().as_u16(), started.elapsed().as_secs_f64());
     tracing::info!(request_id = %id, %method, %path, status = response.status().as_u16(),
         ms = format!("{:.1}", started.elapsed().as_secs_f64() * 1e3), "request");
@@ -255,12 +261,14 @@ async fn chat_completions(
         return ApiError::from(crate::llm::LlmError::NotConfigured).into_response();
     };
     let engine = app.engine.get().cloned();
-    if request.mode == Mode::Execute {
+    if request.mode == Mode::Execute
+        && let Some(runner) = &app.runner
+    {
         let Some(engine) = engine else {
             return not_ready();
         };
-        let (llm, traces, client) = (llm.clone(), app.traces.clone(), client.map(|c| c.0.0));
-        return crate::openai::execute::respond(engine, llm, traces, request, client, &app.config.openai)
+        let client = client.map(|c| c.0.0);
+        return crate::openai::execute::respond(engine, runner.clone(), request, client, &app.config.openai)
             .await
             .unwrap_or_else(IntoResponse::into_response);
     }
@@ -300,7 +308,7 @@ async fn trace(
         Err(e) => return ApiError::invalid(format!("bad trace id: {}", e.body_text()), Some("id")).into_response(),
     };
     let client = client.map(|c| c.0.0);
-    match app.traces.get(&id, client.as_deref()) {
+    match app.runner.as_ref().and_then(|r| r.traces.get(&id, client.as_deref())) {
         Some(trace) => axum::Json(trace.as_ref().clone()).into_response(),
         None => {
             let mut e = ApiError::invalid(format!("no trace `{id}` (traces are kept for a while, per key)"), None);
@@ -423,6 +431,19 @@ async fn mcp(State(app): State<Arc<App>>, request: Request) -> Response {
     response
 }
 
+/// `listener` with TCP_NODELAY on every connection. Streamed answers are
+/// many small writes: without it, Nagle's algorithm holds each one until
+/// the client's delayed ACK (~40 ms).
+pub fn no_delay(
+    listener: tokio::net::TcpListener,
+) -> impl axum::serve::Listener<Io = tokio::net::TcpStream, Addr = std::net::SocketAddr> {
+    axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("TCP_NODELAY not set: {e}");
+        }
+    })
+}
+
 /// Serves until SIGINT or SIGTERM, then drains for up to the grace period.
 pub async fn serve(config: &Config) -> anyhow::Result<()> {
     let app = App::new(config);
@@ -446,13 +467,7 @@ pub async fn serve(config: &Config) -> anyhow::Result<()> {
     };
     let grace = Duration::from_millis(config.server.shutdown_grace_ms);
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    // Streamed answers are many small writes: without TCP_NODELAY, Nagle's
-    // algorithm holds each one until the client's delayed ACK (~40 ms).
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!("TCP_NODELAY not set: {e}");
-        }
-    });
+    let listener = no_delay(listener);
     let server = tokio::spawn(
         axum::serve(listener, router(app.clone()))
             .with_graceful_shutdown(async {
