@@ -12,6 +12,9 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
+/// A second client's key: it must not see the first one's traces.
+const OTHER_KEY: &str = "openai-other-key";
+
 /// Kills a child process when the test ends, however it ends.
 struct Killed(Child);
 
@@ -77,7 +80,14 @@ fn openai_sdk_and_langchain_in_route_plan_and_execute_mode() {
         .env("TOOLROUTER_STATE_DIR", state.path())
         .env("TOOLROUTER_RETRIEVAL_MODE", "lexical")
         .env("TOOLROUTER_LLM_BASE_URL", format!("{model_url}/v1"))
-        .env("TOOLROUTER_SERVER_API_KEY_HASHES", format!("[\"{}\"]", toolrouter::server::http::hash_key(key)))
+        .env(
+            "TOOLROUTER_SERVER_API_KEY_HASHES",
+            format!(
+                "[\"{}\", \"{}\"]",
+                toolrouter::server::http::hash_key(key),
+                toolrouter::server::http::hash_key(OTHER_KEY)
+            ),
+        )
         .env("TOOLROUTER_LOG_LEVEL", "warn");
     // Plan mode and /v1/tools/call over the ToolBench catalog (plus the
     // embedded one) with the replay upstream, when the data is there.
@@ -117,7 +127,11 @@ fn openai_sdk_and_langchain_in_route_plan_and_execute_mode() {
     );
 
     // Execute mode: the model decides, toolrouter calls the replay upstream and answers.
-    let out = Command::new(&python).arg(scripts.join("openai_execute_check.py")).args([&url, key]).output().unwrap();
+    let out = Command::new(&python)
+        .arg(scripts.join("openai_execute_check.py"))
+        .args([&url, key, OTHER_KEY])
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && stdout.contains("ok"), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
 }

@@ -2,7 +2,7 @@
 the official `openai` SDK and `langchain-openai`, against the scripted
 model server and the replay server of recorded RapidAPI responses.
 
-    python openai_execute_check.py TOOLROUTER_URL API_KEY
+    python openai_execute_check.py TOOLROUTER_URL API_KEY OTHER_API_KEY
 """
 
 import json
@@ -12,7 +12,7 @@ import httpx
 import openai
 from openai import OpenAI
 
-base, key = sys.argv[1], sys.argv[2]
+base, key, other_key = sys.argv[1], sys.argv[2], sys.argv[3]
 client = OpenAI(base_url=f"{base}/v1", api_key=key, max_retries=0, timeout=60)
 MODEL = "scripted"
 EXECUTE = {"toolrouter": {"mode": "execute"}}
@@ -51,6 +51,8 @@ check(sub["run"]["trace"] and sub["run"]["trace"][0]["candidates"], "the trace s
 # The same trace at /v1/traces/{id}; unknown ids get 404 in OpenAI's shape.
 r = httpx.get(f"{base}/v1/traces/{tr['trace_id']}", headers=headers)
 check(r.status_code == 200 and r.json() == tr, f"trace: {r.status_code} {r.text[:300]}")
+r = httpx.get(f"{base}/v1/traces/{tr['trace_id']}", headers={"Authorization": f"Bearer {other_key}"})
+check(r.status_code == 404, f"another key's trace: {r.status_code}")
 r = httpx.get(f"{base}/v1/traces/0000000000000000", headers=headers)
 check(r.status_code == 404 and r.json()["error"]["code"] == "trace_not_found", f"unknown trace: {r.text}")
 
@@ -82,6 +84,11 @@ check([s["wave"] for s in subs] == [0, 1] and subs[1]["after"] == [0], f"two wav
 second = subs[1]["run"]["steps"][0]
 check(sorted(second["completed"]) == ["is_from", "lat", "lon"] and second["outcome"]["ok"], f"completed: {second}")
 check(second["arguments"] == {"is_from": "2022-09-01", "lon": 123.456, "lat": 789.012}, f"{second['arguments']}")
+
+# Arguments that break the schema go back to the model, which repairs them.
+body = raw("repair-me: ecoweather Schneetage snow days at lat 789.012 lon 123.456 from 2022-09-01", extra_body=EXECUTE)
+step = body["toolrouter"]["trace"]["subtasks"][0]["run"]["steps"][0]
+check(step["repairs"] == 1 and step["outcome"]["ok"] and step["arguments"]["lon"] == 123.456, f"repaired step: {step}")
 
 # A value nobody gives: the answer asks the user for exactly it.
 body = raw("needs-input: ecoweather Schneetage snow days please", extra_body=EXECUTE)

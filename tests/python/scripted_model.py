@@ -16,7 +16,8 @@ Execute mode's requests (recognised by their instructions or tools):
 - "Answer the user's request..."     -> "Summary: " + the results
 - tools include `finish`             -> after a result, `finish` quoting it;
   else a call to the ecoweather API the sub-task names (with no arguments
-  for "same place" or when the user says "needs-input")
+  for "same place" or when the user says "needs-input"; with a `lon` of
+  "east" when the user says "repair-me", repaired when shown the error)
 - the user says "model-fails"        -> HTTP 500
 GET /seen lists what each request offered: {"tools": [names], "messages": n}.
 
@@ -84,6 +85,8 @@ def executed(messages, tools, user, last):
         return call("finish", {"answer": "Done: " + text(last.get("content"))[:300]})
     for name, word in EXECUTABLE.items():
         if name in tools and word in part:
+            if "repair-me" in user:
+                return call(name, {**ECOWEATHER, "lon": "east"})
             return call(name, {} if blank else ECOWEATHER)
     return call("finish", {"answer": "No offered API fits."})
 
