@@ -16,15 +16,7 @@ use serde_json::Value;
 
 /// The Python of a test environment made by `scripts/python-env.sh`.
 fn python(env: &str) -> Option<PathBuf> {
-    let root = std::env::var_os("TOOLROUTER_PYENVS")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/toolrouter")))?;
-    let python = root.join(env).join("bin/python");
-    if python.exists() {
-        return Some(python);
-    }
-    eprintln!("SKIPPED: no {} (run scripts/python-env.sh)", python.display());
-    None
+    common::python_env(env, "bin/python")
 }
 
 fn script() -> PathBuf {

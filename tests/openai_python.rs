@@ -8,68 +8,23 @@
 //! upstream: one task, streaming, parallel and dependent sub-tasks,
 //! argument completion, a question for the user, traces, a failing model.
 
-use std::io::{BufRead, BufReader};
+mod common;
+
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+
+use common::{python_env, start, wait_ready};
 
 /// A second client's key: it must not see the first one's traces.
 const OTHER_KEY: &str = "openai-other-key";
 
-/// Kills a child process when the test ends, however it ends.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts `cmd` and returns it with the URL its first stdout line ends with.
-fn start(mut cmd: Command) -> (Killed, String) {
-    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let url = line.trim().rsplit(' ').next().unwrap_or("").to_string();
-    assert!(url.starts_with("http://127.0.0.1:"), "{line}");
-    (Killed(child), url)
-}
-
-fn python() -> Option<PathBuf> {
-    let root = std::env::var_os("TOOLROUTER_PYENVS")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/toolrouter")))?;
-    let python = root.join("py-openai/bin/python");
-    if python.exists() {
-        return Some(python);
-    }
-    eprintln!("SKIPPED: no {} (run scripts/python-env.sh)", python.display());
-    None
-}
-
-/// `GET /readyz` (with the test key) answers 200.
-fn ready(url: &str) -> bool {
-    use std::io::{Read, Write};
-    let addr = url.trim_start_matches("http://");
-    let Ok(mut s) = std::net::TcpStream::connect(addr) else { return false };
-    let req = format!(
-        "GET /readyz HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer openai-test-key\r\nconnection: close\r\n\r\n"
-    );
-    if s.write_all(req.as_bytes()).is_err() {
-        return false;
-    }
-    let mut text = String::new();
-    let _ = s.read_to_string(&mut text);
-    text.starts_with("HTTP/1.1 200")
-}
-
 #[test]
 fn openai_sdk_and_langchain_in_route_plan_and_execute_mode() {
-    let Some(python) = python() else { return };
+    let Some(python) = python_env("py-openai", "bin/python") else { return };
     let scripts = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python");
     let mut model = Command::new(&python);
     model.arg(scripts.join("scripted_model.py"));
-    let (_model, model_url) = start(model);
+    let (_model, model_url) = start(model, Stdio::null());
 
     let state = tempfile::tempdir().unwrap();
     let key = "openai-test-key";
@@ -102,13 +57,9 @@ fn openai_sdk_and_langchain_in_route_plan_and_execute_mode() {
         .env("TOOLROUTER_CATALOG_INCLUDE_EMBEDDED", "true")
         .env("TOOLROUTER_UPSTREAM_MODE", "replay")
         .env("TOOLROUTER_UPSTREAM_REPLAY_DIR", data.join("cache/derived_from_trajectories"));
-    let (server, url) = start(serve);
+    let (server, url) = start(serve, Stdio::null());
     // Plan mode needs the engine: wait until it is ready.
-    let started = std::time::Instant::now();
-    while !ready(&url) {
-        assert!(started.elapsed() < std::time::Duration::from_secs(60), "not ready");
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    wait_ready(&url, Some(key));
     let _server = server;
 
     let out =

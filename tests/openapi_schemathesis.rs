@@ -19,11 +19,14 @@
 //! `TOOLROUTER_SCHEMATHESIS_EXAMPLES` (default 100 per operation) and
 //! `TOOLROUTER_SCHEMATHESIS_SEED` (default fixed) tune the run.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use common::{Killed, http, python_env, start, wait_ready};
 
 const KEY: &str = "schemathesis-test-key";
 
@@ -41,66 +44,6 @@ const APIS: [&str; 11] = [
     "search_locations_for_open_meteo_geocoding",
     "weather_forecast_for_open_meteo_forecast",
 ];
-
-/// Kills a child process when the test ends, however it ends.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts `cmd` and returns it with the URL its first stdout line ends with.
-fn start(mut cmd: Command, stderr: Stdio) -> (Killed, String) {
-    let mut child = cmd.stdout(Stdio::piped()).stderr(stderr).spawn().expect("starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let url = line.trim().rsplit(' ').next().unwrap_or("").to_string();
-    assert!(url.starts_with("http://127.0.0.1:"), "{line}");
-    (Killed(child), url)
-}
-
-/// The schemathesis venv of `scripts/python-env.sh`.
-fn venv() -> Option<PathBuf> {
-    let root = std::env::var_os("TOOLROUTER_PYENVS")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/toolrouter")))?;
-    let venv = root.join("py-schemathesis");
-    if venv.join("bin/st").exists() {
-        return Some(venv);
-    }
-    eprintln!("SKIPPED: no {} (run scripts/python-env.sh)", venv.join("bin/st").display());
-    None
-}
-
-/// A raw HTTP/1.1 request with the test key: (status, lower-cased head, body).
-fn request(url: &str, method: &str, path: &str, body: &[u8]) -> (u16, String, String) {
-    let addr = url.trim_start_matches("http://");
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {KEY}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-        body.len()
-    );
-    s.write_all(head.as_bytes()).unwrap();
-    // The server may answer (413) before it has read the whole body.
-    let _ = s.write_all(body);
-    let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw);
-    let text = String::from_utf8_lossy(&raw).to_string();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    (status, head.to_ascii_lowercase(), body.to_string())
-}
-
-fn wait_ready(url: &str) {
-    let started = Instant::now();
-    while request(url, "GET", "/readyz", b"").0 != 200 {
-        assert!(started.elapsed() < Duration::from_secs(60), "not ready");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
 
 /// `toolrouter serve` with the key, the embedded catalog, the replay table
 /// and the scripted model, plus `env`.
@@ -120,7 +63,7 @@ fn serve(state: &Path, replay: &Path, model_url: &str, env: &[(&str, &str)]) -> 
         cmd.env(k, v);
     }
     let (server, url) = start(cmd, Stdio::null());
-    wait_ready(&url);
+    wait_ready(&url, Some(KEY));
     (server, url)
 }
 
@@ -209,7 +152,9 @@ fn error_of(body: &str) -> serde_json::Value {
 
 #[test]
 fn the_openapi_document_holds_for_the_running_server() {
-    let Some(venv) = venv() else { return };
+    // The schemathesis venv of `scripts/python-env.sh`.
+    let Some(st) = python_env("py-schemathesis", "bin/st") else { return };
+    let venv = st.parent().and_then(Path::parent).expect("<venv>/bin/st").to_path_buf();
     let work = tempfile::tempdir().unwrap();
     let replay = work.path().join("replay");
     replay_table(&replay);
@@ -229,12 +174,12 @@ fn the_openapi_document_holds_for_the_running_server() {
     // (1 MiB by default): 413 in OpenAI's shape, like every error.
     let big = format!(r#"{{"model": "m", "messages": [{{"role": "user", "content": "{}"}}]}}"#, "x".repeat(1 << 20));
     for path in ["/v1/chat/completions", "/v1/tools/call", "/mcp"] {
-        let (status, _, body) = request(&url, "POST", path, big.as_bytes());
+        let (status, _, body) = http(&url, "POST", path, Some(KEY), big.as_bytes());
         assert_eq!(status, 413, "{path}: {body}");
         assert_eq!(error_of(&body)["code"], "payload_too_large", "{path}");
     }
     // A trace id that is not UTF-8 once decoded: 400 in OpenAI's shape.
-    let (status, _, body) = request(&url, "GET", "/v1/traces/%FF", b"");
+    let (status, _, body) = http(&url, "GET", "/v1/traces/%FF", Some(KEY), b"");
     assert_eq!(status, 400, "{body}");
     assert_eq!(error_of(&body)["param"], "id");
 

@@ -3,19 +3,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
-struct Server(Child, String);
+use common::Killed;
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start(env: &[(&str, &str)]) -> Server {
+/// `toolrouter serve` on a free port with a fresh state and `env`; its URL.
+fn start(env: &[(&str, &str)]) -> (Killed, String) {
     let state = tempfile::tempdir().unwrap().keep();
     let mut cmd = Command::new(common::binary());
     cmd.args(["serve", "--listen", "127.0.0.1:0"])
@@ -26,26 +19,12 @@ fn start(env: &[(&str, &str)]) -> Server {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let addr = line.trim().rsplit("http://").next().unwrap().to_string();
-    Server(child, addr)
+    common::start(cmd, Stdio::null())
 }
 
-/// A raw request: (status, headers, body).
-fn request(addr: &str, method: &str, path: &str, body: &str) -> (u16, String, String) {
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(req.as_bytes()).unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    (status, head.to_ascii_lowercase(), body.to_string())
+/// A raw request without a key: (status, headers, body).
+fn request(url: &str, method: &str, path: &str, body: &str) -> (u16, String, String) {
+    common::http(url, method, path, None, body.as_bytes())
 }
 
 #[test]

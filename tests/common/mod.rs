@@ -51,3 +51,74 @@ pub fn model_available() -> bool {
     }
     ok
 }
+
+/// Kills a child process when the test ends, however it ends.
+pub struct Killed(pub std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `cmd` (a server that prints "… http://127.0.0.1:PORT" first) and
+/// returns it with that URL.
+pub fn start(mut cmd: std::process::Command, stderr: std::process::Stdio) -> (Killed, String) {
+    use std::io::BufRead;
+    let mut child = cmd.stdout(std::process::Stdio::piped()).stderr(stderr).spawn().expect("starts");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line.trim().rsplit(' ').next().unwrap_or("").to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+    (Killed(child), url)
+}
+
+/// `program` (e.g. `bin/python`) of the test environment `env` made by
+/// `scripts/python-env.sh` (under `$TOOLROUTER_PYENVS`, else
+/// `~/.cache/toolrouter`); `None`, saying SKIPPED, when it is not there.
+pub fn python_env(env: &str, program: &str) -> Option<PathBuf> {
+    let root = std::env::var_os("TOOLROUTER_PYENVS")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/toolrouter")))?;
+    let path = root.join(env).join(program);
+    if path.exists() {
+        return Some(path);
+    }
+    eprintln!("SKIPPED: no {} (run scripts/python-env.sh)", path.display());
+    None
+}
+
+/// A raw HTTP/1.1 request to `url` (`http://host:port`), with `key` as the
+/// bearer token if given: (status, lower-cased head, body). Status 0 when
+/// nothing answers.
+pub fn http(url: &str, method: &str, path: &str, key: Option<&str>, body: &[u8]) -> (u16, String, String) {
+    use std::io::{Read, Write};
+    let addr = url.trim_start_matches("http://");
+    let Ok(mut s) = std::net::TcpStream::connect(addr) else { return (0, String::new(), String::new()) };
+    let auth = key.map(|k| format!("authorization: Bearer {k}\r\n")).unwrap_or_default();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\n{auth}content-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    if s.write_all(head.as_bytes()).is_err() {
+        return (0, String::new(), String::new());
+    }
+    // The server may answer (413) before it has read the whole body.
+    let _ = s.write_all(body);
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, head.to_ascii_lowercase(), body.to_string())
+}
+
+/// Waits (up to a minute) until `GET /readyz` answers 200.
+pub fn wait_ready(url: &str, key: Option<&str>) {
+    let started = std::time::Instant::now();
+    while http(url, "GET", "/readyz", key, b"").0 != 200 {
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "not ready");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
