@@ -188,12 +188,11 @@ impl Engine {
     pub async fn run<D: Decider, E: Executor>(
         self: &Arc<Self>,
         task: &str,
-        settings: Settings,
+        mut settings: Settings,
         outputs: Vec<Value>,
         decider: &D,
         executor: &E,
     ) -> Result<PlanRun, EngineError> {
-        let mut settings = settings;
         settings.args = Options::from(&self.config.args);
         let started = std::time::Instant::now();
         let (engine, text) = (self.clone(), task.to_string());
