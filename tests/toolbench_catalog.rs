@@ -1,6 +1,8 @@
 //! The real ToolBench catalog, end to end: every file loads, every name is
-//! unique and valid for OpenAI, every documented default validates, and
-//! systematically corrupted arguments are rejected for every API.
+//! unique and valid for OpenAI, every documented default validates,
+//! systematically corrupted arguments are rejected for every API, and
+//! every API's URL template is filled by arguments built from its schema
+//! and read back by the replay server.
 
 mod common;
 
@@ -10,7 +12,9 @@ use serde_json::{Map, Value, json};
 use toolrouter::args::{self, Options, ProblemKind};
 use toolrouter::catalog::names::is_openai_name;
 use toolrouter::catalog::schema::{Coerced, coerce, declared_types};
-use toolrouter::catalog::{Api, Catalog, Param, Resolution, Sources};
+use toolrouter::catalog::{Api, Catalog, Param, ParamLocation, Resolution, Sources};
+use toolrouter::server::replay::Routes;
+use toolrouter::upstream::request::{self, UrlTemplate};
 
 #[test]
 fn every_tool_file_loads() {
@@ -114,6 +118,118 @@ fn corrupted_arguments_are_rejected_for_every_api() {
     }
     eprintln!("rejected: {missing} missing, {wrong_type} wrong type, {enums} enum, {unknown} unknown");
     assert!(missing > 30_000 && wrong_type > 70_000 && enums > 0 && unknown > 42_000);
+}
+
+/// For every API with a URL: arguments built from its schema (every path
+/// parameter given, required or not) pass validation and fill every
+/// placeholder of the template; and unless the template is malformed (a
+/// placeholder in the host or a query key), the request reads back,
+/// through the replay server's routes, as the same API and the same
+/// arguments.
+#[test]
+fn every_url_template_is_filled_and_read_back() {
+    let Some(catalog) = common::toolbench_catalog() else { return };
+    let strict = Options::default();
+    let routes = Routes::new(catalog);
+    let (mut templated, mut renamed, mut shared_routes, mut checked, mut malformed) = (0, 0, 0, 0, 0);
+    let mut failures = Vec::new();
+    for api in catalog.apis().iter().filter(|a| a.url_template.is_some()) {
+        let path_params: Vec<&Param> = api.params.iter().filter(|p| p.location == ParamLocation::Path).collect();
+        templated += usize::from(!path_params.is_empty());
+        renamed += usize::from(path_params.iter().any(|p| p.key != p.name));
+        let mut arguments = valid_arguments(api);
+        for (i, p) in path_params.iter().enumerate() {
+            let free_text = ["format", "pattern", "enum"].iter().all(|k| p.schema.get(k).is_none());
+            let value = match declared_types(&p.schema).first().map(|t| t.as_str()) {
+                Some("string") | None if free_text => json!(format!("value-{i}")),
+                _ => sample(&p.schema),
+            };
+            arguments.insert(p.key.clone(), value);
+        }
+        let valid = match args::validate(api, &Value::Object(arguments), strict) {
+            Ok(v) => v,
+            Err(e) => {
+                failures.push(format!("{}: invalid: {e}", api.function_name));
+                continue;
+            }
+        };
+        let call = match request::build(api, &valid.arguments, None) {
+            Ok(c) => c,
+            Err(_) if UrlTemplate::of(api).is_none() => {
+                malformed += 1;
+                continue;
+            }
+            Err(e) => {
+                failures.push(format!("{}: {e}", api.function_name));
+                continue;
+            }
+        };
+        // No placeholder is left, under either name, raw or percent-encoded.
+        let url = call.url.as_str();
+        let left = |n: &String| url.contains(&format!("{{{n}}}")) || url.contains(&format!("%7B{n}%7D"));
+        if let Some(p) = path_params.iter().find(|p| left(&p.name) || left(&p.key)) {
+            failures.push(format!("{}: `{}` is left in {url}", api.function_name, p.placeholder()));
+            continue;
+        }
+        if UrlTemplate::of(api).is_none() {
+            malformed += 1;
+            continue;
+        }
+        let query: Vec<(String, String)> = call.url.query_pairs().map(|(k, v)| (k.into(), v.into())).collect();
+        let Some((found, path)) = routes.find(&call.api_host, call.method.as_str(), call.url.path(), &query) else {
+            failures.push(format!("{}: no route for {}", api.function_name, call.url));
+            continue;
+        };
+        if found != api.id {
+            // Another API that makes this very request from what it reads
+            // back (the same endpoint documented twice, with other names or
+            // a fixed value): nothing, for the replay server as for the API
+            // itself, tells the two apart.
+            let other = catalog.api(found);
+            let read = request::arguments(other, &path, &query, call.body.as_ref().and_then(Value::as_object));
+            if request::build(other, &read, None).is_ok_and(|again| same_request(&again.url, &call.url)) {
+                shared_routes += 1;
+                continue;
+            }
+            failures.push(format!("{}: routed to {} for {}", api.function_name, other.function_name, call.url));
+            continue;
+        }
+        let back = request::arguments(api, &path, &query, call.body.as_ref().and_then(Value::as_object));
+        for (key, sent) in &valid.arguments {
+            if back.get(key).map(as_text) != Some(as_text(sent)) {
+                failures.push(format!("{}: `{key}` sent {sent}, read back {:?}", api.function_name, back.get(key)));
+            }
+        }
+        checked += 1;
+    }
+    eprintln!(
+        "URL templates: {checked} APIs filled and read back, {templated} with path parameters, \
+         {renamed} of them renamed by standardization, {shared_routes} read back as another API making the same request, \
+         {malformed} with a malformed template (not read back)"
+    );
+    assert!(failures.is_empty(), "{} failures, first: {:#?}", failures.len(), &failures[..failures.len().min(10)]);
+    assert!(templated > 4_000 && renamed > 1_700, "{templated} templated, {renamed} renamed");
+    assert!(malformed < 100, "{malformed} malformed templates");
+}
+
+/// Two URLs an API cannot tell apart: the same path (a trailing slash
+/// aside) and the same query pairs in any order.
+fn same_request(a: &url::Url, b: &url::Url) -> bool {
+    let pairs = |u: &url::Url| {
+        let mut p: Vec<(String, String)> = u.query_pairs().map(|(k, v)| (k.into(), v.into())).collect();
+        p.sort();
+        p
+    };
+    a.host() == b.host() && a.path().trim_end_matches('/') == b.path().trim_end_matches('/') && pairs(a) == pairs(b)
+}
+
+/// A value as it reads back from a URL: text, arrays comma-joined.
+fn as_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items.iter().map(as_text).collect::<Vec<_>>().join(","),
+        other => other.to_string(),
+    }
 }
 
 /// The ToolBench APIs plus the embedded examples (which carry the enums).

@@ -161,9 +161,17 @@ pub enum ParamLocation {
 }
 
 /// One parameter of an API.
+///
+/// A parameter has two names, and this is the one mapping between them:
+/// `key` is what models and clients see and send (the schema's property),
+/// `name` is what goes on the wire (the query key, the header, the body
+/// property, the URL template's `{placeholder}`). Everything that crosses
+/// between the two (the schema, the validator, the request builder, the
+/// replay server) goes through [`Api::param`] and [`Api::param_on_wire`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Param {
-    /// The name sent upstream (query key, header name, body property).
+    /// The name sent upstream (query key, header name, body property,
+    /// path placeholder).
     pub name: String,
     /// The property name in the function schema (ToolBench standardizes
     /// parameter names: `id` -> `is_id`, `anime-cap` -> `anime_cap`).
@@ -179,6 +187,13 @@ pub struct Param {
 }
 
 impl Param {
+    /// The `{placeholder}` of a path parameter in its API's URL template:
+    /// its wire name, which the request builder fills and the replay
+    /// server reads back.
+    pub fn placeholder(&self) -> String {
+        format!("{{{}}}", self.name)
+    }
+
     /// The documented default, if the catalog kept one.
     pub fn default_value(&self) -> Option<&Value> {
         self.schema.get("default")
@@ -206,6 +221,11 @@ impl Api {
     /// The parameter whose schema key is `key`.
     pub fn param(&self, key: &str) -> Option<&Param> {
         self.params.iter().find(|p| p.key == key)
+    }
+
+    /// The parameter sent upstream as `name` at `location`.
+    pub fn param_on_wire(&self, location: ParamLocation, name: &str) -> Option<&Param> {
+        self.params.iter().find(|p| p.location == location && p.name == name)
     }
 
     /// The JSON Schema of the API's arguments: an object with one property

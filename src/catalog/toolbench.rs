@@ -204,24 +204,32 @@ fn params(required: Vec<ParamEntry>, optional: Vec<ParamEntry>, notes: &mut Note
 
 /// The URL template of an API: `url` holds sample values for path
 /// parameters; the `url = "..."` line of `convert_code` has `{name}`
-/// placeholders instead.
+/// placeholders instead. A placeholder right after the host
+/// (`https://h.com{path}`) starts the path: it gets its `/`, so that no
+/// value can change the host.
 fn url_template(url: &str, convert_code: Option<&str>) -> String {
     let from_code = convert_code.and_then(|code| {
         let start = code.find("url = \"")? + "url = \"".len();
         let len = code[start..].find('"')?;
         Some(&code[start..start + len])
     });
-    match from_code {
-        Some(t) if t.contains('{') => t.trim().to_string(),
-        _ => url.trim().to_string(),
+    let template = match from_code {
+        Some(t) if t.contains('{') => t.trim(),
+        _ => url.trim(),
+    };
+    let authority = template.find("://").map(|i| i + 3).unwrap_or(0);
+    match template[authority..].find(['/', '?', '{']).map(|i| i + authority) {
+        Some(at) if template[at..].starts_with('{') => format!("{}/{}", &template[..at], &template[at..]),
+        _ => template.to_string(),
     }
 }
 
 /// Marks the parameters named by the template's placeholders as path
-/// parameters and rewrites each placeholder to `{key}`. Placeholders spell
-/// names raw, standardized, with or without `is_`; they are matched on the
-/// standardized form. A placeholder without a parameter gets a required
-/// string parameter of its own.
+/// parameters and rewrites each placeholder to the parameter's wire name
+/// ([`Param::placeholder`], what the request builder fills). Placeholders
+/// spell names raw, standardized, with or without `is_`; they are matched
+/// on the standardized form. A placeholder without a parameter gets a
+/// required string parameter of its own.
 fn bind_path_params(template: &str, params: &mut Vec<Param>, notes: &mut Notes) -> String {
     let mut out = String::with_capacity(template.len());
     let mut rest = template;
@@ -253,9 +261,7 @@ fn bind_path_params(template: &str, params: &mut Vec<Param>, notes: &mut Notes) 
             param.required = true;
             notes.path_params_made_required += 1;
         }
-        out.push('{');
-        out.push_str(&param.key);
-        out.push('}');
+        out.push_str(&param.placeholder());
         rest = &rest[open + len + 1..];
     }
     out.push_str(rest);
@@ -327,7 +333,7 @@ mod tests {
     }
 
     #[test]
-    fn placeholders_match_any_spelling_and_are_rewritten_to_keys() {
+    fn placeholders_match_any_spelling_and_are_rewritten_to_wire_names() {
         let (tool, notes) = parse(
             r#"{"tool_name": "FOAAS", "api_list": [{"name": "Off", "url": "https://x.p.rapidapi.com/off/a/b",
                 "required_parameters": [{"name": "from", "type": "STRING", "default": "me"}],
@@ -335,7 +341,7 @@ mod tests {
                 "convert_code": "url = \"https://x.p.rapidapi.com/off/{is_from}/{show-slug}/{extra}\""}]}"#,
         );
         let api = &tool.unwrap().apis[0];
-        assert_eq!(api.url_template.as_deref(), Some("https://x.p.rapidapi.com/off/{is_from}/{show_slug}/{extra}"));
+        assert_eq!(api.url_template.as_deref(), Some("https://x.p.rapidapi.com/off/{from}/{show-slug}/{extra}"));
         let keys: Vec<_> = api.params.iter().map(|p| (p.key.as_str(), p.required)).collect();
         assert_eq!(keys, [("is_from", true), ("show_slug", true), ("extra", true)]);
         assert_eq!(notes.synthesized_path_params, 1);

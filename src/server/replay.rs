@@ -14,6 +14,7 @@
 //! * 404 `{"message"}` when no API has this host and path, or nothing is
 //!   recorded for it.
 
+use std::cmp::Reverse;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -23,41 +24,93 @@ use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
-use url::Url;
 
-use crate::catalog::{ApiId, Catalog, ParamLocation};
+use crate::catalog::{Api, ApiId, Catalog, ParamLocation};
+use crate::upstream::request::{self, Captured, UrlTemplate};
 use crate::upstream::{Match, ReplayTable, replay_body};
 
 /// Largest request body read.
 const MAX_BODY_BYTES: usize = 1 << 20;
 
-/// One API's route: its method and path segments (`None`: a parameter).
+/// One API's route: its method, URL template and query parameters.
 struct Route {
     api: ApiId,
-    method: String,
-    segments: Vec<Option<String>>,
+    method: &'static str,
+    template: UrlTemplate,
+    /// Wire names of the query parameters, and of the required ones.
+    query: Vec<String>,
+    required: Vec<String>,
+}
+
+/// Every API of a catalog by host, method and path template.
+pub struct Routes(HashMap<String, Vec<Route>>);
+
+impl Routes {
+    pub fn new(catalog: &Catalog) -> Routes {
+        let mut routes: HashMap<String, Vec<Route>> = HashMap::new();
+        for api in catalog.apis() {
+            let Some(template) = UrlTemplate::of(api) else { continue };
+            let query = api.params.iter().filter(|p| p.location == ParamLocation::Query);
+            let required = query.clone().filter(|p| p.required).map(|p| p.name.clone()).collect();
+            let query = query.map(|p| p.name.clone()).collect();
+            let route = Route { api: api.id, method: api.method.as_str(), template, query, required };
+            routes.entry(route.template.host().to_string()).or_default().push(route);
+        }
+        Routes(routes)
+    }
+
+    /// The API a request is for, with its path parameters (wire names):
+    /// the first of [`Routes::ranked`].
+    pub fn find(
+        &self,
+        host: &str,
+        method: &str,
+        path: &str,
+        query: &[(String, String)],
+    ) -> Option<(ApiId, Vec<(String, String)>)> {
+        self.ranked(host, method, path, query).into_iter().next()
+    }
+
+    /// The APIs whose templates match a request, best first, with their
+    /// path parameters. Several APIs of the catalog may share one URL (the
+    /// same endpoint documented twice, with other parameters); the best
+    /// has the most of its query pairs carried, then the fewest query keys
+    /// it does not declare, the fewest required ones missing, the fewest
+    /// declared ones absent, the most literal characters in the path; the
+    /// first loaded on a tie.
+    pub fn ranked(
+        &self,
+        host: &str,
+        method: &str,
+        path: &str,
+        query: &[(String, String)],
+    ) -> Vec<(ApiId, Vec<(String, String)>)> {
+        let Some(routes) = self.0.get(&host.to_ascii_lowercase()) else { return Vec::new() };
+        let fit = |r: &Route, c: &Captured| {
+            let unknown = query.iter().filter(|(k, _)| !r.query.contains(k)).count();
+            let absent = |names: &[String]| names.iter().filter(|k| !query.iter().any(|(q, _)| q == *k)).count();
+            let literal = r.template.literal_chars();
+            (Reverse(c.query_pairs), unknown, absent(&r.required), absent(&r.query), Reverse(literal))
+        };
+        let mut matches: Vec<(&Route, Captured)> = routes
+            .iter()
+            .filter(|r| r.method == method)
+            .filter_map(|r| Some((r, r.template.capture(path, query)?)))
+            .collect();
+        matches.sort_by_cached_key(|(r, c)| fit(r, c));
+        matches.into_iter().map(|(r, c)| (r.api, c.params)).collect()
+    }
 }
 
 struct Replay {
     catalog: Arc<Catalog>,
     table: ReplayTable,
-    routes: HashMap<String, Vec<Route>>,
+    routes: Routes,
 }
 
 /// The router of a replay server over `table`.
 pub fn router(catalog: Arc<Catalog>, table: ReplayTable) -> axum::Router {
-    let mut routes: HashMap<String, Vec<Route>> = HashMap::new();
-    for api in catalog.apis() {
-        let Some(template) = api.url_template.as_deref() else { continue };
-        let Some((host, path)) = split_template(template) else { continue };
-        let segments = path
-            .split('/')
-            .filter(|s| !s.is_empty())
-            .map(|s| (!(s.starts_with('{') && s.ends_with('}'))).then(|| s.to_string()))
-            .collect();
-        let method = format!("{:?}", api.method).to_ascii_uppercase();
-        routes.entry(host).or_default().push(Route { api: api.id, method, segments });
-    }
+    let routes = Routes::new(&catalog);
     let state = Arc::new(Replay { catalog, table, routes });
     axum::Router::new().fallback(answer).layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES)).with_state(state)
 }
@@ -73,16 +126,6 @@ pub async fn serve(router: axum::Router, addr: SocketAddr) -> std::io::Result<()
             let _ = tokio::signal::ctrl_c().await;
         })
         .await
-}
-
-/// `https://host/path` (placeholders allowed) → (host, path).
-fn split_template(template: &str) -> Option<(String, String)> {
-    let url = Url::parse(&template.replace(['{', '}'], "")).ok()?;
-    let host = url.host_str()?.to_ascii_lowercase();
-    let rest = template.split_once("://")?.1;
-    let path = rest.find('/').map_or("/", |i| &rest[i..]);
-    let path = path.split(['?', '#']).next().unwrap_or("/");
-    Some((host, path.to_string()))
 }
 
 fn message(status: StatusCode, text: String) -> Response {
@@ -101,52 +144,35 @@ async fn answer(
         return message(StatusCode::BAD_REQUEST, "no X-RapidAPI-Host or Host header".into());
     };
     let host = host.split(':').next().unwrap_or("").to_ascii_lowercase();
-    let path: Vec<&str> = uri.path().split('/').filter(|s| !s.is_empty()).collect();
-    let found = state.routes.get(&host).and_then(|routes| {
-        routes
-            .iter()
-            .filter(|r| r.method == method.as_str() && r.segments.len() == path.len())
-            .filter(|r| r.segments.iter().zip(&path).all(|(s, p)| s.as_deref().is_none_or(|s| s == *p)))
-            .min_by_key(|r| r.segments.iter().filter(|s| s.is_none()).count())
-    });
-    let Some(route) = found else {
+    let query: Vec<(String, String)> = url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    let fields = match body.is_empty() {
+        true => None,
+        false => match serde_json::from_slice::<Value>(&body) {
+            Ok(Value::Object(fields)) => Some(fields),
+            _ => return message(StatusCode::BAD_REQUEST, "the request body is not a JSON object".into()),
+        },
+    };
+    // Of the APIs this request may be for, the one that recorded these very
+    // arguments, else the best-fitting one with recordings, else the best.
+    let candidates: Vec<(&Api, Map<String, Value>)> = state
+        .routes
+        .ranked(&host, method.as_str(), uri.path(), &query)
+        .into_iter()
+        .map(|(id, path)| {
+            let api = state.catalog.api(id);
+            (api, request::arguments(api, &path, &query, fields.as_ref()))
+        })
+        .collect();
+    let exact =
+        |(api, args): &&(&Api, Map<String, Value>)| matches!(state.table.lookup(api.id, args), Some((_, Match::Exact)));
+    let recorded = |(api, _): &&(&Api, Map<String, Value>)| !state.table.recordings(api.id).is_empty();
+    let chosen = candidates.iter().find(exact).or_else(|| candidates.iter().find(recorded)).or(candidates.first());
+    let Some((api, arguments)) = chosen else {
         return message(StatusCode::NOT_FOUND, format!("no API of `{host}` answers {method} {}", uri.path()));
     };
-    let api = state.catalog.api(route.api);
-    let mut arguments = Map::new();
-    let key_of = |name: &str, location: ParamLocation| {
-        api.params.iter().find(|p| p.name == name && p.location == location).map(|p| p.key.clone())
-    };
-    for (name, value) in url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes()) {
-        let key = key_of(&name, ParamLocation::Query).unwrap_or_else(|| name.to_string());
-        match arguments.get_mut(&key) {
-            Some(Value::Array(items)) => items.push(Value::String(value.into_owned())),
-            Some(first) => *first = Value::Array(vec![first.take(), Value::String(value.into_owned())]),
-            None => {
-                arguments.insert(key, Value::String(value.into_owned()));
-            }
-        }
-    }
-    let template = api.url_template.as_deref().and_then(split_template).map(|(_, p)| p).unwrap_or_default();
-    let names = template.split('/').filter(|s| !s.is_empty());
-    for (segment, given) in names.zip(&path) {
-        if let Some(name) = segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
-            let value = percent_decode(given);
-            arguments
-                .insert(key_of(name, ParamLocation::Path).unwrap_or_else(|| name.to_string()), Value::String(value));
-        }
-    }
-    if !body.is_empty() {
-        match serde_json::from_slice::<Value>(&body) {
-            Ok(Value::Object(fields)) => {
-                for (name, value) in fields {
-                    arguments.insert(key_of(&name, ParamLocation::Body).unwrap_or(name), value);
-                }
-            }
-            _ => return message(StatusCode::BAD_REQUEST, "the request body is not a JSON object".into()),
-        }
-    }
-    let Some((recording, matched)) = state.table.lookup(api.id, &arguments) else {
+    let Some((recording, matched)) = state.table.lookup(api.id, arguments) else {
         return message(StatusCode::NOT_FOUND, format!("no recorded response for `{}`", api.function_name));
     };
     let matched = match matched {
@@ -164,11 +190,4 @@ async fn answer(
     };
     response.headers_mut().insert("x-replay-match", matched.parse().expect("ASCII"));
     response
-}
-
-fn percent_decode(s: &str) -> String {
-    url::form_urlencoded::parse(format!("x={}", s.replace('+', "%2B")).as_bytes())
-        .next()
-        .map(|(_, v)| v.into_owned())
-        .unwrap_or_else(|| s.to_string())
 }
