@@ -18,8 +18,10 @@
 //!    characters)"`.
 //!
 //! If even the tightest form is over the budget, the result is a JSON
-//! object holding the start of the text and how long it was. A string
-//! response that holds JSON is compressed as that JSON.
+//! object holding the start of the text and how long it was. JSON that
+//! arrives as text (a text body, a string field holding JSON or a Python
+//! literal, even cut short: [`crate::json_text`]) is compressed as the
+//! value it stands for, so its fields are ranked and kept like any others.
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -137,6 +139,20 @@ impl FieldChoices {
     }
 }
 
+/// `value` with every string that stands for an object or array replaced
+/// by that value (recursively: each replacement is shorter than its text).
+fn expand_json_text(value: Value) -> Value {
+    match value {
+        Value::String(text) => match crate::json_text::parse(&text) {
+            Some((inner, _)) => expand_json_text(inner),
+            None => Value::String(text),
+        },
+        Value::Array(items) => Value::Array(items.into_iter().map(expand_json_text).collect()),
+        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, expand_json_text(v))).collect()),
+        other => other,
+    }
+}
+
 /// Compresses `value` to `budget` characters. `context` is the API
 /// description and the request, for relevance.
 pub fn compress(value: &Value, context: &str, budget: usize, choice: Option<&FieldChoice>) -> Compressed {
@@ -153,10 +169,7 @@ pub fn compress(value: &Value, context: &str, budget: usize, choice: Option<&Fie
             chars_cut: 0,
         };
     }
-    let mut value = match value {
-        Value::String(s) => serde_json::from_str::<Value>(s).unwrap_or_else(|_| value.clone()),
-        other => other.clone(),
-    };
+    let mut value = expand_json_text(value.clone());
     if let Some(choice) = choice.filter(|c| !c.keep.is_empty()) {
         let keep: HashSet<&str> = choice.keep.iter().map(String::as_str).collect();
         if let Some(kept) = apply_choice(&value, &keep) {
@@ -450,6 +463,28 @@ mod tests {
         let text = Value::String("Lorem ipsum \"quoted\" \\ ".repeat(400));
         let c = compress(&text, "", 300, None);
         assert!(valid_within(&c, 300).is_string());
+    }
+
+    #[test]
+    fn json_text_in_fields_and_cut_short_is_compressed_as_its_fields() {
+        // A ToolBench observation: the body as Python-literal text in a
+        // string field, cut off at about 1,000 characters.
+        let listing = |i: usize| {
+            format!(
+                "{{'@type': 'Listing', 'Name': 'House {i}', 'Price': {}, 'Description': '{}'}}",
+                1000 * i,
+                "nice ".repeat(20)
+            )
+        };
+        let items: Vec<String> = (0..20).map(listing).collect();
+        let body = format!("{{'Result': [{}]}}", items.join(", "));
+        let cut: String = body.chars().take(1000).collect();
+        let observation = json!({"error": "", "response": cut});
+        let c = compress(&observation, "house price", 400, None);
+        let out = valid_within(&c, 400);
+        let first = &out["response"]["Result"][0];
+        assert_eq!(first["Name"], "House 0", "{out}");
+        assert_eq!(first["Price"], 0, "{out}");
     }
 
     #[test]

@@ -20,6 +20,8 @@
 //!   CoT chains, converted answers, StepTool runs, SFT conversations) into
 //!   one model, and maps their function names to catalog APIs, saying why
 //!   a name does not resolve.
+//! * [`json_text`]: JSON that arrives as text (JSON or Python literals in
+//!   strings, documents cut short) read as the value it stands for.
 //! * [`retrieval`]: finds the APIs for a request: fastembed embeddings
 //!   (offline model), an instant-distance HNSW graph or exact scan, BM25
 //!   over APIs and over whole tools, fused by weighted reciprocal rank,
@@ -68,6 +70,7 @@ pub mod eval;
 pub mod execute;
 pub mod graph;
 pub mod journal;
+pub mod json_text;
 pub mod llm;
 pub mod mcp;
 pub mod metrics;

@@ -69,7 +69,7 @@ pub enum ErrorClass {
     Body,
     /// The API said JSON but sent something else.
     MalformedJson,
-    /// The API answered with a page (HTML, XML…) instead of data.
+    /// The API answered with an HTML page instead of data.
     NotJson,
     /// Replay: nothing recorded for this API.
     NoRecording,
@@ -98,7 +98,8 @@ pub struct Attempt {
 pub struct CallTrace {
     pub function: String,
     pub method: String,
-    /// The URL requested (no credentials: the key travels in a header).
+    /// The API's URL requested (no credentials: the key travels in a
+    /// header; never `upstream.base_url`, an address of the operator's).
     pub url: String,
     pub rate_limit_wait_ms: f64,
     pub attempts: Vec<Attempt>,
@@ -230,7 +231,7 @@ impl Upstream {
             Err(message) => return Err(fail(ErrorClass::Request, message, &trace)),
         };
         trace.method = http.method.to_string();
-        trace.url = http.url.to_string();
+        trace.url = http.api_url.to_string();
         if let Err(refused) = self.guard.check_url(&http.url) {
             return Err(fail(ErrorClass::Refused, refused.0, &trace));
         }
@@ -447,27 +448,29 @@ fn classify(e: reqwest::Error) -> Failure {
     Failure::retry(ErrorClass::Connect, format!("request failed: {cause}"))
 }
 
-/// The body as JSON: parsed when it is JSON; plain text as a string;
-/// declared JSON that does not parse and markup pages are errors.
+/// The body as JSON: parsed when it is JSON. Text that stands for an
+/// object or array (JSON served as `text/plain`, a Python literal, a
+/// document cut short: [`crate::json_text`]) is that value; other text,
+/// XML included, is a string. Declared JSON that does not parse and HTML
+/// pages (a login or error page where data was expected) are errors.
 fn interpret(bytes: &[u8], content_type: &str) -> Result<Value, Failure> {
     let text = String::from_utf8_lossy(bytes);
     let trimmed = text.trim_start();
+    let xml = content_type.contains("xml") || trimmed.starts_with("<?xml");
     match serde_json::from_str::<Value>(&text) {
         Ok(v) => Ok(v),
-        Err(e) if content_type.contains("json") || trimmed.starts_with('{') || trimmed.starts_with('[') => {
-            Err(Failure::fatal(
-                ErrorClass::MalformedJson,
-                format!("the response is not valid JSON ({e}): {}", snippet(bytes)),
-            ))
-        }
-        Err(_) if content_type.contains("html") || content_type.contains("xml") || trimmed.starts_with('<') => {
+        Err(e) if content_type.contains("json") => Err(Failure::fatal(
+            ErrorClass::MalformedJson,
+            format!("the response is not valid JSON ({e}): {}", snippet(bytes)),
+        )),
+        Err(_) if !xml && (content_type.contains("html") || trimmed.starts_with('<')) => {
             let kind = if content_type.is_empty() { "markup" } else { content_type.split(';').next().unwrap_or("") };
             Err(Failure::fatal(
                 ErrorClass::NotJson,
-                format!("the API answered with {kind}, not data: {}", snippet(bytes)),
+                format!("the API answered with a page ({kind}), not data: {}", snippet(bytes)),
             ))
         }
-        Err(_) => Ok(Value::String(text.into_owned())),
+        Err(_) => Ok(crate::json_text::parse(&text).map_or_else(|| Value::String(text.into_owned()), |(v, _)| v)),
     }
 }
 
@@ -512,13 +515,32 @@ fn replay_call(
     Ok(Response { status: 200, body, bytes, trace })
 }
 
-/// A recorded response as the API would have sent it: a string holding
-/// JSON is that JSON.
+/// A recorded response as the API would have sent it. ToolBench records
+/// many responses as text: JSON, Python `repr()` output, or the whole
+/// trajectory observation (`{"error": "", "response": "<body>"}`), often
+/// cut at about 1,000 characters. Text that stands for an object or array
+/// is that value ([`crate::json_text`]); an observation is its `response`.
 pub fn replay_body(response: &Value) -> Value {
-    match response {
-        Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| response.clone()),
-        other => other.clone(),
+    let Value::String(text) = response else { return response.clone() };
+    match value_of(text) {
+        Some(Value::Object(map)) if is_observation(&map) => match &map["response"] {
+            Value::String(inner) => value_of(inner).unwrap_or_else(|| map["response"].clone()),
+            inner => inner.clone(),
+        },
+        Some(value) => value,
+        None => response.clone(),
     }
+}
+
+/// The value a text stands for: any JSON (a bare string or number
+/// included), else an object or array as [`crate::json_text`] reads it.
+fn value_of(text: &str) -> Option<Value> {
+    serde_json::from_str(text).ok().or_else(|| crate::json_text::parse(text).map(|(v, _)| v))
+}
+
+/// A trajectory's observation of a successful call: `{"error": "", "response": …}`.
+fn is_observation(map: &Map<String, Value>) -> bool {
+    map.len() == 2 && map.get("error").is_some_and(|e| e.as_str() == Some("")) && map.contains_key("response")
 }
 
 fn error(class: ErrorClass, message: String, trace: CallTrace) -> CallError {
