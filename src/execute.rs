@@ -64,10 +64,13 @@ pub struct Request {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
-    /// The answer is written.
+    /// The answer is written from the results of successful API calls.
     Answered,
     /// The answer asks the user for values nothing else supplies.
     NeedsInput,
+    /// No API call succeeded: the answer is the model's account of what
+    /// could not be done (or its reply without any API), not a result.
+    Infeasible,
 }
 
 /// A value the user must give.
@@ -145,17 +148,20 @@ pub async fn execute(engine: &Arc<Engine>, llm: &Arc<LlmClient>, request: &Reque
         }
     }
     let needs = needs(engine, &subtasks);
+    // Answered only when some API call succeeded and stood on a run's path.
+    let called = subtasks.iter().any(|s| s.run.as_ref().is_some_and(|r| !r.steps.is_empty()));
+    let done = if called { Status::Answered } else { Status::Infeasible };
     let (status, answer) = if !needs.is_empty() {
         (Status::NeedsInput, question(&needs))
     } else if let [only] = subtasks.as_slice()
         && let Some(answer) = only.answer.clone().filter(|a| !a.trim().is_empty())
     {
-        (Status::Answered, answer)
+        (done, answer)
     } else {
         model_requests += 1;
         let answer = ask(llm, request, deadline, SUMMARIZE, Some(results(&subtasks))).await?;
         usage.add(&answer);
-        (Status::Answered, answer["choices"][0]["message"]["content"].as_str().unwrap_or("").to_string())
+        (done, answer["choices"][0]["message"]["content"].as_str().unwrap_or("").to_string())
     };
     Ok(Execution {
         status,

@@ -139,6 +139,30 @@ impl LlmDecider {
     }
 }
 
+impl LlmDecider {
+    /// A `finish` came without its required `answer`: shows the model the
+    /// error, as for any invalid call, and asks once more. `None` when it
+    /// still gives none (the caller then has the answer written from the
+    /// results).
+    async fn finish_answer(&self, view: &View<'_>, arguments: &Map<String, Value>) -> Option<String> {
+        let mut messages = self.messages(view.path);
+        messages.push(call_message("finish", "finish", arguments));
+        let error = "Error: invalid arguments for `finish`: missing required parameter `answer` (string): the answer \
+            for the user, based only on the results. Call `finish` again with it.";
+        messages.push(json!({"role": "tool", "tool_call_id": "finish", "content": error}));
+        let message = self.ask(self.tools(view), messages).await?;
+        let answer = match message["tool_calls"].get(0) {
+            Some(call) if call["function"]["name"] == "finish" => parse_arguments(&call["function"]["arguments"])
+                .get("answer")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            Some(_) => None,
+            None => message["content"].as_str().map(str::to_string),
+        };
+        answer.filter(|a| !a.trim().is_empty())
+    }
+}
+
 impl Decider for LlmDecider {
     async fn decide(&self, view: &View<'_>) -> Move {
         let tools = self.tools(view);
@@ -161,7 +185,11 @@ impl Decider for LlmDecider {
         let said = |key: &str| arguments.get(key).and_then(Value::as_str).map(str::to_string);
         match name {
             "finish" => {
-                self.report.lock().unwrap_or_else(|e| e.into_inner()).answer = said("answer");
+                let answer = match said("answer").filter(|a| !a.trim().is_empty()) {
+                    Some(answer) => Some(answer),
+                    None => self.finish_answer(view, &arguments).await,
+                };
+                self.report.lock().unwrap_or_else(|e| e.into_inner()).answer = answer;
                 Move::Finish { reason: "the model finished".into() }
             }
             "backtrack" => Move::Backtrack { reason: said("reason").unwrap_or_else(|| "the model backtracked".into()) },

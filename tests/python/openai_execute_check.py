@@ -100,6 +100,18 @@ content = body["choices"][0]["message"]["content"]
 check("lat" in content and "Please provide" in content, f"question: {content!r}")
 check(tr["trace"]["subtasks"][0]["run"]["trace"][-1]["note"].startswith("not called"), "nothing was called")
 
+# Execute mode claims no more than it did: a request no API serves is
+# `infeasible`, not `answered`, and a `finish` without its required answer
+# goes back to the model like any invalid call.
+body = raw("Tell me a joke about cats", extra_body=EXECUTE)
+tr = body["toolrouter"]
+check(tr["status"] == "infeasible", f"nothing called: {tr['status']}")
+check(all(not s["run"]["steps"] for s in tr["trace"]["subtasks"]), "no step stood")
+body = raw("finish-without-answer ecoweather Schneetage snow days at lat 789.012 lon 123.456 from 2022-09-01", extra_body=EXECUTE)
+tr = body["toolrouter"]
+check(body["choices"][0]["message"]["content"] == "Done after a repair." and tr["status"] == "answered", f"finish repaired: {body['choices'][0]['message']['content']!r}")
+check(tr["trace"]["model_requests"] == 4, f"decompose, decide, finish, finish again: {tr['trace']['model_requests']}")
+
 # The mode from a header; a failing model is a 502 in OpenAI's shape.
 r = httpx.post(f"{base}/v1/chat/completions", headers={**headers, "x-toolrouter-mode": "execute"}, timeout=60,
                json={"model": MODEL, "messages": user("ecoweather Schneetage snow days lat 789.012 lon 123.456 2022-09-01")})

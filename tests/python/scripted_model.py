@@ -19,7 +19,20 @@ Execute mode's requests (recognised by their instructions or tools):
   for "same place" or when the user says "needs-input"; with a `lon` of
   "east" when the user says "repair-me", repaired when shown the error)
 - the user says "model-fails"        -> HTTP 500
-GET /seen lists what each request offered: {"tools": [names], "messages": n}.
+Off the happy path, when the user says (route and plan modes):
+- "repair-to-text"    -> an invalid call; once shown the error, a text answer
+- "extra-city"        -> a call with an argument the API does not take (`city`)
+                         besides valid ones; once shown the error, a valid call
+- "object-arguments"  -> a valid call whose `arguments` is a JSON object
+- "html-page"         -> 200 with an HTML page (streamed or not)
+- "ignores-stream"    -> a plain JSON completion even to a streamed request
+- "index-one"         -> streamed: the one tool call's deltas carry `index: 1`
+- "reasoning"         -> streamed: `reasoning_content`, `logprobs` and
+                         `system_fingerprint` in the chunks
+- "finish-without-answer" (execute) -> `finish` without its `answer` first
+GET /v1/models lists one model, `scripted`.
+GET /seen lists what each request offered: {"tools": [names], "messages": n,
+"last": the last message's text}.
 
 Any request toolrouter forwards gets an answer, however odd its fields
 (content as a list of parts or a number, `tools: null`, a string for
@@ -81,6 +94,9 @@ def executed(messages, tools, user, last):
         return call(name, {} if blank else ECOWEATHER)
     if "finish" not in tools:
         return None
+    if "finish-without-answer" in user and any(m.get("role") == "tool" for m in messages):
+        shown = text(last.get("content")).startswith("Error: invalid arguments for `finish`")
+        return call("finish", {"answer": "Done after a repair."} if shown else {})
     if any(m.get("role") == "tool" for m in messages):
         return call("finish", {"answer": "Done: " + text(last.get("content"))[:300]})
     for name, word in EXECUTABLE.items():
@@ -103,7 +119,9 @@ def answer(body):
     messages = body.get("messages")
     messages = [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
     tools = names(body.get("tools"))
-    SEEN.append({"tools": tools, "messages": len(messages), "model": body.get("model"), "stream": bool(body.get("stream"))})
+    last_text = text(messages[-1].get("content"))[:2000] if messages else ""
+    SEEN.append({"tools": tools, "messages": len(messages), "model": body.get("model"), "stream": bool(body.get("stream")),
+                 "last": last_text})
     user = " ".join(m.get("content") or "" for m in messages if m.get("role") == "user" and isinstance(m.get("content"), str))
     last = messages[-1] if messages else {}
     if "model-fails" in user:
@@ -112,25 +130,33 @@ def answer(body):
     known = {"weather_forecast_for_open_meteo_forecast": {"latitude": 52.52, "longitude": 13.41}}
     weather = next((t for t in tools if t in known), None) or next((t for t in tools if "weather" in t), None)
 
-    def call(arguments):
-        if weather in known and arguments.get("city") == "Berlin":
+    def call(arguments, exact=False):
+        if weather in known and arguments.get("city") == "Berlin" and not exact:
             arguments = known[weather]
         return {"role": "assistant", "content": None, "tool_calls": [
             {"id": f"call_{len(SEEN)}", "type": "function", "function": {"name": weather, "arguments": json.dumps(arguments)}}]}
 
     message = executed(messages, tools, user, last)
+    shown_error = last.get("role") == "tool" and "Error" in text(last.get("content"))
     if message is not None:
         pass
-    elif last.get("role") == "tool" and "Error" in text(last.get("content")):
+    elif shown_error and "repair-to-text" in user:
+        message = {"role": "assistant", "content": "I could not make a valid call, sorry."}
+    elif weather and "extra-city" in user and not shown_error:
+        message = call({"latitude": 52.52, "longitude": 13.41, "city": "Berlin"}, exact=True)
+    elif shown_error:
         message = call({"city": 5} if "always-invalid" in user else {"city": "Berlin"})
     elif last.get("role") == "tool":
         message = {"role": "assistant", "content": f"The tool said: {text(last.get('content'))}"}
-    elif weather and ("invalid-then-valid" in user or "always-invalid" in user):
+    elif weather and ("invalid-then-valid" in user or "always-invalid" in user or "repair-to-text" in user):
         message = call({"city": 5})
     elif weather:
         message = call({"city": "Berlin"})
     else:
         message = {"role": "assistant", "content": "Hello from the scripted model."}
+    if "object-arguments" in user:
+        for c in message.get("tool_calls") or []:
+            c["function"]["arguments"] = json.loads(c["function"]["arguments"])
     finish = "tool_calls" if message.get("tool_calls") else "stop"
     return {"id": f"chatcmpl-{len(SEEN)}", "object": "chat.completion", "created": 1700000000, "model": body.get("model"),
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
@@ -150,7 +176,11 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_GET(self):
-        self.send(200, SEEN) if self.path == "/seen" else self.send(404, {"error": {"message": "no"}})
+        if self.path == "/seen":
+            return self.send(200, SEEN)
+        if self.path == "/v1/models":
+            return self.send(200, {"object": "list", "data": [{"id": "scripted", "object": "model", "created": 0, "owned_by": "scripted"}]})
+        self.send(404, {"error": {"message": "no"}})
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
@@ -159,7 +189,15 @@ class Handler(BaseHTTPRequestHandler):
         result = answer(body)
         if result is None:
             return self.send(500, {"error": {"message": "the scripted model fails on purpose", "type": "server_error"}})
-        if not body.get("stream"):
+        said = " ".join(text(m.get("content")) for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user")
+        if "html-page" in said:
+            page = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+            self.send_response(200)
+            self.send_header("content-type", "text/html")
+            self.send_header("content-length", str(len(page)))
+            self.end_headers()
+            return self.wfile.write(page)
+        if not body.get("stream") or "ignores-stream" in said:
             return self.send(200, result)
         # Streamed: content in three pieces, each tool call's arguments in two.
         self.send_response(200)
@@ -167,19 +205,34 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         message = result["choices"][0]["message"]
 
-        def event(delta, finish=None, **extra):
+        reasoning = "reasoning" in said
+        extra = {"system_fingerprint": "fp_scripted"} if reasoning else {}
+
+        def event(delta, finish=None, logprobs=None):
+            choice = {"index": 0, "delta": delta, "finish_reason": finish}
+            if logprobs is not None:
+                choice["logprobs"] = logprobs
             chunk = {"id": result["id"], "object": "chat.completion.chunk", "created": result["created"],
-                     "model": result["model"], "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+                     "model": result["model"], "choices": [choice], **extra}
             self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
             self.wfile.flush()
 
         event({"role": "assistant", "content": ""})
+        if reasoning:
+            event({"reasoning_content": "The user greets me; "})
+            event({"reasoning_content": "I greet back."})
         content = message.get("content") or ""
         for i in range(0, len(content), max(1, len(content) // 3 + 1)):
-            event({"content": content[i:i + len(content) // 3 + 1]})
-        for n, call in enumerate(message.get("tool_calls") or []):
+            piece = content[i:i + len(content) // 3 + 1]
+            lp = {"content": [{"token": piece, "logprob": -0.5, "bytes": None, "top_logprobs": []}]} if reasoning else None
+            event({"content": piece}, logprobs=lp)
+        first = 1 if "index-one" in said else 0
+        for n, call in enumerate(message.get("tool_calls") or [], start=first):
             args = call["function"]["arguments"]
             event({"tool_calls": [{"index": n, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"], "arguments": ""}}]})
+            if not isinstance(args, str):
+                event({"tool_calls": [{"index": n, "function": {"arguments": args}}]})
+                continue
             half = len(args) // 2
             event({"tool_calls": [{"index": n, "function": {"arguments": args[:half]}}]})
             event({"tool_calls": [{"index": n, "function": {"arguments": args[half:]}}]})
