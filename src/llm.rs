@@ -12,13 +12,17 @@
 //!
 //! A stream is read as server-sent events: each `data:` line is a JSON
 //! chunk, `data: [DONE]` ends it, and a `data: {"error": …}` event is the
-//! model server's mid-stream error.
+//! model server's mid-stream error. A server that ignores `stream` and
+//! answers with one JSON completion is read as that completion's chunks;
+//! any other body (an HTML page…), and a stream that ends before its first
+//! event, is a malformed answer, never an empty one. Failures are logged
+//! (without the server's URL, which messages never carry either).
 
 use std::pin::Pin;
 use std::time::Duration;
 
 use futures_util::{Stream, StreamExt};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::config::{Config, LlmConfig, Secret};
 
@@ -77,7 +81,10 @@ pub type Chunks = Pin<Box<dyn Stream<Item = Result<Value, LlmError>> + Send>>;
 /// The model client: one per process.
 pub struct LlmClient {
     http: reqwest::Client,
+    /// `{base_url}/chat/completions`.
     url: String,
+    /// `{base_url}/models`.
+    models_url: String,
     key: Option<Secret>,
     config: LlmConfig,
 }
@@ -95,12 +102,17 @@ impl LlmClient {
             .build()
             .map_err(|e| LlmError::Connect(e.to_string()))?;
         let key = config.llm_key().map_err(LlmError::Connect)?;
-        let url = format!("{}/chat/completions", config.llm.base_url.trim_end_matches('/'));
-        Ok(LlmClient { http, url, key, config: config.llm.clone() })
+        let base = config.llm.base_url.trim_end_matches('/');
+        let (url, models_url) = (format!("{base}/chat/completions"), format!("{base}/models"));
+        Ok(LlmClient { http, url, models_url, key, config: config.llm.clone() })
     }
 
     fn request(&self, body: &Value) -> reqwest::RequestBuilder {
-        let mut req = self.http.post(&self.url).header("content-type", "application/json").body(body.to_string());
+        let req = self.http.post(&self.url).header("content-type", "application/json").body(body.to_string());
+        self.authorized(req)
+    }
+
+    fn authorized(&self, mut req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
         if let Some(key) = &self.key {
             let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {}", key.expose()))
                 .unwrap_or_else(|_| reqwest::header::HeaderValue::from_static(""));
@@ -120,7 +132,7 @@ impl LlmClient {
             let (error, retry_after) = match result {
                 Err(_) => (LlmError::Timeout(self.config.timeout_ms), None),
                 Ok(Err(e)) if e.is_timeout() => (LlmError::Timeout(self.config.timeout_ms), None),
-                Ok(Err(e)) => (LlmError::Connect(e.to_string()), None),
+                Ok(Err(e)) => (LlmError::Connect(cause(e)), None),
                 Ok(Ok(r)) if r.status().is_success() => return Ok(r),
                 Ok(Ok(r)) => {
                     let status = r.status().as_u16();
@@ -150,6 +162,35 @@ impl LlmClient {
         }
     }
 
+    /// The model server's list of models (`GET {base_url}/models`), as it sent it.
+    pub async fn models(&self) -> Result<Value, LlmError> {
+        let timeout = Duration::from_millis(self.config.timeout_ms);
+        let request = async {
+            let response = self.authorized(self.http.get(&self.models_url)).send().await.map_err(|e| {
+                if e.is_timeout() { LlmError::Timeout(self.config.timeout_ms) } else { LlmError::Connect(cause(e)) }
+            })?;
+            let status = response.status().as_u16();
+            let bytes = read_capped(response, self.config.max_response_bytes).await?;
+            if !(200..300).contains(&status) {
+                let message = String::from_utf8_lossy(&bytes).chars().take(300).collect();
+                return Err(LlmError::Status { status, message });
+            }
+            match serde_json::from_slice::<Value>(&bytes) {
+                Ok(list) if list["data"].is_array() => Ok(list),
+                _ => Err(LlmError::Malformed(format!(
+                    "the model list is not {{\"data\": [...]}}: {}",
+                    String::from_utf8_lossy(&bytes).chars().take(200).collect::<String>()
+                ))),
+            }
+        };
+        let result =
+            tokio::time::timeout(timeout, request).await.unwrap_or(Err(LlmError::Timeout(self.config.timeout_ms)));
+        if let Err(e) = &result {
+            tracing::warn!("listing the model server's models failed: {e}");
+        }
+        result
+    }
+
     /// [`LlmClient::complete`], given up at `deadline` (a run's, not the model's own timeout).
     pub async fn complete_by(&self, body: &Value, deadline: std::time::Instant) -> Result<Value, LlmError> {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
@@ -161,19 +202,28 @@ impl LlmClient {
 
     /// A non-streaming chat completion (`stream` is forced off).
     pub async fn complete(&self, body: &Value) -> Result<Value, LlmError> {
+        let result = self.complete_once(body).await;
+        if let Err(e) = &result {
+            tracing::warn!("model request failed: {e}");
+        }
+        result
+    }
+
+    async fn complete_once(&self, body: &Value) -> Result<Value, LlmError> {
         let mut body = body.clone();
         body["stream"] = Value::Bool(false);
         if let Some(map) = body.as_object_mut() {
             map.remove("stream_options");
         }
         let response = self.send(&body).await?;
+        let kind = content_type(&response);
         let timeout = Duration::from_millis(self.config.timeout_ms);
         let bytes = tokio::time::timeout(timeout, read_capped(response, self.config.max_response_bytes))
             .await
             .map_err(|_| LlmError::Timeout(self.config.timeout_ms))??;
         let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
             LlmError::Malformed(format!(
-                "not JSON ({e}): {}",
+                "{kind}, not JSON ({e}): {}",
                 String::from_utf8_lossy(&bytes).chars().take(200).collect::<String>()
             ))
         })?;
@@ -188,64 +238,180 @@ impl LlmClient {
 
     /// A streaming chat completion (`stream` is forced on): its chunks.
     pub async fn stream(&self, body: &Value) -> Result<Chunks, LlmError> {
+        let result = self.stream_once(body).await;
+        if let Err(e) = &result {
+            tracing::warn!("model stream failed: {e}");
+        }
+        result
+    }
+
+    async fn stream_once(&self, body: &Value) -> Result<Chunks, LlmError> {
         let mut body = body.clone();
         body["stream"] = Value::Bool(true);
         let response = self.send(&body).await?;
+        let content_type =
+            response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
+        if !content_type.starts_with("text/event-stream") {
+            return self.not_a_stream(response, &content_type).await;
+        }
         let gap = Duration::from_millis(self.config.timeout_ms);
         let cap = self.config.max_response_bytes;
-        let state = (response.bytes_stream().boxed(), Vec::<u8>::new(), 0usize, false);
-        Ok(Box::pin(futures_util::stream::unfold(state, move |(mut bytes, mut buf, mut total, done)| async move {
-            if done {
-                return None;
-            }
-            loop {
-                // One complete event line in the buffer?
-                if let Some(end) = buf.iter().position(|&b| b == b'\n') {
-                    let line: Vec<u8> = buf.drain(..=end).collect();
-                    let line = String::from_utf8_lossy(&line).trim().to_string();
-                    let Some(data) = line.strip_prefix("data:").map(str::trim) else { continue };
-                    if data == "[DONE]" {
-                        return None;
-                    }
-                    let item = match serde_json::from_str::<Value>(data) {
-                        Ok(v) if v.get("error").is_some() => {
-                            let message = v["error"]["message"].as_str().unwrap_or("unknown error").to_string();
-                            return Some((Err(LlmError::Stream(message)), (bytes, buf, total, true)));
-                        }
-                        Ok(v) => Ok(v),
-                        Err(e) => Err(LlmError::Malformed(format!("a stream event is not JSON ({e}): {data}"))),
-                    };
-                    let failed = item.is_err();
-                    return Some((item, (bytes, buf, total, failed)));
-                }
-                match tokio::time::timeout(gap, bytes.next()).await {
-                    Err(_) => return Some((Err(LlmError::Timeout(gap.as_millis() as u64)), (bytes, buf, total, true))),
-                    Ok(None) if buf.is_empty() => return None,
-                    Ok(None) => buf.push(b'\n'),
-                    Ok(Some(Err(e))) => {
-                        return Some((
-                            Err(LlmError::Connect(format!("the stream broke: {e}"))),
-                            (bytes, buf, total, true),
-                        ));
-                    }
-                    Ok(Some(Ok(chunk))) => {
-                        total += chunk.len();
-                        if total > cap {
-                            let e = LlmError::Malformed(format!("the stream is larger than {cap} bytes"));
-                            return Some((Err(e), (bytes, buf, total, true)));
-                        }
-                        buf.extend_from_slice(&chunk);
-                    }
-                }
+        let events = sse_events(response.bytes_stream().boxed(), gap, cap);
+        Ok(Box::pin(events.inspect(|item| {
+            if let Err(e) = item {
+                tracing::warn!("model stream failed: {e}");
             }
         })))
     }
+
+    /// The answer to a streamed request that is not an event stream: one
+    /// JSON completion (a server that ignores `stream`) becomes its chunks;
+    /// anything else is malformed.
+    async fn not_a_stream(&self, response: reqwest::Response, content_type: &str) -> Result<Chunks, LlmError> {
+        let timeout = Duration::from_millis(self.config.timeout_ms);
+        let bytes = tokio::time::timeout(timeout, read_capped(response, self.config.max_response_bytes))
+            .await
+            .map_err(|_| LlmError::Timeout(self.config.timeout_ms))??;
+        let kind =
+            if content_type.is_empty() { "no content type" } else { content_type.split(';').next().unwrap_or("") };
+        let completion = serde_json::from_slice::<Value>(&bytes).ok().filter(|v| v["choices"].is_array());
+        let Some(completion) = completion else {
+            return Err(LlmError::Malformed(format!(
+                "a streamed request was answered with {kind}, not an event stream: {}",
+                String::from_utf8_lossy(&bytes).chars().take(200).collect::<String>()
+            )));
+        };
+        let chunks: Vec<Result<Value, LlmError>> = chunks_of(&completion).into_iter().map(Ok).collect();
+        Ok(Box::pin(futures_util::stream::iter(chunks)))
+    }
+}
+
+/// A completion as the chunks a stream would have carried: per choice, its
+/// message as one delta (tool calls indexed) with its finish reason; then
+/// the usage, in a chunk without choices.
+pub fn chunks_of(completion: &Value) -> Vec<Value> {
+    let head = |choices: Value| {
+        let mut c = completion.clone();
+        if let Some(map) = c.as_object_mut() {
+            map.remove("usage");
+        }
+        c["object"] = json!("chat.completion.chunk");
+        c["choices"] = choices;
+        c
+    };
+    let mut out = Vec::new();
+    for (i, choice) in completion["choices"].as_array().into_iter().flatten().enumerate() {
+        let mut delta = choice["message"].clone();
+        if let Some(calls) = delta.get_mut("tool_calls").and_then(Value::as_array_mut) {
+            for (n, call) in calls.iter_mut().enumerate() {
+                call["index"] = json!(n);
+            }
+        }
+        let index = choice_index(choice, i);
+        let mut choice = choice.clone();
+        if let Some(map) = choice.as_object_mut() {
+            map.remove("message");
+            map.insert("index".into(), index);
+            map.insert("delta".into(), delta);
+        }
+        out.push(head(json!([choice])));
+    }
+    if completion["usage"].is_object() {
+        let mut usage = head(json!([]));
+        usage["usage"] = completion["usage"].clone();
+        out.push(usage);
+    }
+    out
+}
+
+fn choice_index(choice: &Value, position: usize) -> Value {
+    choice.get("index").filter(|i| i.is_u64()).cloned().unwrap_or_else(|| json!(position))
+}
+
+/// The chunks of a server-sent event stream. A gap longer than `gap`
+/// between events, more than `cap` bytes, a broken connection or an
+/// error event end it with an error; so does an end before any event.
+fn sse_events<B: AsRef<[u8]> + Send + 'static>(
+    bytes: Pin<Box<dyn Stream<Item = reqwest::Result<B>> + Send>>,
+    gap: Duration,
+    cap: usize,
+) -> impl Stream<Item = Result<Value, LlmError>> + Send {
+    struct State<B> {
+        bytes: Pin<Box<dyn Stream<Item = reqwest::Result<B>> + Send>>,
+        buf: Vec<u8>,
+        total: usize,
+        events: usize,
+        done: bool,
+    }
+    let state = State { bytes, buf: Vec::new(), total: 0, events: 0, done: false };
+    futures_util::stream::unfold(state, move |mut s| async move {
+        if s.done {
+            return None;
+        }
+        let fail = |mut s: State<B>, e: LlmError| {
+            s.done = true;
+            Some((Err(e), s))
+        };
+        loop {
+            // One complete event line in the buffer?
+            if let Some(end) = s.buf.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = s.buf.drain(..=end).collect();
+                let line = String::from_utf8_lossy(&line).trim().to_string();
+                let Some(data) = line.strip_prefix("data:").map(str::trim) else { continue };
+                if data == "[DONE]" {
+                    return None;
+                }
+                s.events += 1;
+                return match serde_json::from_str::<Value>(data) {
+                    Ok(v) if v.get("error").is_some() => {
+                        let message = v["error"]["message"].as_str().unwrap_or("unknown error").to_string();
+                        fail(s, LlmError::Stream(message))
+                    }
+                    Ok(v) => Some((Ok(v), s)),
+                    Err(e) => fail(s, LlmError::Malformed(format!("a stream event is not JSON ({e}): {data}"))),
+                };
+            }
+            match tokio::time::timeout(gap, s.bytes.next()).await {
+                Err(_) => return fail(s, LlmError::Timeout(gap.as_millis() as u64)),
+                Ok(None) if s.buf.is_empty() && s.events == 0 => {
+                    return fail(s, LlmError::Malformed("the stream ended before its first event".into()));
+                }
+                Ok(None) if s.buf.is_empty() => return None,
+                Ok(None) => s.buf.push(b'\n'),
+                Ok(Some(Err(e))) => return fail(s, LlmError::Connect(format!("the stream broke: {}", cause(e)))),
+                Ok(Some(Ok(chunk))) => {
+                    s.total += chunk.as_ref().len();
+                    if s.total > cap {
+                        return fail(s, LlmError::Malformed(format!("the stream is larger than {cap} bytes")));
+                    }
+                    s.buf.extend_from_slice(chunk.as_ref());
+                }
+            }
+        }
+    })
+}
+
+/// A response's media type (`text/html`), or "no content type".
+fn content_type(response: &reqwest::Response) -> String {
+    let value = response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("");
+    match value.split(';').next().map(str::trim).filter(|t| !t.is_empty()) {
+        Some(t) => t.to_ascii_lowercase(),
+        None => "no content type".into(),
+    }
+}
+
+/// A reqwest error's text without the URL it was for (the model server's
+/// address is the operator's business, not the client's).
+fn cause(e: reqwest::Error) -> String {
+    e.without_url().to_string()
 }
 
 /// The body, up to `cap` bytes (more is an error).
 async fn read_capped(mut response: reqwest::Response, cap: usize) -> Result<Vec<u8>, LlmError> {
     let mut out = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| LlmError::Connect(format!("reading the answer: {e}")))? {
+    while let Some(chunk) =
+        response.chunk().await.map_err(|e| LlmError::Connect(format!("reading the answer: {}", cause(e))))?
+    {
         if out.len() + chunk.len() > cap {
             return Err(LlmError::Malformed(format!("the answer is larger than {cap} bytes")));
         }

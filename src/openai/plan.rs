@@ -42,10 +42,11 @@ pub async fn offer(engine: &Arc<Engine>, req: &ChatRequest, max: usize) -> Resul
         }
     }
     names.truncate(max);
+    let options = crate::args::Options::from(&engine.config.args);
     let tools = names
         .iter()
         .filter_map(|n| engine.api(n).ok())
-        .filter_map(|api| catalog_tool(engine.catalog.function_definition(api), &api.input_schema()))
+        .map(|api| catalog_tool(engine.catalog.function_definition(api), api, options))
         .collect();
     let steps: Vec<Value> = run
         .steps

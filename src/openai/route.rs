@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 use super::ApiError;
 use super::validate::{ChatRequest, ClientTool};
 use crate::config::OpenAiConfig;
-use crate::llm::LlmClient;
+use crate::llm::{LlmClient, Usage};
 
 /// Lower-case words of two or more letters or digits.
 fn words(text: &str) -> Vec<String> {
@@ -87,6 +87,21 @@ pub fn narrow(tools: &[ClientTool], messages: &[Value], max: usize, weight: &dyn
     keep
 }
 
+/// Turns tool-call `arguments` sent as a JSON object (some
+/// OpenAI-compatible servers do) into JSON text, as OpenAI sends them and
+/// clients parse them; absent arguments become `""`.
+pub fn normalize_tool_calls(message: &mut Value) {
+    for call in message.get_mut("tool_calls").and_then(Value::as_array_mut).into_iter().flatten() {
+        let Some(function) = call.get_mut("function").and_then(Value::as_object_mut) else { continue };
+        let text = match function.get("arguments") {
+            Some(Value::String(_)) => continue,
+            None | Some(Value::Null) => String::new(),
+            Some(other) => other.to_string(),
+        };
+        function.insert("arguments".into(), Value::String(text));
+    }
+}
+
 /// What is wrong with the tool calls of an answer, per call id.
 fn problems(message: &Value, tools: &[ClientTool]) -> Vec<(String, String, Vec<String>)> {
     let mut out = Vec::new();
@@ -102,14 +117,7 @@ fn problems(message: &Value, tools: &[ClientTool]) -> Vec<(String, String, Vec<S
         let issues: Vec<String> = match parsed {
             Err(e) => vec![format!("the arguments are not valid JSON ({e})")],
             Ok(v) if !v.is_object() => vec!["the arguments must be a JSON object".to_string()],
-            Ok(v) => tool
-                .validator
-                .iter_errors(&v)
-                .map(|e| {
-                    let at = e.instance_path().to_string();
-                    if at.is_empty() { e.to_string() } else { format!("{at}: {e}") }
-                })
-                .collect(),
+            Ok(v) => tool.issues(&v),
         };
         if !issues.is_empty() {
             out.push((id, name, issues));
@@ -137,25 +145,34 @@ pub fn prepare(req: &ChatRequest, config: &OpenAiConfig, weight: &(dyn Fn(&str, 
     Prepared { body, keep, messages }
 }
 
+/// An answer whose tool calls passed their checks.
+pub struct Repaired {
+    pub answer: Value,
+    /// Requests made to repair it.
+    pub repairs: usize,
+    /// Tokens the repair requests spent (the first answer's are its own).
+    pub usage: Usage,
+}
+
 /// Checks `answer`'s tool calls; while some are invalid, shows the model
 /// what was wrong and asks again (non-streaming), up to `repair_attempts`.
-/// Returns the final answer and the repairs it took.
 pub async fn repaired(
     llm: &LlmClient,
     prepared: &Prepared,
     mut answer: Value,
     tools: &[ClientTool],
     config: &OpenAiConfig,
-) -> Result<(Value, usize), ApiError> {
+) -> Result<Repaired, ApiError> {
     let mut body = prepared.body.clone();
     body.remove("stream_options");
     let mut conversation = prepared.messages.clone();
-    let mut repairs = 0;
+    let (mut repairs, mut usage) = (0, Usage::default());
     loop {
+        normalize_tool_calls(&mut answer["choices"][0]["message"]);
         let message = answer["choices"][0]["message"].clone();
         let wrong = problems(&message, tools);
         if wrong.is_empty() {
-            return Ok((answer, repairs));
+            return Ok(Repaired { answer, repairs, usage });
         }
         if repairs >= config.repair_attempts {
             let detail: Vec<String> =
@@ -186,7 +203,19 @@ pub async fn repaired(
         }
         body.insert("messages".into(), Value::Array(conversation.clone()));
         answer = llm.complete(&Value::Object(body.clone())).await?;
+        usage.add(&answer);
     }
+}
+
+/// Sets a `usage` object's token counts to `tokens` (its other fields,
+/// such as token details, kept).
+pub fn set_tokens(usage: &mut Value, tokens: Usage) {
+    if !usage.is_object() {
+        *usage = json!({});
+    }
+    usage["prompt_tokens"] = json!(tokens.prompt_tokens);
+    usage["completion_tokens"] = json!(tokens.completion_tokens);
+    usage["total_tokens"] = json!(tokens.total_tokens);
 }
 
 /// toolrouter's report on a request, for the answer's `toolrouter` field.
@@ -211,7 +240,15 @@ pub async fn complete(
 ) -> Result<Response, ApiError> {
     let prepared = prepare(req, config, weight);
     let first = llm.complete(&Value::Object(prepared.body.clone())).await?;
-    let (mut answer, repairs) = repaired(llm, &prepared, first, &req.tools, config).await?;
+    let first_usage = first["usage"].clone();
+    let Repaired { mut answer, repairs, usage } = repaired(llm, &prepared, first, &req.tools, config).await?;
+    // Every request's tokens: the first answer's and the repairs'.
+    if repairs > 0 {
+        let mut total = Usage::default();
+        total.add(&json!({ "usage": first_usage }));
+        total += usage;
+        set_tokens(&mut answer["usage"], total);
+    }
     answer["model"] = Value::String(req.model.clone());
     answer["toolrouter"] = report(req, &prepared, repairs, planned);
     Ok(axum::Json(answer).into_response())
@@ -227,7 +264,7 @@ mod tests {
             name: name.into(),
             text: format!("{name} {description} city"),
             definition: json!({"type": "function", "function": {"name": name, "parameters": schema}}),
-            validator: jsonschema::validator_for(&schema).unwrap(),
+            check: crate::openai::validate::Check::Schema(jsonschema::validator_for(&schema).unwrap()),
         }
     }
 

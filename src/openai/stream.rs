@@ -1,27 +1,32 @@
 //! Streaming answers (`stream: true`) in OpenAI's chunk format.
 //!
-//! The request streams from the model too. Content deltas are passed on
-//! as they arrive (so the first token reaches the client at once); tool
-//! calls are gathered, checked against the tools' schemas when the model
-//! is done, repaired through the model if needed (non-streaming), then
-//! sent as deltas — id, type and name on a call's first delta, arguments
-//! after — followed by the finish reason, a usage chunk (`choices: []`)
-//! when `stream_options.include_usage` asked for one, and `data: [DONE]`.
-//! A failure after the stream has started is a `data: {"error": …}` event.
+//! The request streams from the model too. Each chunk is passed on as it
+//! arrives, as the model sent it (content, `reasoning_content`,
+//! `logprobs`, `system_fingerprint`… all kept; the model renamed), except
+//! that tool-call deltas and the finish reason are held back: tool calls
+//! are gathered (by their own `index`, renumbered from 0), checked
+//! against the tools' schemas when the model is done, repaired through
+//! the model if needed (non-streaming), then sent as deltas — id, type and
+//! name on a call's first delta, arguments after. A repair that ends in
+//! text sends that text. Then come the finish reason, a usage chunk
+//! (`choices: []`, every model request's tokens) when
+//! `stream_options.include_usage` asked for one, and `data: [DONE]`. A
+//! failure after the stream has started is a `data: {"error": …}` event.
 
+use std::collections::BTreeMap;
 use std::convert::Infallible;
 
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use super::ApiError;
-use super::route::{Prepared, prepare, repaired, report};
+use super::route::{Prepared, Repaired, normalize_tool_calls, prepare, repaired, report, set_tokens};
 use super::validate::ChatRequest;
 use crate::config::OpenAiConfig;
-use crate::llm::LlmClient;
+use crate::llm::{LlmClient, Usage};
 
 /// Events buffered between the model and a slow client.
 const BUFFER: usize = 64;
@@ -67,6 +72,100 @@ pub(super) fn data(value: &Value) -> String {
     format!("data: {value}\n\n")
 }
 
+/// What the model streamed, as far as the end of the stream needs it.
+#[derive(Default)]
+struct Seen {
+    /// The chunks' top-level fields, latest kept (id, created, system_fingerprint…).
+    head: Map<String, Value>,
+    content: String,
+    /// Tool calls by the model's own index.
+    calls: BTreeMap<u64, Gathered>,
+    finish: Value,
+    usage: Value,
+    /// Whether a delta with the role went out (the first one must carry it).
+    role_sent: bool,
+}
+
+impl Seen {
+    /// Takes in one chunk; returns what to pass on now (the chunk without
+    /// tool-call deltas and finish reason), if anything is left of it.
+    fn take(&mut self, mut chunk: Value, model: &str) -> Option<Value> {
+        if chunk["usage"].is_object() {
+            self.usage = chunk["usage"].clone();
+        }
+        if let Some(map) = chunk.as_object_mut() {
+            map.remove("usage");
+            for (k, v) in map.iter().filter(|(k, _)| *k != "choices") {
+                self.head.insert(k.clone(), v.clone());
+            }
+        }
+        chunk["model"] = json!(model);
+        let choice = chunk.get_mut("choices").and_then(|c| c.get_mut(0))?;
+        if let Some(finish) = choice.get_mut("finish_reason").filter(|f| !f.is_null()) {
+            self.finish = finish.take();
+        }
+        let logprobs = choice.get("logprobs").is_some_and(|l| !l.is_null());
+        let delta = choice.get_mut("delta").and_then(Value::as_object_mut)?;
+        for t in delta.remove("tool_calls").as_ref().and_then(Value::as_array).into_iter().flatten() {
+            let call = self.calls.entry(t["index"].as_u64().unwrap_or(0)).or_default();
+            if let Some(v) = t["id"].as_str() {
+                call.id = v.to_string();
+            }
+            if let Some(v) = t["function"]["name"].as_str() {
+                call.name.push_str(v);
+            }
+            match &t["function"]["arguments"] {
+                Value::String(v) => call.arguments.push_str(v),
+                Value::Null => {}
+                other => call.arguments.push_str(&other.to_string()),
+            }
+        }
+        if let Some(text) = delta.get("content").and_then(Value::as_str) {
+            self.content.push_str(text);
+        }
+        // Anything left to say: text, reasoning, a role, a refusal, logprobs.
+        let said = logprobs || delta.iter().any(|(k, v)| !(v.is_null() || k == "content" && v == ""));
+        if !said && self.role_sent {
+            return None;
+        }
+        self.with_role(delta);
+        Some(chunk)
+    }
+
+    /// Puts the role on the first delta that goes out.
+    fn with_role(&mut self, delta: &mut Map<String, Value>) {
+        if !self.role_sent {
+            delta.insert("role".into(), json!("assistant"));
+            delta.entry("content").or_insert(json!(""));
+            self.role_sent = true;
+        }
+    }
+
+    /// A chunk of ours with the model's top-level fields.
+    fn chunk(&mut self, model: &str, mut delta: Value, finish: Value) -> Value {
+        if let Some(map) = delta.as_object_mut() {
+            self.with_role(map);
+        }
+        let mut c = Value::Object(self.head.clone());
+        c["object"] = json!("chat.completion.chunk");
+        c["model"] = json!(model);
+        c["choices"] = json!([{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]);
+        c
+    }
+
+    /// The gathered tool calls, numbered from 0, as an assistant message
+    /// (with the streamed text).
+    fn message(&self) -> Value {
+        let calls: Vec<Value> = self
+            .calls
+            .values()
+            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+            .collect();
+        let content = if self.content.is_empty() { Value::Null } else { json!(self.content) };
+        json!({"role": "assistant", "content": content, "tool_calls": calls})
+    }
+}
+
 async fn relay(
     mut chunks: crate::llm::Chunks,
     tx: mpsc::Sender<String>,
@@ -76,105 +175,106 @@ async fn relay(
     prepared: Prepared,
     planned: Option<Value>,
 ) {
-    let (mut id, mut created) = (String::from("chatcmpl-toolrouter"), 0i64);
-    let mut content = String::new();
-    let mut calls: Vec<Gathered> = Vec::new();
-    let mut finish = Value::Null;
-    let mut usage = Value::Null;
-    let mut role_sent = false;
-    let chunk = |id: &str, created: i64, delta: Value, finish: Value| {
-        json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": req.model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-    };
+    let mut seen = Seen::default();
     while let Some(item) = chunks.next().await {
-        let c = match item {
+        let chunk = match item {
             Ok(c) => c,
             Err(e) => {
-                let error = ApiError::from(e);
-                let _ = tx.send(data(&error.body())).await;
+                let _ = tx.send(data(&ApiError::from(e).body())).await;
                 return;
             }
         };
-        if let Some(i) = c["id"].as_str() {
-            id = i.to_string();
-        }
-        created = c["created"].as_i64().unwrap_or(created);
-        if c["usage"].is_object() {
-            usage = c["usage"].clone();
-        }
-        let Some(choice) = c["choices"].get(0) else { continue };
-        let delta = &choice["delta"];
-        if !choice["finish_reason"].is_null() {
-            finish = choice["finish_reason"].clone();
-        }
-        for t in delta["tool_calls"].as_array().into_iter().flatten() {
-            let i = t["index"].as_u64().unwrap_or(0) as usize;
-            if calls.len() <= i {
-                calls.resize(i + 1, Gathered::default());
-            }
-            if let Some(v) = t["id"].as_str() {
-                calls[i].id = v.to_string();
-            }
-            if let Some(v) = t["function"]["name"].as_str() {
-                calls[i].name.push_str(v);
-            }
-            if let Some(v) = t["function"]["arguments"].as_str() {
-                calls[i].arguments.push_str(v);
-            }
-        }
-        let text = delta["content"].as_str().unwrap_or("");
-        if !role_sent || !text.is_empty() {
-            let mut d = json!({"content": text});
-            if !role_sent {
-                d["role"] = json!("assistant");
-                role_sent = true;
-            }
-            content.push_str(text);
-            if tx.send(data(&chunk(&id, created, d, Value::Null))).await.is_err() {
-                return; // The client went away.
-            }
+        if let Some(out) = seen.take(chunk, &req.model)
+            && tx.send(data(&out)).await.is_err()
+        {
+            return; // The client went away.
         }
     }
-    let mut repairs = 0;
-    let mut final_calls: Vec<Value> = calls
-        .iter()
-        .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
-        .collect();
-    if !final_calls.is_empty() {
-        let message = json!({"role": "assistant", "content": if content.is_empty() { Value::Null } else { json!(content) },
-            "tool_calls": final_calls});
-        let answer = json!({"choices": [{"index": 0, "message": message, "finish_reason": finish}]});
-        match repaired(&llm, &prepared, answer, &req.tools, &config).await {
-            Ok((answer, n)) => {
-                repairs = n;
-                final_calls = answer["choices"][0]["message"]["tool_calls"].as_array().cloned().unwrap_or_default();
-                finish = json!("tool_calls");
+    let (mut repairs, mut repair_usage) = (0, Usage::default());
+    let mut finish = seen.finish.take();
+    let mut calls: Vec<Value> = Vec::new();
+    if !seen.calls.is_empty() {
+        let answer = json!({"choices": [{"index": 0, "message": seen.message(), "finish_reason": finish}]});
+        let Repaired { mut answer, repairs: n, usage } =
+            match repaired(&llm, &prepared, answer, &req.tools, &config).await {
+                Ok(r) => r,
+                Err(e) => {
+                    let _ = tx.send(data(&e.body())).await;
+                    return;
+                }
+            };
+        (repairs, repair_usage) = (n, usage);
+        finish = answer["choices"][0]["finish_reason"].take();
+        let message = &mut answer["choices"][0]["message"];
+        normalize_tool_calls(message);
+        calls = message["tool_calls"].as_array().cloned().unwrap_or_default();
+        if calls.is_empty() {
+            // The repaired turn is text: it is the answer.
+            let text = message["content"].as_str().unwrap_or("");
+            if !text.is_empty() {
+                let _ = tx.send(data(&seen.chunk(&req.model, json!({"content": text}), Value::Null))).await;
             }
-            Err(e) => {
-                let _ = tx.send(data(&e.body())).await;
-                return;
-            }
+        } else {
+            finish = json!("tool_calls");
         }
     }
-    for (i, call) in final_calls.iter().enumerate() {
+    for (i, call) in calls.iter().enumerate() {
         let head = json!({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
             "function": {"name": call["function"]["name"], "arguments": ""}}]});
         let args = json!({"tool_calls": [{"index": i, "function": {"arguments": call["function"]["arguments"]}}]});
-        let _ = tx.send(data(&chunk(&id, created, head, Value::Null))).await;
-        let _ = tx.send(data(&chunk(&id, created, args, Value::Null))).await;
+        let _ = tx.send(data(&seen.chunk(&req.model, head, Value::Null))).await;
+        let _ = tx.send(data(&seen.chunk(&req.model, args, Value::Null))).await;
     }
     let finish = if finish.is_null() { json!("stop") } else { finish };
-    let mut last = chunk(&id, created, json!({}), finish);
+    let mut last = seen.chunk(&req.model, json!({}), finish);
     last["toolrouter"] = report(&req, &prepared, repairs, planned);
     let _ = tx.send(data(&last)).await;
     if req.include_usage {
-        let usage = if usage.is_object() {
-            usage
-        } else {
-            json!({"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})
-        };
-        let u = json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": req.model, "choices": [], "usage": usage});
+        let mut tokens = Usage::default();
+        tokens.add(&json!({ "usage": seen.usage }));
+        tokens += repair_usage;
+        let mut usage = seen.usage.clone();
+        set_tokens(&mut usage, tokens);
+        let mut u = Value::Object(seen.head.clone());
+        u["object"] = json!("chat.completion.chunk");
+        u["model"] = json!(req.model);
+        u["choices"] = json!([]);
+        u["usage"] = usage;
         let _ = tx.send(data(&u)).await;
     }
     let _ = tx.send("data: [DONE]\n\n".into()).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_pass_on_whole_but_for_tool_calls_and_the_finish() {
+        let mut seen = Seen::default();
+        let first = json!({"id": "c1", "created": 5, "model": "up", "system_fingerprint": "fp_1",
+            "choices": [{"index": 0, "delta": {"role": "assistant", "reasoning_content": "think"},
+                "logprobs": null, "finish_reason": null}]});
+        let out = seen.take(first, "mine").unwrap();
+        assert_eq!(out["model"], "mine");
+        assert_eq!(out["system_fingerprint"], "fp_1");
+        assert_eq!(out["choices"][0]["delta"]["reasoning_content"], "think");
+        // A tool-call delta at index 1 (no 0): held back, nothing else to say.
+        let call = json!({"id": "c1", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1, "id": "t",
+            "function": {"name": "f", "arguments": "{\"a\""}}]}, "finish_reason": null}]});
+        assert!(seen.take(call, "mine").is_none());
+        let more = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1,
+            "function": {"arguments": ": 1}"}}]}, "finish_reason": "tool_calls"}]});
+        assert!(seen.take(more, "mine").is_none());
+        assert_eq!(seen.finish, "tool_calls");
+        let message = seen.message();
+        assert_eq!(message["tool_calls"].as_array().unwrap().len(), 1, "no phantom call at index 0");
+        assert_eq!(message["tool_calls"][0]["function"]["arguments"], "{\"a\": 1}");
+        // Logprobs alone are worth passing on.
+        let lp = json!({"choices": [{"index": 0, "delta": {"content": ""}, "logprobs": {"content": []}}]});
+        assert!(seen.take(lp, "mine").is_some());
+        let last = seen.chunk("mine", json!({}), json!("stop"));
+        assert_eq!(last["system_fingerprint"], "fp_1");
+        assert_eq!(last["object"], "chat.completion.chunk");
+    }
 }

@@ -6,15 +6,45 @@ use axum::http::StatusCode;
 use serde_json::{Map, Value};
 
 use super::ApiError;
+use crate::args;
+use crate::catalog::Api;
 use crate::config::OpenAiConfig;
 
-/// A tool the client offered.
+/// A tool offered to the model: one of the client's, or a catalog API (plan mode).
 pub struct ClientTool {
     pub name: String,
     /// Name, description and parameter names, for relevance.
     pub text: String,
     pub definition: Value,
-    pub validator: jsonschema::Validator,
+    pub check: Check,
+}
+
+/// How a tool's call arguments are checked.
+pub enum Check {
+    /// A client's tool: against its JSON Schema.
+    Schema(jsonschema::Validator),
+    /// A catalog API: as `/v1/tools/call` checks them (strict mode,
+    /// coercions), so that what plan mode accepts the call accepts.
+    Api(Box<Api>, args::Options),
+}
+
+impl ClientTool {
+    /// What is wrong with `arguments` (an object), in words for the model.
+    pub fn issues(&self, arguments: &Value) -> Vec<String> {
+        match &self.check {
+            Check::Schema(validator) => validator
+                .iter_errors(arguments)
+                .map(|e| {
+                    let at = e.instance_path().to_string();
+                    if at.is_empty() { e.to_string() } else { format!("{at}: {e}") }
+                })
+                .collect(),
+            Check::Api(api, options) => match args::validate(api, arguments, *options) {
+                Ok(_) => Vec::new(),
+                Err(invalid) => invalid.problems.iter().map(ToString::to_string).collect(),
+            },
+        }
+    }
 }
 
 /// A checked request.
@@ -37,12 +67,16 @@ pub struct ChatRequest {
 /// How a request is served.
 pub use crate::config::ChatMode as Mode;
 
-/// A tool for a catalog API (plan mode).
-pub fn catalog_tool(definition: Value, schema: &Value) -> Option<ClientTool> {
-    let name = definition["function"]["name"].as_str()?.to_string();
+/// A catalog API as a tool (plan mode). In strict mode its schema says
+/// `additionalProperties: false`, as validation will.
+pub fn catalog_tool(mut definition: Value, api: &Api, options: args::Options) -> ClientTool {
+    if options.strict {
+        definition["function"]["parameters"]["additionalProperties"] = Value::Bool(false);
+    }
+    let name = api.function_name.clone();
     let description = definition["function"]["description"].as_str().unwrap_or("");
-    let validator = jsonschema::validator_for(schema).ok()?;
-    Some(ClientTool { text: format!("{name} {description}"), name, definition, validator })
+    let text = format!("{name} {description}");
+    ClientTool { text, name, definition, check: Check::Api(Box::new(api.clone()), options) }
 }
 
 const ROLES: [&str; 5] = ["system", "developer", "user", "assistant", "tool"];
@@ -187,5 +221,5 @@ fn tool(i: usize, t: &Value) -> Result<ClientTool, ApiError> {
         .map(|p| p.keys().map(String::as_str).collect())
         .unwrap_or_default();
     let text = format!("{name} {description} {}", properties.join(" "));
-    Ok(ClientTool { name: name.to_string(), text, definition: t.clone(), validator })
+    Ok(ClientTool { name: name.to_string(), text, definition: t.clone(), check: Check::Schema(validator) })
 }
