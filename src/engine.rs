@@ -20,7 +20,7 @@ use crate::graph::{NodeKey, Params, RunCall, RunRecord, ToolGraph};
 use crate::planner::{
     Decider, DeterministicDecider, DryRun, Executor, LongTermMemory, PlanRun, Planner, Settings, memory,
 };
-use crate::retrieval::{Filters, Retriever};
+use crate::retrieval::{Filters, Progress, Retriever};
 use crate::upstream::{CallError, Response, Upstream};
 
 /// Largest serialized arguments accepted by [`Engine::call`].
@@ -81,13 +81,21 @@ pub struct Engine {
 impl Engine {
     /// Loads everything `config` names (catalog, index, graph, memory, upstream).
     pub fn open(config: &Config) -> anyhow::Result<Arc<Engine>> {
+        Engine::open_reporting(config, &Progress::default())
+    }
+
+    /// [`Engine::open`], saying what it does in `progress` (a first index
+    /// build takes minutes).
+    pub fn open_reporting(config: &Config, progress: &Progress) -> anyhow::Result<Arc<Engine>> {
         let sources = Sources {
             paths: config.catalog.paths.clone(),
             include_embedded: config.catalog.include_embedded,
             query_files: config.catalog.query_files.clone(),
         };
+        progress.set_stage("loading the catalog");
         let catalog = Arc::new(Catalog::load(&sources)?);
-        let retriever = Retriever::open(catalog.clone(), config)?;
+        let retriever = Retriever::open_reporting(catalog.clone(), config, progress)?;
+        progress.set_stage("loading the tool graph");
         let state = config.state.dir();
         let params = Params::from(&config.graph);
         let dir = store::graph_dir(&state);

@@ -43,6 +43,8 @@
 //!   always as valid JSON.
 //! * [`engine`]: what the faces share: search, plan, call (validate, call
 //!   upstream, compress, learn) and recording runs in the graph.
+//! * [`loading`]: the engine loading in the background, so that the faces
+//!   answer at once and say how far a first index build has got.
 //! * [`execute`]: execute mode: a request split into sub-tasks (independent
 //!   ones concurrently), each run by the planner with the LLM decider and
 //!   real calls, learned by the graph, answered or turned into a question.
@@ -72,6 +74,7 @@ pub mod graph;
 pub mod journal;
 pub mod json_text;
 pub mod llm;
+pub mod loading;
 pub mod mcp;
 pub mod metrics;
 pub mod openai;

@@ -48,6 +48,34 @@ fn run_check(python: &Path, args: &[&str], env: &[(&'static str, String)]) -> St
     stdout
 }
 
+/// `toolrouter mcp` over the whole ToolBench catalog with no index yet
+/// (a fresh state directory, an empty embedding cache): `initialize` is
+/// answered before the index is built (about 14 minutes on 2 cores), and
+/// the tools say how far the build has got.
+#[test]
+fn initialize_is_answered_while_the_index_builds() {
+    let Some(data) = common::toolbench_dir() else { return };
+    if !common::model_available() {
+        return;
+    }
+    let Some(python) = python("py-mcp2") else { return };
+    let (state, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/mcp_startup_check.py");
+    let out = Command::new(python)
+        .arg(script)
+        .arg(common::binary())
+        .env_remove("TOOLROUTER_CONFIG")
+        .env("TOOLROUTER_STATE_DIR", state.path())
+        .env("TOOLROUTER_EMBEDDING_CACHE_DIR", cache.path())
+        .env("TOOLROUTER_CATALOG_PATHS", data.join("tools"))
+        .env("TOOLROUTER_LOG_LEVEL", "warn")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.contains("ok"), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    eprintln!("{stdout}");
+}
+
 #[test]
 fn sdk_2_and_1_over_stdio() {
     let Some(data) = common::toolbench_dir() else { return };
@@ -151,13 +179,14 @@ fn sdk_2_and_1_over_http_with_api_keys() {
     let mut env = engine_env(&data, state.path());
     env.push(("TOOLROUTER_SERVER_API_KEY_HASHES", format!("[\"{hash}\"]")));
     let server = Server::start(&env);
-    // Health needs no key; everything else does.
+    // Liveness and readiness need no key (probes carry none); everything else does.
     assert_eq!(server.request("GET", "/healthz", &[], "").0, 200);
-    let (status, body) = server.request("GET", "/readyz", &[], "");
+    server.wait_ready(key);
+    assert_eq!(server.request("GET", "/readyz", &[], "").0, 200);
+    let (status, body) = server.request("GET", "/metrics", &[], "");
     assert_eq!(status, 401, "{body}");
     assert!(body.contains("missing API key"));
-    assert_eq!(server.request("GET", "/readyz", &[("authorization", "Bearer wrong")], "").0, 401);
-    server.wait_ready(key);
+    assert_eq!(server.request("GET", "/metrics", &[("authorization", "Bearer wrong")], "").0, 401);
     let mcp = format!("{}/mcp", server.url);
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
     let (status, _) = server.request("POST", "/mcp", &[("content-type", "application/json")], init);
@@ -202,6 +231,21 @@ fn sdk_2_and_1_over_http_with_api_keys() {
     let (status, body) = server.request("POST", "/mcp", &headers, "{not json");
     assert_eq!(status, 400);
     assert!(body.contains("-32700"), "{body}");
+    // A body that is not declared JSON: rmcp's 415, in JSON-RPC's shape.
+    let mut text_plain = headers.to_vec();
+    text_plain[0] = ("content-type", "text/plain");
+    let (status, body) = server.request("POST", "/mcp", &text_plain, r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#);
+    let error: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    assert_eq!(status, 415, "{body}");
+    assert!(
+        error["error"]["code"] == -32600 && error["error"]["message"].as_str().unwrap().contains("application/json"),
+        "{body}"
+    );
+    // server/discover (2026-07-28, sessionless) is an unknown method, whatever its params.
+    let (status, body) =
+        server.request("POST", "/mcp", &headers, r#"{"jsonrpc":"2.0","id":4,"method":"server/discover"}"#);
+    let error: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    assert!(status == 404 && error["error"]["code"] == -32601 && error["id"] == 4, "{status} {body}");
     let mut with_session = headers.to_vec();
     with_session.push(("mcp-session-id", "no-such-session"));
     let (status, _) =

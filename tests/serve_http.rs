@@ -1,5 +1,7 @@
 //! `toolrouter serve` as an HTTP service: request ids, per-key request
-//! rates (429 with Retry-After), errors in OpenAI's shape, a missing model.
+//! rates (429 with Retry-After), errors in OpenAI's shape, a missing model,
+//! an unreachable model (its address never shown), requests still running
+//! when the shutdown grace ends (503).
 
 mod common;
 
@@ -70,4 +72,42 @@ fn metrics_count_requests_and_refusals() {
     assert!(text.contains("route=\"other\",status=\"404\"} 1"), "unknown paths share one label: {text}");
     assert!(text.contains("toolrouter_rate_limited_total{side=\"incoming\"} 1"), "{text}");
     assert!(text.contains("toolrouter_request_duration_seconds_count{route=\"/v1/models\"}"), "{text}");
+}
+
+/// A model server that accepts connections and never answers.
+fn silent_model() -> (std::net::TcpListener, String) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    (listener, url)
+}
+
+#[test]
+fn an_unreachable_model_is_a_502_that_keeps_its_address_private() {
+    // A port nothing listens on.
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let base = format!("http://{free}/v1");
+    let server = start(&[("TOOLROUTER_LLM_BASE_URL", &base), ("TOOLROUTER_LLM_MAX_ATTEMPTS", "1")]);
+    let chat = r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}]}"#;
+    let (status, _, body) = request(&server.1, "POST", "/v1/chat/completions", chat);
+    assert_eq!(status, 502, "{body}");
+    assert!(body.contains("unreachable") && !body.contains(&free.to_string()), "{body}");
+    let (status, _, body) = request(&server.1, "GET", "/v1/models", "");
+    assert_eq!(status, 502, "{body}");
+    assert!(!body.contains(&free.to_string()), "{body}");
+}
+
+#[test]
+fn requests_running_when_the_grace_ends_get_503() {
+    let (_model, base) = silent_model();
+    let mut server = start(&[("TOOLROUTER_LLM_BASE_URL", &base), ("TOOLROUTER_SERVER_SHUTDOWN_GRACE_MS", "300")]);
+    let url = server.1.clone();
+    let chat = r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}]}"#;
+    let waiting = std::thread::spawn(move || common::http(&url, "POST", "/v1/chat/completions", None, chat.as_bytes()));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(server.0.0.id() as i32, libc::SIGTERM) };
+    let (status, head, body) = waiting.join().unwrap();
+    assert_eq!(status, 503, "{head}{body}");
+    assert!(body.contains("shutting_down") && head.contains("retry-after"), "{body}");
+    assert!(server.0.0.wait().unwrap().success());
 }

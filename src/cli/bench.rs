@@ -65,7 +65,8 @@ pub(super) fn run(command: &BenchCommand, config: &Config) -> Result<ExitCode, C
     let embedder = Arc::new(Embedder::load(&config.embedding).map_err(|e| CliError::Usage(e.to_string()))?);
     let model_ms = ms(t);
     let t = Instant::now();
-    let retriever = Retriever::open_with(catalog.clone(), &config, Some(embedder), false).map_err(retrieval_error)?;
+    let retriever = Retriever::open_with(catalog.clone(), &config, Some(embedder), false, &Default::default())
+        .map_err(retrieval_error)?;
     let index_ms = ms(t);
     if retriever.built.is_some() {
         tracing::warn!("the index was built in this run: start-up figures include building it");

@@ -91,7 +91,7 @@ pub(super) fn open(config: &Config, force: bool) -> Result<Retriever, CliError> 
     let retriever = if force {
         let embedder =
             Arc::new(crate::retrieval::Embedder::load(&config.embedding).map_err(|e| CliError::Usage(e.to_string()))?);
-        Retriever::open_with(catalog, config, Some(embedder), true)
+        Retriever::open_with(catalog, config, Some(embedder), true, &Default::default())
     } else {
         Retriever::open(catalog, config)
     };

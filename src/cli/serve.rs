@@ -8,7 +8,7 @@ use rmcp::ServiceExt;
 
 use super::CliError;
 use crate::config::Config;
-use crate::engine::Engine;
+use crate::loading::Loading;
 use crate::mcp::McpServer;
 
 #[derive(Debug, Args)]
@@ -42,11 +42,12 @@ pub(super) fn serve(args: &ServeArgs, config: &Config) -> Result<ExitCode, CliEr
     Ok(ExitCode::SUCCESS)
 }
 
-/// The MCP face over stdin/stdout (logs go to stderr).
+/// The MCP face over stdin/stdout (logs go to stderr). It answers
+/// `initialize` at once; the engine loads (or builds its index) meanwhile.
 pub(super) fn mcp(config: &Config) -> Result<ExitCode, CliError> {
-    let engine = Engine::open(config).map_err(|e| CliError::Usage(format!("{e:#}")))?;
     runtime()?.block_on(async move {
-        let service = McpServer::new(engine)
+        let loading = Loading::start(config, |_| {});
+        let service = McpServer::new(loading)
             .serve(rmcp::transport::stdio())
             .await
             .map_err(|e| CliError::Failure(anyhow::anyhow!("MCP over stdio: {e}")))?;

@@ -9,11 +9,13 @@
 //!
 //! APIs found by `search_tools` or `plan` become tools of the session
 //! ([`session`]), announced with `notifications/tools/list_changed` and
-//! callable by name; `tools/list` pages through them. Bad arguments, rate
-//! limits and upstream failures are `isError` results that say what
-//! happened (and when to retry); unknown tools and malformed requests are
-//! JSON-RPC errors. When the session ends, its calls are recorded as a
-//! run in the tool graph.
+//! callable by name; `tools/list` pages through them. Bad arguments (to
+//! any tool, the fixed ones included), unknown API names, rate limits and
+//! upstream failures are `isError` results that say what happened (and
+//! when to retry), as the 2025-11-25 specification asks, so that a model
+//! can correct itself; unknown tools and malformed requests are JSON-RPC
+//! errors. When the session ends, its calls are recorded as a run in the
+//! tool graph.
 //!
 //! Sessions need the 2025 protocol versions: `server/discover` (protocol
 //! 2026-07-28, which has no sessions) is answered with -32601 so that newer
@@ -23,7 +25,7 @@ pub mod session;
 mod tools;
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult, ErrorCode, Implementation,
@@ -34,7 +36,13 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
 use crate::engine::{Called, Engine};
+use crate::loading::{Loading, NotReady};
 pub use session::Session;
+
+/// The tools every session has.
+const FIXED: [&str; 3] = ["search_tools", "plan", "call_api"];
+/// How long a call waits for an engine that is loading (not building its index).
+const LOAD_PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Server instructions sent at `initialize`.
 const INSTRUCTIONS: &str = "toolrouter reaches thousands of real REST APIs. Call `search_tools` (or `plan` for \
@@ -46,16 +54,31 @@ them through `call_api`.";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientId(pub String);
 
-/// One MCP session's handler.
+/// One MCP session's handler. It answers at once, even while the engine
+/// is still loading: the tools then say how far loading has got.
 pub struct McpServer {
+    loading: Arc<Loading>,
+    ready: OnceLock<Ready>,
+}
+
+/// A session with the engine loaded.
+struct Ready {
     engine: Arc<Engine>,
     session: Session,
 }
 
 impl McpServer {
-    pub fn new(engine: Arc<Engine>) -> McpServer {
-        let session = Session::new(engine.clone());
-        McpServer { engine, session }
+    pub fn new(loading: Arc<Loading>) -> McpServer {
+        McpServer { loading, ready: OnceLock::new() }
+    }
+
+    /// The session, once the engine is loaded (waiting out a short load).
+    async fn ready(&self) -> Result<&Ready, NotReady> {
+        if let Some(ready) = self.ready.get() {
+            return Ok(ready);
+        }
+        let engine = self.loading.engine_within(LOAD_PATIENCE).await?.clone();
+        Ok(self.ready.get_or_init(|| Ready { session: Session::new(engine.clone()), engine }))
     }
 }
 
@@ -74,11 +97,17 @@ fn client_of(context: &RequestContext<RoleServer>) -> Option<String> {
     parts.extensions.get::<ClientId>().map(|c| c.0.clone())
 }
 
-impl McpServer {
-    async fn search(&self, args: &serde_json::Map<String, Value>) -> Result<CallToolResult, McpError> {
+/// Arguments a tool cannot take: an `isError` result naming the problem.
+fn bad_arguments(tool: &str, problem: String) -> CallToolResult {
+    text_result(format!("Invalid arguments for `{tool}`: {problem}. Fix them and call again."), None, true)
+}
+
+impl Ready {
+    async fn search(&self, args: &serde_json::Map<String, Value>) -> Result<CallToolResult, String> {
+        tools::unknown(args, &["query", "k", "category"])?;
         let query = tools::string(args, "query")?;
         let k = tools::integer(args, "k")?.unwrap_or(tools::DEFAULT_K).clamp(1, tools::MAX_K);
-        let category = args.get("category").and_then(Value::as_str);
+        let category = tools::optional_string(args, "category")?;
         let found = match self.engine.search(&query, k, category).await {
             Ok(found) => found,
             Err(e) => return Ok(text_result(e.to_string(), None, true)),
@@ -110,7 +139,8 @@ impl McpServer {
         Ok(text_result(text, Some(json!({"results": results})), false))
     }
 
-    async fn plan(&self, args: &serde_json::Map<String, Value>) -> Result<CallToolResult, McpError> {
+    async fn plan(&self, args: &serde_json::Map<String, Value>) -> Result<CallToolResult, String> {
+        tools::unknown(args, &["query", "max_steps"])?;
         let query = tools::string(args, "query")?;
         let max_steps = tools::integer(args, "max_steps")?;
         let run = match self.engine.plan(&query, max_steps).await {
@@ -143,16 +173,29 @@ impl McpServer {
     }
 
     /// Calls `name` with `arguments` (from `call_api` or a session tool).
-    async fn call(&self, name: &str, arguments: &Value, client: Option<&str>) -> Result<CallToolResult, McpError> {
-        let api = self.engine.api(name).map_err(|e| McpError::invalid_params(e, None))?;
+    async fn call(&self, name: &str, arguments: &Value, client: Option<&str>) -> CallToolResult {
+        let api = match self.engine.api(name) {
+            Ok(api) => api,
+            Err(e) => {
+                let close = self.engine.catalog.suggest(name, 3);
+                let hint = match close.as_slice() {
+                    [] => "; find APIs with search_tools".to_string(),
+                    close => format!(
+                        "; did you mean {}?",
+                        close.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+                    ),
+                };
+                return text_result(format!("{e}{hint}"), None, true);
+            }
+        };
         if let Err(problem) = Engine::check_arguments(arguments) {
-            return Ok(text_result(format!("Invalid arguments for `{name}`: {problem}"), None, true));
+            return text_result(format!("Invalid arguments for `{name}`: {problem}"), None, true);
         }
         let request = self.session.tasks();
         match self.engine.call(api, arguments, client, &request, false).await {
             Called::Invalid(invalid) => {
                 let problems = serde_json::to_value(&invalid.problems).unwrap_or_default();
-                Ok(text_result(invalid.to_string(), Some(json!({"problems": problems})), true))
+                text_result(invalid.to_string(), Some(json!({"problems": problems})), true)
             }
             Called::Failed(e) => {
                 self.session.record_call(&api.function_name, false);
@@ -162,7 +205,7 @@ impl McpServer {
                 }
                 let structured = json!({"error": {"class": e.class, "message": e.message, "status": e.status,
                     "retry_after_ms": e.retry_after_ms}});
-                Ok(text_result(text, Some(structured), true))
+                text_result(text, Some(structured), true)
             }
             Called::Done { response, compressed } => {
                 self.session.record_call(&api.function_name, true);
@@ -170,7 +213,7 @@ impl McpServer {
                     serde_json::from_str(&compressed.text).unwrap_or(Value::String(compressed.text.clone()));
                 let structured = json!({"name": api.function_name, "status": response.status, "response": body,
                     "characters": {"before": compressed.chars_before, "after": compressed.chars_after}});
-                Ok(text_result(compressed.text, Some(structured), false))
+                text_result(compressed.text, Some(structured), false)
             }
         }
     }
@@ -208,8 +251,9 @@ impl ServerHandler for McpServer {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let all = tools::fixed().into_iter().chain(self.session.tools()).collect::<Vec<_>>();
-        let page = self.engine.config.mcp.page_size.max(1);
+        let session_tools = self.ready.get().map(|r| r.session.tools()).unwrap_or_default();
+        let all = tools::fixed().into_iter().chain(session_tools).collect::<Vec<_>>();
+        let page = self.loading.config().mcp.page_size.max(1);
         let start = match request.and_then(|r| r.cursor) {
             None => 0,
             Some(c) => c
@@ -233,21 +277,35 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, McpError> {
         let args = request.arguments.unwrap_or_default();
         let client = client_of(&context);
-        let before = self.session.version();
-        let result = match request.name.as_ref() {
-            "search_tools" => self.search(&args).await?,
-            "plan" => self.plan(&args).await?,
-            "call_api" => {
-                let name = tools::string(&args, "name")?;
-                let arguments = args.get("arguments").cloned().unwrap_or_else(|| json!({}));
-                self.call(&name, &arguments, client.as_deref()).await?
+        let tool = request.name.as_ref();
+        let ready = match self.ready().await {
+            Ok(ready) => ready,
+            Err(not_ready) if FIXED.contains(&tool) => return Ok(text_result(not_ready.to_string(), None, true).into()),
+            Err(not_ready) => {
+                return Err(McpError::invalid_params(format!("unknown tool `{tool}` ({not_ready})"), None));
             }
-            name if self.session.has_tool(name) => {
+        };
+        let (engine, session) = (&ready.engine, &ready.session);
+        let before = session.version();
+        let result = match tool {
+            "search_tools" => ready.search(&args).await.unwrap_or_else(|e| bad_arguments(tool, e)),
+            "plan" => ready.plan(&args).await.unwrap_or_else(|e| bad_arguments(tool, e)),
+            "call_api" => {
+                let name = tools::unknown(&args, &["name", "arguments"]).and_then(|()| tools::string(&args, "name"));
+                match name {
+                    Ok(name) => {
+                        let arguments = args.get("arguments").cloned().unwrap_or_else(|| json!({}));
+                        ready.call(&name, &arguments, client.as_deref()).await
+                    }
+                    Err(e) => bad_arguments(tool, e),
+                }
+            }
+            name if session.has_tool(name) => {
                 let name = name.to_string();
-                self.call(&name, &Value::Object(args), client.as_deref()).await?
+                ready.call(&name, &Value::Object(args), client.as_deref()).await
             }
             name => {
-                let hint = if self.engine.api(name).is_ok() {
+                let hint = if engine.api(name).is_ok() {
                     format!(
                         "`{name}` is a catalog API but not a tool of this session: call it through call_api, or find it with search_tools first"
                     )
@@ -257,7 +315,7 @@ impl ServerHandler for McpServer {
                 return Err(McpError::invalid_params(hint, None));
             }
         };
-        if self.session.version() != before {
+        if session.version() != before {
             let _ = context.peer.notify_tool_list_changed().await;
         }
         Ok(result.into())

@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use rmcp::ErrorData as McpError;
 use rmcp::model::Tool;
 use serde_json::{Map, Value, json};
 
@@ -49,25 +48,43 @@ pub fn fixed() -> Vec<Tool> {
     ]
 }
 
-/// A required string argument.
-pub fn string(args: &Map<String, Value>, key: &str) -> Result<String, McpError> {
+/// A required string argument. Errors are written for the model, which
+/// gets them as an `isError` result and can call again.
+pub fn string(args: &Map<String, Value>, key: &str) -> Result<String, String> {
     match args.get(key) {
         Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
-        Some(Value::String(_)) => Err(McpError::invalid_params(format!("`{key}` is empty"), None)),
-        Some(other) => Err(McpError::invalid_params(format!("`{key}` must be a string, got {other}"), None)),
-        None => Err(McpError::invalid_params(format!("`{key}` is required"), None)),
+        Some(Value::String(_)) => Err(format!("`{key}` is empty; give it in plain words")),
+        Some(other) => Err(format!("`{key}` must be a string, got {other}")),
+        None => Err(format!("`{key}` is required")),
     }
 }
 
 /// An optional positive integer argument.
-pub fn integer(args: &Map<String, Value>, key: &str) -> Result<Option<usize>, McpError> {
+pub fn integer(args: &Map<String, Value>, key: &str) -> Result<Option<usize>, String> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => v
             .as_u64()
             .filter(|n| *n >= 1)
             .map(|n| Some(n as usize))
-            .ok_or_else(|| McpError::invalid_params(format!("`{key}` must be a positive integer, got {v}"), None)),
+            .ok_or_else(|| format!("`{key}` must be a positive integer, got {v}")),
+    }
+}
+
+/// An optional string argument.
+pub fn optional_string<'a>(args: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, String> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(format!("`{key}` must be a string, got {other}")),
+    }
+}
+
+/// Arguments no fixed tool takes: named, with the ones it does take.
+pub fn unknown(args: &Map<String, Value>, known: &[&str]) -> Result<(), String> {
+    match args.keys().find(|k| !known.contains(&k.as_str())) {
+        Some(k) => Err(format!("unknown argument `{k}`; the arguments are: {}", known.join(", "))),
+        None => Ok(()),
     }
 }
 

@@ -7,6 +7,8 @@
 //! where it stopped. Progress goes to a bar with ETA on a terminal, and to
 //! the log (every 10%) otherwise.
 
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -36,11 +38,77 @@ pub struct BuildReport {
     pub total_secs: f64,
 }
 
+/// What a long start is doing and how far it has got, for a face to say
+/// while the engine loads ("building the search index, 37% done, ready in
+/// about 520 s"). Updated by whoever is loading; read from any thread.
+#[derive(Debug, Default)]
+pub struct Progress {
+    stage: Mutex<&'static str>,
+    /// Documents to embed, and embedded so far.
+    total: AtomicUsize,
+    done: AtomicUsize,
+    embedding_since: Mutex<Option<Instant>>,
+}
+
+/// A reading of [`Progress`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProgressReport {
+    pub stage: &'static str,
+    /// While embedding: the share done, 0-100.
+    pub percent: Option<u32>,
+    /// While embedding, once a batch is done: seconds left, at the rate so far.
+    pub eta_s: Option<u64>,
+}
+
+impl Progress {
+    pub fn set_stage(&self, stage: &'static str) {
+        *self.stage.lock().unwrap_or_else(|e| e.into_inner()) = stage;
+    }
+
+    fn embedding(&self, total: usize) {
+        self.set_stage("building the search index");
+        self.total.store(total, Ordering::Relaxed);
+        self.done.store(0, Ordering::Relaxed);
+        *self.embedding_since.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+    }
+
+    fn embedded(&self, n: usize) {
+        self.done.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub fn report(&self) -> ProgressReport {
+        let stage = *self.stage.lock().unwrap_or_else(|e| e.into_inner());
+        let since = *self.embedding_since.lock().unwrap_or_else(|e| e.into_inner());
+        let (total, done) = (self.total.load(Ordering::Relaxed), self.done.load(Ordering::Relaxed));
+        let embedding = since.is_some() && stage == "building the search index" && total > 0;
+        let percent = embedding.then(|| (done * 100 / total) as u32);
+        let eta_s = since.filter(|_| embedding && done > 0).map(|since| {
+            let rate = done as f64 / since.elapsed().as_secs_f64().max(1e-3);
+            ((total - done.min(total)) as f64 / rate).ceil() as u64
+        });
+        ProgressReport { stage, percent, eta_s }
+    }
+}
+
+impl std::fmt::Display for ProgressReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.stage.is_empty() { "starting" } else { self.stage })?;
+        if let Some(p) = self.percent {
+            write!(f, ", {p}% done")?;
+        }
+        match self.eta_s {
+            Some(s) => write!(f, ", ready in about {s} s"),
+            None => Ok(()),
+        }
+    }
+}
+
 pub(super) fn build(
     catalog: &Catalog,
     documents: &Documents,
     embedder: &Embedder,
     config: &EmbeddingConfig,
+    shown: &Progress,
 ) -> Result<(Index, BuildReport), RetrievalError> {
     let (lexical, documents) = (&documents.lexical, &documents.dense);
     let started = Instant::now();
@@ -56,6 +124,7 @@ pub(super) fn build(
     tracing::info!(apis = documents.len(), to_embed = missing.len(), cache = %cache.path().display(), "building the search index");
 
     let embed_started = Instant::now();
+    shown.embedding(missing.len());
     let progress = progress_bar(missing.len());
     let mut logged = 0;
     for chunk in missing.chunks(config.batch_size.max(1)) {
@@ -64,6 +133,7 @@ pub(super) fn build(
         let entries: Vec<(cache::Key, Vec<f32>)> = chunk.iter().map(|&i| keys[i]).zip(vectors).collect();
         cache.put(&entries).map_err(io(format!("writing the embedding cache {}", cache.path().display())))?;
         progress.inc(chunk.len() as u64);
+        shown.embedded(chunk.len());
         let done = progress.position() as usize;
         if progress.is_hidden() && done * 10 / missing.len().max(1) > logged {
             logged = done * 10 / missing.len().max(1);
@@ -82,6 +152,7 @@ pub(super) fn build(
         vectors.extend_from_slice(cache.get(key).expect("every document is cached now"));
     }
     drop(cache);
+    shown.set_stage("indexing the catalog's words and vectors");
     let bm25_started = Instant::now();
     let bm25 = Bm25::build(lexical);
     let tools = tool_bm25(catalog);

@@ -40,7 +40,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-pub use build::BuildReport;
+pub use build::{BuildReport, Progress, ProgressReport};
 pub use embedder::{EmbedError, Embedder};
 
 use crate::catalog::{ApiId, Catalog, names::category_dir_name, names::standardize};
@@ -205,20 +205,35 @@ impl Retriever {
     /// it is missing, stale or damaged (if `retrieval.auto_index`). The
     /// embedding model is loaded unless the mode is lexical.
     pub fn open(catalog: Arc<Catalog>, config: &Config) -> Result<Retriever, RetrievalError> {
+        Retriever::open_reporting(catalog, config, &Progress::default())
+    }
+
+    /// [`Retriever::open`], saying what it does in `progress`.
+    pub fn open_reporting(
+        catalog: Arc<Catalog>,
+        config: &Config,
+        progress: &Progress,
+    ) -> Result<Retriever, RetrievalError> {
         let embedder = match config.retrieval.mode {
             SearchMode::Lexical => None,
-            _ => Some(Arc::new(Embedder::load(&config.embedding)?)),
+            _ => {
+                progress.set_stage("loading the embedding model");
+                Some(Arc::new(Embedder::load(&config.embedding)?))
+            }
         };
-        Retriever::open_with(catalog, config, embedder, false)
+        progress.set_stage("loading the search index");
+        Retriever::open_with(catalog, config, embedder, false, progress)
     }
 
     /// [`Retriever::open`] with a loaded embedder (`None`: lexical only;
-    /// building then needs one), optionally rebuilding even a usable index.
+    /// building then needs one), optionally rebuilding even a usable index,
+    /// saying how far a build has got in `progress`.
     pub fn open_with(
         catalog: Arc<Catalog>,
         config: &Config,
         embedder: Option<Arc<Embedder>>,
         force_build: bool,
+        progress: &Progress,
     ) -> Result<Retriever, RetrievalError> {
         let t = Instant::now();
         let documents = document::documents(&catalog);
@@ -255,7 +270,7 @@ impl Retriever {
                     Some(e) => e.clone(),
                     None => Arc::new(Embedder::load(&config.embedding)?),
                 };
-                let (index, report) = build::build(&catalog, &documents, &embedder, &config.embedding)?;
+                let (index, report) = build::build(&catalog, &documents, &embedder, &config.embedding, progress)?;
                 store::save(&dir, &hash, embedder.id(), &index).map_err(|source| RetrievalError::Io {
                     context: format!("writing the index to {}", dir.display()),
                     source,

@@ -2,7 +2,7 @@
 //!
 //! * `GET /healthz`: 200 while the process runs;
 //! * `GET /readyz`: 200 once the engine (catalog, index, graph) is loaded,
-//!   503 before;
+//!   503 before (saying how far loading has got);
 //! * `/mcp`: the MCP face over streamable HTTP (POST, GET for the event
 //!   stream, DELETE to close a session);
 //! * `GET /metrics`: Prometheus counters ([`crate::metrics`]);
@@ -10,16 +10,19 @@
 //!   ([`crate::openai`]); `POST /v1/tools/call`: a catalog API called for
 //!   the client; `GET /v1/traces/{id}`: an execute run's trace.
 //!
-//! The listener opens at once and the engine loads in the background, so
-//! health checks answer during a long first indexing. Every route but
-//! `/healthz` needs `Authorization: Bearer KEY` when `server.api_key_hashes`
-//! is set (keys are kept as SHA-256 hashes; the key's hash prefix names the
-//! client for rate limits and logs, the key itself is never logged). Each
+//! The listener opens at once and the engine loads in the background
+//! ([`crate::loading`]), so health checks and MCP's `initialize` answer
+//! during a long first indexing. Every route but `/healthz` and `/readyz`
+//! (probes carry no key) needs `Authorization: Bearer KEY` when
+//! `server.api_key_hashes` is set (keys are kept as SHA-256 hashes; the
+//! key's hash prefix names the client for rate limits and logs, the key
+//! itself is never logged). Each
 //! key has a request rate (`server.client_rate`, 429 with `Retry-After`
 //! over it); every request gets an `x-request-id`, a log line and a time
 //! limit (`server.request_timeout_ms`, 504). Bodies over
 //! `server.max_body_bytes` get 413. SIGINT/SIGTERM stop accepting and
-//! let in-flight requests finish for up to `server.shutdown_grace_ms`.
+//! let in-flight requests finish for up to `server.shutdown_grace_ms`;
+//! those still running then are answered 503.
 
 use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
@@ -40,6 +43,7 @@ use sha2::{Digest, Sha256};
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::llm::LlmClient;
+use crate::loading::{Loading, NotReady};
 use crate::mcp::{ClientId, McpServer};
 use crate::openai::ApiError;
 use crate::openai::execute::Runner;
@@ -51,7 +55,9 @@ type McpService = StreamableHttpService<McpServer, LocalSessionManager>;
 pub struct App {
     config: Config,
     key_hashes: HashSet<String>,
-    engine: OnceLock<Arc<Engine>>,
+    /// The engine, loading or loaded (`None` in a server without one, such
+    /// as the overhead bench's).
+    loading: OnceLock<Arc<Loading>>,
     mcp: OnceLock<McpService>,
     /// The upstream model (`None` without `llm.base_url`).
     llm: Option<Arc<LlmClient>>,
@@ -60,6 +66,8 @@ pub struct App {
     /// Execute runs: the model, the cap on runs in flight, the traces
     /// (`None` without a model).
     runner: Option<Arc<Runner>>,
+    /// Set when the shutdown grace is over: requests still running get 503.
+    cut_off: tokio::sync::watch::Sender<bool>,
 }
 
 /// The SHA-256 of a key, in hex (what `server.api_key_hashes` holds).
@@ -80,16 +88,25 @@ impl App {
         Arc::new(App {
             config: config.clone(),
             key_hashes,
-            engine: OnceLock::new(),
+            loading: OnceLock::new(),
             mcp: OnceLock::new(),
             llm,
             limiter,
             runner,
+            cut_off: tokio::sync::watch::Sender::new(false),
         })
     }
 
-    /// Makes the loaded engine serve.
-    pub fn set_engine(&self, engine: Arc<Engine>) {
+    /// The loaded engine, or why there is none yet.
+    fn engine(&self) -> Result<&Arc<Engine>, NotReady> {
+        let Some(loading) = self.loading.get() else {
+            return Err(NotReady::Failed("this server has no engine".into()));
+        };
+        loading.engine()
+    }
+
+    /// Serves the engine `loading` loads (MCP sessions open at once).
+    pub fn set_loading(&self, loading: Arc<Loading>) {
         // Both structs are non-exhaustive: set the idle timeout on defaults.
         let mut session_manager = LocalSessionManager::default();
         session_manager.session_config.keep_alive = Some(Duration::from_secs(self.config.mcp.session_idle_s.max(1)));
@@ -97,21 +114,20 @@ impl App {
         let mcp_config = StreamableHttpServerConfig::default()
             .with_allowed_hosts(["localhost".to_string(), "127.0.0.1".into(), "::1".into(), listen])
             .with_max_request_body_bytes(self.config.server.max_body_bytes);
-        let factory_engine = engine.clone();
+        let factory_loading = loading.clone();
         let service = StreamableHttpService::new(
-            move || Ok(McpServer::new(factory_engine.clone())),
+            move || Ok(McpServer::new(factory_loading.clone())),
             Arc::new(session_manager),
             mcp_config,
         );
         let _ = self.mcp.set(service);
-        let _ = self.engine.set(engine);
+        let _ = self.loading.set(loading);
     }
 }
 
 /// The router of `toolrouter serve`.
 pub fn router(app: Arc<App>) -> axum::Router {
     let protected = axum::Router::new()
-        .route("/readyz", get(readyz))
         .route("/mcp", axum::routing::any(mcp))
         .route("/v1/models", get(models))
         .route("/v1/chat/completions", axum::routing::post(chat_completions))
@@ -124,6 +140,7 @@ pub fn router(app: Arc<App>) -> axum::Router {
         .layer(axum::middleware::from_fn_with_state(app.clone(), auth));
     axum::Router::new()
         .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
         .merge(protected)
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such route") })
         .layer(axum::middleware::from_fn_with_state(app.clone(), observe))
@@ -188,12 +205,18 @@ async fn observe(State(app): State<Arc<App>>, request: Request, next: Next) -> R
     let (method, path) = (request.method().clone(), request.uri().path().to_string());
     let started = std::time::Instant::now();
     let limit = Duration::from_millis(app.config.server.request_timeout_ms);
-    let mut response = match tokio::time::timeout(limit, next.run(request)).await {
-        Ok(r) => r,
-        Err(_) => {
-            let body = json!({"error": {"message": format!("no answer within {} ms", limit.as_millis()),
-                "type": "server_error", "param": null, "code": "timeout"}});
-            (StatusCode::GATEWAY_TIMEOUT, axum::Json(body)).into_response()
+    let mut cut_off = app.cut_off.subscribe();
+    let mut response = tokio::select! {
+        answered = tokio::time::timeout(limit, next.run(request)) => match answered {
+            Ok(r) => r,
+            Err(_) => ApiError::new(StatusCode::GATEWAY_TIMEOUT, "server_error", "timeout",
+                format!("no answer within {} ms", limit.as_millis())).into_response(),
+        },
+        _ = cut_off.wait_for(|cut| *cut) => {
+            let mut r = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", "shutting_down",
+                "the server is shutting down and its grace period is over; retry on another instance").into_response();
+            r.headers_mut().insert("retry-after", 1.into());
+            r
         }
     };
     if let Ok(v) = id.parse() {
@@ -229,16 +252,28 @@ fn unreadable(rejection: BytesRejection) -> Response {
     }
 }
 
-/// 503 while the engine loads.
-fn not_ready() -> Response {
-    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", "not_ready", "loading the catalog, index and graph")
-        .into_response()
+/// 503 while the engine loads, saying how far it has got.
+fn not_ready(why: NotReady) -> Response {
+    let mut r =
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", "not_ready", why.to_string()).into_response();
+    r.headers_mut().insert("retry-after", 5.into());
+    r
 }
 
+/// `GET /v1/models`: the names of `openai.models`; without a map, the
+/// upstream model server's own list (so model pickers fill).
 async fn models(State(app): State<Arc<App>>) -> Response {
-    let names: Vec<&str> = app.config.openai.models.keys().map(String::as_str).collect();
+    let models = &app.config.openai.models;
+    if models.is_empty()
+        && let Some(llm) = &app.llm
+    {
+        return match llm.models().await {
+            Ok(list) => axum::Json(list).into_response(),
+            Err(e) => ApiError::from(e).into_response(),
+        };
+    }
     let data: Vec<serde_json::Value> =
-        names.iter().map(|n| json!({"id": n, "object": "model", "created": 0, "owned_by": "toolrouter"})).collect();
+        models.keys().map(|n| json!({"id": n, "object": "model", "created": 0, "owned_by": "toolrouter"})).collect();
     axum::Json(json!({"object": "list", "data": data})).into_response()
 }
 
@@ -260,12 +295,13 @@ async fn chat_completions(
     let Some(llm) = &app.llm else {
         return ApiError::from(crate::llm::LlmError::NotConfigured).into_response();
     };
-    let engine = app.engine.get().cloned();
+    let engine = app.engine().ok().cloned();
     if request.mode == Mode::Execute
         && let Some(runner) = &app.runner
     {
-        let Some(engine) = engine else {
-            return not_ready();
+        let engine = match app.engine() {
+            Ok(engine) => engine.clone(),
+            Err(e) => return not_ready(e),
         };
         let client = client.map(|c| c.0.0);
         return crate::openai::execute::respond(engine, runner.clone(), request, client, &app.config.openai)
@@ -274,8 +310,9 @@ async fn chat_completions(
     }
     let mut planned = None;
     if request.mode == Mode::Plan {
-        let Some(engine) = &engine else {
-            return not_ready();
+        let engine = match app.engine() {
+            Ok(engine) => engine,
+            Err(e) => return not_ready(e),
         };
         match crate::openai::plan::offer(engine, &request, app.config.openai.max_tools).await {
             Ok((tools, steps)) => {
@@ -330,8 +367,9 @@ async fn tools_call(
         Ok(b) => b,
         Err(e) => return unreadable(e),
     };
-    let Some(engine) = app.engine.get() else {
-        return not_ready();
+    let engine = match app.engine() {
+        Ok(engine) => engine,
+        Err(e) => return not_ready(e),
     };
     let request: serde_json::Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
@@ -390,15 +428,15 @@ async fn tools_call(
 }
 
 async fn readyz(State(app): State<Arc<App>>) -> Response {
-    match app.engine.get() {
-        Some(_) => (StatusCode::OK, "ready").into_response(),
-        None => error(StatusCode::SERVICE_UNAVAILABLE, "loading the catalog, index and graph"),
+    match app.engine() {
+        Ok(_) => (StatusCode::OK, "ready").into_response(),
+        Err(e) => not_ready(e),
     }
 }
 
 async fn mcp(State(app): State<Arc<App>>, request: Request) -> Response {
     let Some(service) = app.mcp.get() else {
-        return error(StatusCode::SERVICE_UNAVAILABLE, "not ready: loading the catalog, index and graph");
+        return not_ready(NotReady::Failed("this server has no engine".into()));
     };
     // Declared sizes are refused before anything is read; rmcp caps
     // undeclared (chunked) bodies at the same size.
@@ -413,15 +451,25 @@ async fn mcp(State(app): State<Arc<App>>, request: Request) -> Response {
         let Ok(bytes) = axum::body::to_bytes(body, app.config.server.max_body_bytes).await else {
             return error(StatusCode::PAYLOAD_TOO_LARGE, "the request body is larger than server.max_body_bytes");
         };
-        if let Err(e) = serde_json::from_slice::<serde_json::Value>(&bytes) {
-            let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": format!("parse error: {e}")}});
-            return (StatusCode::BAD_REQUEST, axum::Json(body)).into_response();
+        let message = match serde_json::from_slice::<serde_json::Value>(&bytes) {
+            Ok(message) => message,
+            Err(e) => {
+                return jsonrpc_error(StatusCode::BAD_REQUEST, &json!(null), -32700, &format!("parse error: {e}"));
+            }
+        };
+        // The sessionless 2026-07-28 protocol is not served: whatever its
+        // params, `server/discover` is an unknown method, so clients fall
+        // back to `initialize`.
+        if message["method"] == "server/discover" {
+            let text = "server/discover is not supported: send initialize (protocol 2025-11-25)";
+            return jsonrpc_error(StatusCode::NOT_FOUND, &message["id"], -32601, text);
         }
         Request::from_parts(parts, Body::from(bytes))
     } else {
         request
     };
-    let mut response = service.handle(request).await.map(Body::new);
+    let response = service.handle(request).await.map(Body::new);
+    let mut response = as_jsonrpc(response).await;
     // rmcp answers a session's DELETE with 202; the Python SDK (both
     // majors) expects 200 or 204 and warns otherwise. The session is gone
     // either way, so say so plainly.
@@ -429,6 +477,28 @@ async fn mcp(State(app): State<Arc<App>>, request: Request) -> Response {
         *response.status_mut() = StatusCode::NO_CONTENT;
     }
     response
+}
+
+/// A JSON-RPC error response.
+fn jsonrpc_error(status: StatusCode, id: &serde_json::Value, code: i64, message: &str) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
+    (status, axum::Json(body)).into_response()
+}
+
+/// rmcp's plain-text refusals (415 for a body that is not JSON, 406 for a
+/// wrong `Accept`…) as JSON-RPC errors, the protocol's own shape.
+async fn as_jsonrpc(response: Response) -> Response {
+    let plain = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_none_or(|t| t.starts_with("text/plain"));
+    let status = response.status();
+    if !(status.is_client_error() || status.is_server_error()) || !plain {
+        return response;
+    }
+    let text = axum::body::to_bytes(response.into_body(), 64 * 1024).await.unwrap_or_default();
+    jsonrpc_error(status, &json!(null), -32600, String::from_utf8_lossy(&text).trim())
 }
 
 /// `listener` with TCP_NODELAY on every connection. Streamed answers are
@@ -455,20 +525,11 @@ pub async fn serve(config: &Config) -> anyhow::Result<()> {
     println!("toolrouter listening on http://{addr}");
     use std::io::Write;
     std::io::stdout().flush()?;
-    let loader = {
-        let (app, config) = (app.clone(), config.clone());
-        tokio::task::spawn_blocking(move || match Engine::open(&config) {
-            Ok(engine) => {
-                app.set_engine(engine);
-                tracing::info!("ready");
-            }
-            Err(e) => tracing::error!("the engine did not load: {e:#}"),
-        })
-    };
+    app.set_loading(Loading::start(config, |_| {}));
     let grace = Duration::from_millis(config.server.shutdown_grace_ms);
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let listener = no_delay(listener);
-    let server = tokio::spawn(
+    let mut server = tokio::spawn(
         axum::serve(listener, router(app.clone()))
             .with_graceful_shutdown(async {
                 let _ = rx.await;
@@ -478,10 +539,12 @@ pub async fn serve(config: &Config) -> anyhow::Result<()> {
     shutdown_signal().await;
     tracing::info!("shutting down: draining in-flight requests");
     let _ = tx.send(());
-    if tokio::time::timeout(grace, server).await.is_err() {
-        tracing::warn!("in-flight requests did not finish within {grace:?}");
+    if tokio::time::timeout(grace, &mut server).await.is_err() {
+        tracing::warn!("in-flight requests did not finish within {grace:?}: answering them 503");
+        app.cut_off.send_replace(true);
+        // Time to write the 503s; streams already under way are cut.
+        let _ = tokio::time::timeout(Duration::from_secs(1), &mut server).await;
     }
-    drop(loader);
     Ok(())
 }
 

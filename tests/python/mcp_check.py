@@ -124,6 +124,21 @@ async def exercise(session, changed):
         t = text_of(limited)
         check(attr(limited, "isError") and "rate limited" in t and "Retry after" in t, f"a rate-limited call says when to retry: {t}")
 
+    # Bad arguments to any tool, the fixed ones included, are isError results
+    # a model can act on (2025-11-25), never protocol errors.
+    for tool, args, says in [
+        ("search_tools", {}, "`query` is required"),
+        ("search_tools", {"query": 5}, "`query` must be a string"),
+        ("search_tools", {"query": "weather", "k": 0}, "`k` must be a positive integer"),
+        ("search_tools", {"query": "weather", "limit": 3}, "unknown argument `limit`"),
+        ("plan", {"query": "  "}, "`query` is empty"),
+        ("plan", {"query": "weather", "max_steps": "two"}, "`max_steps` must be a positive integer"),
+        ("call_api", {"arguments": {}}, "`name` is required"),
+        ("call_api", {"name": "schneetage_for_ecoweathr", "arguments": SNOW_ARGS}, f"did you mean `{SNOW}`"),
+    ]:
+        r = await session.call_tool(tool, args)
+        check(attr(r, "isError") and says in text_of(r), f"{tool}({args}) is an isError result saying {says!r}: {text_of(r)}")
+
     plan = await session.call_tool("plan", {"query": "How many snow days were there at latitude 52.5 longitude 13.4 since 2022-09-01?", "max_steps": 3})
     check(not attr(plan, "isError") and attr(plan, "structuredContent")["steps"], f"plan proposes steps: {text_of(plan)}")
 

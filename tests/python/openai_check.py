@@ -32,6 +32,11 @@ def user(text):
     return [{"role": "user", "content": text}]
 
 
+# The model list is the upstream's (no openai.models map): pickers fill.
+check([m.id for m in client.models.list()] == ["scripted"], f"models: {client.models.list()}")
+# Readiness needs no key (a Kubernetes probe carries none).
+check(httpx.get(f"{base}/readyz").status_code == 200, "readyz without a key")
+
 # Plain.
 r = client.chat.completions.create(model=MODEL, messages=user("hello"))
 check(r.choices[0].message.content == "Hello from the scripted model.", f"plain: {r}")
