@@ -45,15 +45,34 @@ pub(super) fn serve(args: &ServeArgs, config: &Config) -> Result<ExitCode, CliEr
 /// The MCP face over stdin/stdout (logs go to stderr). It answers
 /// `initialize` at once; the engine loads (or builds its index) meanwhile.
 pub(super) fn mcp(config: &Config) -> Result<ExitCode, CliError> {
-    runtime()?.block_on(async move {
-        let loading = Loading::start(config, |_| {});
-        let service = McpServer::new(loading)
+    let runtime = runtime()?;
+    let loading = {
+        let _entered = runtime.enter();
+        Loading::start(config, |_| {})
+    };
+    let session = loading.clone();
+    runtime.block_on(async move {
+        let service = McpServer::new(session)
             .serve(rmcp::transport::stdio())
             .await
             .map_err(|e| CliError::Failure(anyhow::anyhow!("MCP over stdio: {e}")))?;
         service.waiting().await.map_err(|e| CliError::Failure(anyhow::anyhow!("MCP over stdio: {e}")))?;
         Ok::<_, CliError>(())
     })?;
+    if loading.engine().is_err() {
+        // The client left during a first index build. Returning from main
+        // would run ONNX Runtime's exit handlers under the embedding thread
+        // (it logs kernel errors); end the process at once instead. Nothing
+        // is lost: the session's run is recorded, the embedding cache keeps
+        // every finished batch (a torn last record is cut on open), and the
+        // next start resumes the build.
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().flush();
+        // SAFETY: `_exit` ends the process without running exit handlers;
+        // no Rust state is used after it.
+        unsafe { libc::_exit(0) };
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -59,18 +59,6 @@ impl Routes {
         Routes(routes)
     }
 
-    /// The API a request is for, with its path parameters (wire names):
-    /// the first of [`Routes::ranked`].
-    pub fn find(
-        &self,
-        host: &str,
-        method: &str,
-        path: &str,
-        query: &[(String, String)],
-    ) -> Option<(ApiId, Vec<(String, String)>)> {
-        self.ranked(host, method, path, query).into_iter().next()
-    }
-
     /// The APIs whose templates match a request, best first, with their
     /// path parameters. Several APIs of the catalog may share one URL (the
     /// same endpoint documented twice, with other parameters); the best

@@ -11,6 +11,8 @@ import httpx
 import openai
 from openai import OpenAI
 
+from checking import check, user
+
 base, model_url, key = sys.argv[1], sys.argv[2], sys.argv[3]
 client = OpenAI(base_url=f"{base}/v1", api_key=key, max_retries=0)
 MODEL = "scripted"
@@ -18,18 +20,10 @@ WEATHER = {"type": "function", "function": {"name": "get_weather", "description"
            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
 
 
-def check(cond, message):
-    if not cond:
-        print(f"FAILED: {message}", file=sys.stderr)
-        sys.exit(1)
-
 
 def seen():
     return httpx.get(f"{model_url}/seen").json()
 
-
-def user(text):
-    return [{"role": "user", "content": text}]
 
 
 # The model list is the upstream's (no openai.models map): pickers fill.

@@ -12,6 +12,8 @@ import httpx
 import openai
 from openai import OpenAI
 
+from checking import check, user
+
 base, key, other_key = sys.argv[1], sys.argv[2], sys.argv[3]
 client = OpenAI(base_url=f"{base}/v1", api_key=key, max_retries=0, timeout=60)
 MODEL = "scripted"
@@ -19,14 +21,6 @@ EXECUTE = {"toolrouter": {"mode": "execute"}}
 headers = {"Authorization": f"Bearer {key}"}
 
 
-def check(cond, message):
-    if not cond:
-        print(f"FAILED: {message}", file=sys.stderr)
-        sys.exit(1)
-
-
-def user(text):
-    return [{"role": "user", "content": text}]
 
 
 def raw(text, **kw):
