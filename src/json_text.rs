@@ -62,8 +62,11 @@ fn complete(text: &str) -> Option<String> {
     // Closers of the open containers, innermost last.
     let mut closers: Vec<char> = Vec::new();
     let mut expect = Expect::Value;
-    // The longest prefix known to complete, and the closers it needs.
-    let mut good: Option<(usize, String)> = None;
+    // The longest prefix known to complete, and how many containers it
+    // leaves open. Only a pop can change the stack below a depth, and a pop
+    // records a new prefix: the first `depth` closers at the end are the
+    // ones that prefix needs (kept as a depth, so the scan stays linear).
+    let mut good: Option<(usize, usize)> = None;
     let mut chars = text.char_indices().peekable();
     let close_all = |closers: &[char]| closers.iter().rev().collect::<String>();
     while let Some((i, c)) = chars.next() {
@@ -76,7 +79,7 @@ fn complete(text: &str) -> Option<String> {
                     _ => ')',
                 });
                 expect = if c == '{' { Expect::Key } else { Expect::Value };
-                good = Some((i + 1, close_all(&closers)));
+                good = Some((i + 1, closers.len()));
             }
             '}' | ']' | ')'
                 if closers.last() == Some(&c) && matches!(expect, Expect::Key | Expect::Value | Expect::Next) =>
@@ -86,7 +89,7 @@ fn complete(text: &str) -> Option<String> {
                 if closers.is_empty() {
                     return None; // A complete document: nothing to complete.
                 }
-                good = Some((i + 1, close_all(&closers)));
+                good = Some((i + 1, closers.len()));
             }
             '"' | '\'' if matches!(expect, Expect::Key | Expect::Value) => {
                 let is_key = expect == Expect::Key;
@@ -107,7 +110,7 @@ fn complete(text: &str) -> Option<String> {
                     Some(_) if is_key => expect = Expect::Colon,
                     Some(j) => {
                         expect = Expect::Next;
-                        good = Some((j + 1, close_all(&closers)));
+                        good = Some((j + 1, closers.len()));
                     }
                     // Cut inside a value string: close it with what arrived
                     // (an escape cut in two dropped).
@@ -134,17 +137,34 @@ fn complete(text: &str) -> Option<String> {
                 }
                 let Some(j) = end else { break };
                 expect = Expect::Next;
-                good = Some((j, close_all(&closers)));
+                good = Some((j, closers.len()));
             }
             _ => return None,
         }
     }
-    let (at, closers) = good?;
-    Some(format!("{}{closers}", &text[..at]))
+    let (at, depth) = good?;
+    Some(format!("{}{}", &text[..at], close_all(&closers[..depth])))
 }
 
-/// `text` without an escape sequence cut off at its end (`\`, `\u00`, `\x4`).
+/// `text` without an escape sequence cut off at its end (`\`, `\u00`,
+/// `\x4`), or the first half of a surrogate pair whose second half was cut.
 fn without_cut_escape(text: &str) -> &str {
+    let text = without_cut_sequence(text);
+    let at = text.len().saturating_sub(6);
+    if text.is_char_boundary(at) && is_high_surrogate(&text[at..]) {
+        return &text[..at];
+    }
+    text
+}
+
+/// `\uD800`–`\uDBFF`: the first half of a surrogate pair (unless its
+/// backslash is itself escaped).
+fn is_high_surrogate(escape: &str) -> bool {
+    let hex = escape.strip_prefix("\\u").and_then(|h| u16::from_str_radix(h, 16).ok());
+    hex.is_some_and(|h| (0xD800..0xDC00).contains(&h))
+}
+
+fn without_cut_sequence(text: &str) -> &str {
     let Some(at) = text.rfind('\\') else { return text };
     let backslashes = text[..=at].chars().rev().take_while(|&c| c == '\\').count();
     if backslashes % 2 == 0 {
@@ -194,12 +214,17 @@ mod tests {
         assert_eq!(read(r"{'a': 'it\'s', 'b': [1, 2"), Some(json!({"a": "it's", "b": [1]})));
         assert_eq!(read(r#"{"s": "tab\"#), Some(json!({"s": "tab"})));
         assert_eq!(read(r#"{"s": "caf\u00"#), Some(json!({"s": "caf"})));
+        assert_eq!(read(r#"{"s": "smile \ud83d\ude0"#), Some(json!({"s": "smile "})));
+        assert_eq!(read(r#"{"s": "smile \ud83d"#), Some(json!({"s": "smile "})));
         assert_eq!(read(r#"{"s": "a\\"#), Some(json!({"s": "a\\"})));
         // ToolBench marks a cut with an ellipsis.
         assert_eq!(read(r#"[{"id": "930"}, {"id": "931",..."#), Some(json!([{"id": "930"}, {"id": "931"}])));
         assert_eq!(read(r#"{"utc": "+05:00"..."#), Some(json!({"utc": "+05:00"})));
         let (_, how) = parse(r#"{"a": [1"#).unwrap();
         assert_eq!(how, Read::Completed);
+        // Deep nesting cut short stays linear and completes.
+        let deep = "[".repeat(100_000);
+        assert_eq!(complete(&deep).map(|c| c.len()), Some(200_000));
         // Not a prefix of a document at all.
         assert_eq!(read(r#"{"a" 1"#), None);
         assert_eq!(read(r#"{"a": 1}} trailing"#), None);

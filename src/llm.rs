@@ -140,7 +140,8 @@ impl LlmClient {
                         .headers()
                         .get("retry-after")
                         .and_then(|v| v.to_str().ok()?.trim().parse::<f64>().ok())
-                        .map(Duration::from_secs_f64);
+                        .filter(|s| s.is_finite() && *s >= 0.0)
+                        .map(|s| Duration::from_secs_f64(s.min(3600.0)));
                     let text = read_capped(r, 64 * 1024).await.unwrap_or_default();
                     let message = serde_json::from_slice::<Value>(&text)
                         .ok()
@@ -227,10 +228,11 @@ impl LlmClient {
                 String::from_utf8_lossy(&bytes).chars().take(200).collect::<String>()
             ))
         })?;
+        // Faces read and write `choices[0].message`: it must be an object.
         match value["choices"].as_array() {
-            Some(choices) if !choices.is_empty() => Ok(value),
+            Some(choices) if !choices.is_empty() && choices.iter().all(|c| c["message"].is_object()) => Ok(value),
             _ => Err(LlmError::Malformed(format!(
-                "no choices in {}",
+                "no choices with a message in {}",
                 value.to_string().chars().take(200).collect::<String>()
             ))),
         }
@@ -274,7 +276,9 @@ impl LlmClient {
             .map_err(|_| LlmError::Timeout(self.config.timeout_ms))??;
         let kind =
             if content_type.is_empty() { "no content type" } else { content_type.split(';').next().unwrap_or("") };
-        let completion = serde_json::from_slice::<Value>(&bytes).ok().filter(|v| v["choices"].is_array());
+        let completion = serde_json::from_slice::<Value>(&bytes).ok().filter(|v| {
+            v["choices"].as_array().is_some_and(|choices| choices.iter().all(|c| c["message"].is_object()))
+        });
         let Some(completion) = completion else {
             return Err(LlmError::Malformed(format!(
                 "a streamed request was answered with {kind}, not an event stream: {}",
@@ -303,8 +307,8 @@ pub fn chunks_of(completion: &Value) -> Vec<Value> {
     for (i, choice) in completion["choices"].as_array().into_iter().flatten().enumerate() {
         let mut delta = choice["message"].clone();
         if let Some(calls) = delta.get_mut("tool_calls").and_then(Value::as_array_mut) {
-            for (n, call) in calls.iter_mut().enumerate() {
-                call["index"] = json!(n);
+            for (n, call) in calls.iter_mut().filter_map(Value::as_object_mut).enumerate() {
+                call.insert("index".into(), json!(n));
             }
         }
         let index = choice_index(choice, i);
@@ -367,7 +371,8 @@ fn sse_events<B: AsRef<[u8]> + Send + 'static>(
                         let message = v["error"]["message"].as_str().unwrap_or("unknown error").to_string();
                         fail(s, LlmError::Stream(message))
                     }
-                    Ok(v) => Some((Ok(v), s)),
+                    Ok(v) if v.is_object() => Some((Ok(v), s)),
+                    Ok(_) => fail(s, LlmError::Malformed(format!("a stream event is not a JSON object: {data}"))),
                     Err(e) => fail(s, LlmError::Malformed(format!("a stream event is not JSON ({e}): {data}"))),
                 };
             }
@@ -400,10 +405,21 @@ fn content_type(response: &reqwest::Response) -> String {
     }
 }
 
-/// A reqwest error's text without the URL it was for (the model server's
-/// address is the operator's business, not the client's).
+/// A reqwest error's text with its causes (`error sending request:
+/// connection refused`), without the URL it was for: the model server's
+/// address is the operator's business, not the client's.
 fn cause(e: reqwest::Error) -> String {
-    e.without_url().to_string()
+    let e = e.without_url();
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text = format!("{text}: {s_text}");
+        }
+        source = s.source();
+    }
+    text
 }
 
 /// The body, up to `cap` bytes (more is an error).

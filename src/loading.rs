@@ -52,7 +52,13 @@ impl Loading {
     }
 
     fn load(&self, on_ready: impl FnOnce(&Arc<Engine>)) {
-        match Engine::open_reporting(&self.config, &self.progress) {
+        // A panic while loading must not leave the engine "starting" forever.
+        let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            Engine::open_reporting(&self.config, &self.progress)
+        }));
+        let opened =
+            opened.unwrap_or_else(|_| Err(anyhow::anyhow!("loading panicked (a bug; the log has its message)")));
+        match opened {
             Ok(engine) => {
                 on_ready(&engine);
                 let _ = self.engine.set(engine);
@@ -95,6 +101,11 @@ impl Loading {
                 done => return done,
             }
         }
+    }
+
+    /// Whether the engine is still loading (neither there nor failed).
+    pub fn is_loading(&self) -> bool {
+        self.engine.get().is_none() && self.failed.get().is_none()
     }
 
     /// The engine, or why it cannot serve yet.

@@ -8,7 +8,7 @@ use rmcp::ServiceExt;
 
 use super::CliError;
 use crate::config::Config;
-use crate::loading::Loading;
+use crate::loading::{Loading, NotReady};
 use crate::mcp::McpServer;
 
 #[derive(Debug, Args)]
@@ -51,15 +51,18 @@ pub(super) fn mcp(config: &Config) -> Result<ExitCode, CliError> {
         Loading::start(config, |_| {})
     };
     let session = loading.clone();
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let service = McpServer::new(session)
             .serve(rmcp::transport::stdio())
             .await
             .map_err(|e| CliError::Failure(anyhow::anyhow!("MCP over stdio: {e}")))?;
         service.waiting().await.map_err(|e| CliError::Failure(anyhow::anyhow!("MCP over stdio: {e}")))?;
         Ok::<_, CliError>(())
-    })?;
-    if loading.engine().is_err() {
+    });
+    if let Err(NotReady::Failed(why)) = loading.engine() {
+        return Err(CliError::Failure(anyhow::anyhow!("the engine did not load: {why}")));
+    }
+    if served.is_ok() && loading.is_loading() {
         // The client left during a first index build. Returning from main
         // would run ONNX Runtime's exit handlers under the embedding thread
         // (it logs kernel errors); end the process at once instead. Nothing
@@ -73,6 +76,7 @@ pub(super) fn mcp(config: &Config) -> Result<ExitCode, CliError> {
         // no Rust state is used after it.
         unsafe { libc::_exit(0) };
     }
+    served?;
     Ok(ExitCode::SUCCESS)
 }
 

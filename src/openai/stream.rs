@@ -7,8 +7,9 @@
 //! are gathered (by their own `index`, renumbered from 0), checked
 //! against the tools' schemas when the model is done, repaired through
 //! the model if needed (non-streaming), then sent as deltas — id, type and
-//! name on a call's first delta, arguments after. A repair that ends in
-//! text sends that text. Then come the finish reason, a usage chunk
+//! name on a call's first delta, arguments after. A repaired turn's text
+//! follows the text that already streamed (unless it is the same). Then
+//! come the finish reason, a usage chunk
 //! (`choices: []`, every model request's tokens) when
 //! `stream_options.include_usage` asked for one, and `data: [DONE]`. A
 //! failure after the stream has started is a `data: {"error": …}` event.
@@ -90,6 +91,9 @@ impl Seen {
     /// Takes in one chunk; returns what to pass on now (the chunk without
     /// tool-call deltas and finish reason), if anything is left of it.
     fn take(&mut self, mut chunk: Value, model: &str) -> Option<Value> {
+        if !chunk.is_object() {
+            return None; // The model client lets only objects through.
+        }
         if chunk["usage"].is_object() {
             self.usage = chunk["usage"].clone();
         }
@@ -107,7 +111,7 @@ impl Seen {
         let logprobs = choice.get("logprobs").is_some_and(|l| !l.is_null());
         let delta = choice.get_mut("delta").and_then(Value::as_object_mut)?;
         for t in delta.remove("tool_calls").as_ref().and_then(Value::as_array).into_iter().flatten() {
-            let call = self.calls.entry(t["index"].as_u64().unwrap_or(0)).or_default();
+            let call = self.calls.entry(self.index_of(t)).or_default();
             if let Some(v) = t["id"].as_str() {
                 call.id = v.to_string();
             }
@@ -130,6 +134,19 @@ impl Seen {
         }
         self.with_role(delta);
         Some(chunk)
+    }
+
+    /// A tool-call delta's call: its `index`; without one (some servers
+    /// omit it), the last call, or a new one when the delta brings a new id.
+    fn index_of(&self, delta: &Value) -> u64 {
+        if let Some(i) = delta["index"].as_u64() {
+            return i;
+        }
+        match (self.calls.last_key_value(), delta["id"].as_str()) {
+            (None, _) => 0,
+            (Some((&last, call)), Some(id)) if !call.id.is_empty() && call.id != id => last + 1,
+            (Some((&last, _)), _) => last,
+        }
     }
 
     /// Puts the role on the first delta that goes out.
@@ -208,13 +225,13 @@ async fn relay(
         let message = &mut answer["choices"][0]["message"];
         normalize_tool_calls(message);
         calls = message["tool_calls"].as_array().cloned().unwrap_or_default();
-        if calls.is_empty() {
-            // The repaired turn is text: it is the answer.
-            let text = message["content"].as_str().unwrap_or("");
-            if !text.is_empty() {
-                let _ = tx.send(data(&seen.chunk(&req.model, json!({"content": text}), Value::Null))).await;
-            }
-        } else {
+        // The repaired turn's text, unless it is what already streamed:
+        // text that streamed stays (it cannot be taken back).
+        let text = message["content"].as_str().unwrap_or("");
+        if repairs > 0 && !text.is_empty() && text != seen.content {
+            let _ = tx.send(data(&seen.chunk(&req.model, json!({"content": text}), Value::Null))).await;
+        }
+        if !calls.is_empty() {
             finish = json!("tool_calls");
         }
     }
@@ -269,6 +286,19 @@ mod tests {
         assert_eq!(seen.finish, "tool_calls");
         let message = seen.message();
         assert_eq!(message["tool_calls"].as_array().unwrap().len(), 1, "no phantom call at index 0");
+        // Deltas without an index: the last call, or a new one for a new id.
+        let mut other = Seen::default();
+        for t in [
+            json!({"id": "a", "function": {"name": "f", "arguments": "{"}}),
+            json!({"function": {"arguments": "}"}}),
+            json!({"id": "b", "function": {"name": "g", "arguments": "{}"}}),
+        ] {
+            other.take(json!({"choices": [{"index": 0, "delta": {"tool_calls": [t]}}]}), "m");
+        }
+        let two = other.message();
+        assert_eq!(two["tool_calls"][0]["function"]["arguments"], "{}");
+        assert_eq!(two["tool_calls"][1]["function"]["name"], "g");
+        assert!(other.take(json!([1]), "m").is_none(), "a chunk that is not an object is dropped");
         assert_eq!(message["tool_calls"][0]["function"]["arguments"], "{\"a\": 1}");
         // Logprobs alone are worth passing on.
         let lp = json!({"choices": [{"index": 0, "delta": {"content": ""}, "logprobs": {"content": []}}]});

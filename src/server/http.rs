@@ -22,7 +22,8 @@
 //! limit (`server.request_timeout_ms`, 504). Bodies over
 //! `server.max_body_bytes` get 413. SIGINT/SIGTERM stop accepting and
 //! let in-flight requests finish for up to `server.shutdown_grace_ms`;
-//! those still running then are answered 503.
+//! those still waiting for their answer then are answered 503 (a stream
+//! already under way ends with the process).
 
 use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
@@ -252,10 +253,14 @@ fn unreadable(rejection: BytesRejection) -> Response {
     }
 }
 
-/// 503 while the engine loads, saying how far it has got.
+/// 503 while the engine loads, saying how far it has got. Why a load
+/// failed (paths, configuration) is for the log, not for whoever asks.
 fn not_ready(why: NotReady) -> Response {
-    let mut r =
-        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", "not_ready", why.to_string()).into_response();
+    let why = match why {
+        NotReady::Failed(_) => "toolrouter's engine failed to load; the server's log says why".to_string(),
+        loading => loading.to_string(),
+    };
+    let mut r = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", "not_ready", why).into_response();
     r.headers_mut().insert("retry-after", 5.into());
     r
 }

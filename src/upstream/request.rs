@@ -86,6 +86,9 @@ pub fn build(api: &Api, arguments: &Map<String, Value>, base_url: Option<&Url>) 
             (None, _) => continue,
         };
         match p.location {
+            ParamLocation::Path if matches!(text(value).as_str(), "." | "..") => {
+                return Err(format!("path parameter `{}` cannot be `{}`", p.key, text(value)));
+            }
             ParamLocation::Path => path_filled = path_filled.replace(&p.placeholder(), &path_segment(value)),
             ParamLocation::Query => match value {
                 Value::Array(items) if p.explode => query.extend(items.iter().map(|i| (p.name.clone(), text(i)))),
@@ -101,7 +104,11 @@ pub fn build(api: &Api, arguments: &Map<String, Value>, base_url: Option<&Url>) 
         }
     }
     let has_body = matches!(api.method, Method::Post | Method::Put | Method::Patch);
-    for (key, value) in arguments.iter().filter(|(k, v)| api.param(k).is_none() && !v.is_null()) {
+    // Undeclared arguments (non-strict mode) pass through, but never over
+    // the template's own pairs (`api.php?function=findBroker` stays that).
+    let fixed = fixed_query_keys(api);
+    let undeclared = arguments.iter().filter(|(k, v)| api.param(k).is_none() && !v.is_null());
+    for (key, value) in undeclared.filter(|(k, _)| !fixed.contains(k)) {
         if has_body {
             body.insert(key.clone(), value.clone());
         } else {
@@ -327,11 +334,24 @@ fn percent_decode(s: &str) -> String {
     percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned()
 }
 
+/// The keys of the fixed pairs in `api`'s URL template (`function` of
+/// `api.php?function=findBroker`): part of the endpoint, not arguments.
+fn fixed_query_keys(api: &Api) -> Vec<String> {
+    let query = api.url_template.as_deref().and_then(|t| t.split_once('?')).map_or("", |(_, q)| q);
+    split_outside_braces(query, '&')
+        .into_iter()
+        .filter(|pair| !pair.contains('{'))
+        .map(|pair| percent_decode(pair.split_once('=').map_or(pair, |(k, _)| k)))
+        .filter(|key| !key.is_empty() && api.param_on_wire(ParamLocation::Query, key).is_none())
+        .collect()
+}
+
 /// The arguments a request for `api` carries, keyed by schema keys:
 /// `path` parameters (wire names, as [`UrlTemplate::capture`] reads them),
-/// the query pairs (a repeated key becomes an array), and a JSON body's
-/// fields. Names the API does not declare keep their own name. Values are
-/// text except a body's, which keep their JSON type.
+/// the query pairs (a repeated key becomes an array) but for the
+/// template's fixed ones, and a JSON body's fields. Names the API does not
+/// declare keep their own name. Values are text except a body's, which
+/// keep their JSON type.
 pub fn arguments(
     api: &Api,
     path: &[(String, String)],
@@ -339,8 +359,9 @@ pub fn arguments(
     body: Option<&Map<String, Value>>,
 ) -> Map<String, Value> {
     let key = |location, name: &str| api.param_on_wire(location, name).map_or(name.to_string(), |p| p.key.clone());
+    let fixed = fixed_query_keys(api);
     let mut out = Map::new();
-    for (name, value) in query {
+    for (name, value) in query.iter().filter(|(name, _)| !fixed.contains(name)) {
         let key = key(ParamLocation::Query, name);
         let value = Value::String(value.clone());
         match out.get_mut(&key) {
@@ -463,10 +484,19 @@ mod tests {
     }
 
     #[test]
-    fn a_parameter_replaces_the_templates_sample_value() {
+    fn a_parameter_replaces_the_templates_sample_value_but_not_its_fixed_pairs() {
         let a = api("https://h.example/q?index=&fixed=1", vec![param("index", ParamLocation::Query, false)]);
         let call = build(&a, json!({"index": 7}).as_object().unwrap(), None).unwrap();
         assert_eq!(call.url.query(), Some("fixed=1&index=7"));
+        // An undeclared argument (non-strict mode) cannot change the endpoint.
+        let call = build(&a, json!({"index": 7, "fixed": 2}).as_object().unwrap(), None).unwrap();
+        assert_eq!(call.url.query(), Some("fixed=1&index=7"));
+        // Reading back, the fixed pair is the endpoint's, not an argument.
+        let query = [("fixed".to_string(), "1".to_string()), ("index".to_string(), "7".to_string())];
+        assert_eq!(Value::Object(arguments(&a, &[], &query, None)), json!({"index": "7"}));
+        // `..` cannot climb the path.
+        let a = api("https://h.example/files/{name}", vec![param("name", ParamLocation::Path, false)]);
+        assert!(build(&a, json!({"name": ".."}).as_object().unwrap(), None).unwrap_err().contains("cannot be `..`"));
     }
 
     #[test]
