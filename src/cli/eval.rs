@@ -19,6 +19,27 @@ pub(super) enum EvalCommand {
     Plan(PlanArgs),
     /// Response compression over every recorded response of a replay table.
     Compress(CompressArgs),
+    /// Route mode's narrowing of a query's tools among distractors, against BM25 and random picks.
+    Route(RouteArgs),
+}
+
+#[derive(Debug, Args)]
+pub(super) struct RouteArgs {
+    /// ToolBench query files (each is a set).
+    #[arg(long = "queries", value_name = "FILE", required = true, num_args = 1..)]
+    queries: Vec<PathBuf>,
+    /// Tools each request carries: the query's own, then distractors.
+    #[arg(long, default_value_t = 300)]
+    tools: usize,
+    /// Tools kept (default: `openai.max_tools`).
+    #[arg(long)]
+    k: Option<usize>,
+    /// Seed of the distractors and their order.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -124,7 +145,30 @@ pub(super) fn run(command: &EvalCommand, config: &Config) -> Result<ExitCode, Cl
         EvalCommand::Retrieval(args) => run_retrieval(args, config),
         EvalCommand::Plan(args) => run_plan(args, config),
         EvalCommand::Compress(args) => run_compress(args, config),
+        EvalCommand::Route(args) => run_route(args, config),
     }
+}
+
+fn run_route(args: &RouteArgs, config: &Config) -> Result<ExitCode, CliError> {
+    use crate::eval::route::{self, RouteOptions};
+    let sets = load_sets(&args.queries)?;
+    let sources = crate::catalog::Sources {
+        paths: config.catalog.paths.clone(),
+        include_embedded: config.catalog.include_embedded,
+        query_files: config.catalog.query_files.iter().chain(&args.queries).cloned().collect(),
+    };
+    let catalog = crate::catalog::Catalog::load(&sources).map_err(|e| CliError::Usage(e.to_string()))?;
+    let k = args.k.unwrap_or(config.openai.max_tools);
+    if k == 0 || args.tools < k {
+        return Err(CliError::Usage(format!("--k {k} must be at least 1 and at most --tools {}", args.tools)));
+    }
+    let report = route::evaluate(&catalog, &sets, RouteOptions { tools: args.tools, k, seed: args.seed });
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report).map_err(anyhow::Error::from)?);
+    } else {
+        print!("{}", route::markdown(&report));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn load_sets(paths: &[PathBuf]) -> Result<Vec<(String, Vec<queries::QueryRecord>)>, CliError> {

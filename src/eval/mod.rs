@@ -7,10 +7,13 @@
 //!   file and overall;
 //! * [`compress`] compresses every recorded response of a replay table;
 //! * [`plan`] runs every query through the planner (and baselines), with
-//!   the tool graph built leave-one-set-out.
+//!   the tool graph built leave-one-set-out;
+//! * [`route`] runs route mode's narrowing over each query's tools among
+//!   distractors, against BM25 and random picks.
 
 pub mod compress;
 pub mod metrics;
 pub mod plan;
 pub mod queries;
 pub mod retrieval;
+pub mod route;

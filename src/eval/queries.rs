@@ -14,6 +14,9 @@ pub struct QueryRecord {
     pub query: String,
     /// `[tool name, API name]` pairs, original spellings.
     pub relevant: Vec<(String, String)>,
+    /// The APIs of the tools the query was written for (`api_list`), as
+    /// (tool name, API name): the relevant ones and their neighbours.
+    pub api_list: Vec<(String, String)>,
 }
 
 #[derive(Deserialize)]
@@ -23,6 +26,8 @@ struct Raw {
     query_id: Value,
     #[serde(rename = "relevant APIs", default)]
     relevant: Vec<Vec<Value>>,
+    #[serde(default)]
+    api_list: Vec<Value>,
 }
 
 /// Reads a query file. `Err` names the file and the problem.
@@ -47,6 +52,11 @@ pub fn load(path: &Path) -> Result<Vec<QueryRecord>, String> {
                     [Value::String(tool), Value::String(api), ..] => Some((tool.clone(), api.clone())),
                     _ => None,
                 })
+                .collect(),
+            api_list: r
+                .api_list
+                .iter()
+                .filter_map(|a| Some((a["tool_name"].as_str()?.to_string(), a["api_name"].as_str()?.to_string())))
                 .collect(),
         })
         .collect())

@@ -1,29 +1,33 @@
 //! Route mode: narrow the client's tools, ask the model, check its tool
 //! calls against the original schemas, and repair them through the model.
 //!
-//! Narrowing ranks the tools by the words they share with the conversation
-//! (the user's messages, the latest weighted most), each word weighted by
-//! its rarity among the tools (idf), plus the tool graph's transition
-//! weight from the last tool called; the `openai.max_tools` best go to the
-//! model in their original order (a stable prefix for upstream caches).
-//! No embedding is needed, so narrowing costs microseconds.
+//! Narrowing ranks the tools with the retrieval module's BM25 (names split
+//! into words, stemming, term frequency and length normalization) over
+//! each tool's name, description and parameters: the latest user message
+//! counts fully, earlier ones half; the tool graph's transition weight from
+//! the last tool called adds up to the best lexical score. Tools the
+//! conversation already called and the `tool_choice` target are always
+//! kept. The `openai.max_tools` best go to the model in their original
+//! order (a stable prefix for upstream caches). No embedding is needed; a
+//! tool list's index is built once and kept for the requests that carry
+//! the same list again.
 //!
 //! Streaming is in [`super::stream`].
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
+use std::num::NonZeroUsize;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use axum::response::{IntoResponse, Response};
+use lru::LruCache;
 use serde_json::{Map, Value, json};
 
 use super::ApiError;
 use super::validate::{ChatRequest, ClientTool};
 use crate::config::OpenAiConfig;
 use crate::llm::{LlmClient, Usage};
-
-/// Lower-case words of two or more letters or digits.
-fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric()).filter(|w| w.len() >= 2).map(str::to_lowercase).collect()
-}
+use crate::retrieval::bm25::Bm25;
 
 /// The text of a message's content (a string or a list of parts).
 fn content_text(m: &Value) -> String {
@@ -36,53 +40,77 @@ fn content_text(m: &Value) -> String {
     }
 }
 
-/// The name of the last tool the assistant called in the conversation.
-pub fn last_tool_called(messages: &[Value]) -> Option<String> {
-    messages.iter().rev().find_map(|m| {
-        m.get("tool_calls")?.as_array()?.last()?.get("function")?.get("name")?.as_str().map(str::to_string)
-    })
+/// The names of the tools the assistant called in the conversation, in order.
+fn tools_called(messages: &[Value]) -> Vec<String> {
+    let calls = messages.iter().filter_map(|m| m.get("tool_calls")?.as_array()).flatten();
+    calls.filter_map(|c| c.get("function")?.get("name")?.as_str().map(str::to_string)).collect()
 }
 
-/// Indexes of the tools to offer, in their original order.
-pub fn narrow(tools: &[ClientTool], messages: &[Value], max: usize, weight: &dyn Fn(&str, &str) -> f64) -> Vec<usize> {
+/// The name of the last tool the assistant called in the conversation.
+pub fn last_tool_called(messages: &[Value]) -> Option<String> {
+    tools_called(messages).pop()
+}
+
+/// Tool lists whose index is kept: a client sends the same list turn after turn.
+const INDEXED_LISTS: usize = 256;
+
+/// The BM25 index of a tool list, built once per list (by a hash of its
+/// tools' texts) and kept for the next requests that carry it.
+fn tool_index(tools: &[ClientTool]) -> Arc<Bm25> {
+    static CACHE: LazyLock<Mutex<LruCache<u64, Arc<Bm25>>>> =
+        LazyLock::new(|| Mutex::new(LruCache::new(NonZeroUsize::new(INDEXED_LISTS).expect("not zero"))));
+    let mut hasher = std::hash::DefaultHasher::new();
+    for t in tools {
+        t.text.hash(&mut hasher);
+    }
+    let key = hasher.finish();
+    if let Some(index) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return index.clone();
+    }
+    let texts: Vec<String> = tools.iter().map(|t| t.text.clone()).collect();
+    let index = Arc::new(Bm25::build(&texts));
+    CACHE.lock().unwrap_or_else(|e| e.into_inner()).put(key, index.clone());
+    index
+}
+
+/// Indexes of the tools to offer, in their original order. `forced`: a
+/// tool that must be kept (the `tool_choice` target).
+pub fn narrow(
+    tools: &[ClientTool],
+    messages: &[Value],
+    max: usize,
+    forced: Option<&str>,
+    weight: &dyn Fn(&str, &str) -> f64,
+) -> Vec<usize> {
     if tools.len() <= max {
         return (0..tools.len()).collect();
     }
-    let tool_words: Vec<HashSet<String>> = tools.iter().map(|t| words(&t.text).into_iter().collect()).collect();
-    let mut df: HashMap<&str, usize> = HashMap::new();
-    for set in &tool_words {
-        for w in set {
-            *df.entry(w.as_str()).or_default() += 1;
+    let users: Vec<String> =
+        messages.iter().filter(|m| m.get("role").and_then(Value::as_str) == Some("user")).map(content_text).collect();
+    let (latest, earlier) =
+        users.split_last().map_or((String::new(), String::new()), |(l, e)| (l.clone(), e.join(" ")));
+    let index = tool_index(tools);
+    let mut scores = vec![0f64; tools.len()];
+    for (query, factor) in [(&latest, 1.0), (&earlier, 0.5)] {
+        for (i, s) in index.search(query, tools.len(), None) {
+            scores[i as usize] += factor * f64::from(s);
         }
     }
-    let n = tools.len() as f64;
-    // The latest user message counts fully, earlier ones half.
-    let users: Vec<&Value> =
-        messages.iter().filter(|m| m.get("role").and_then(Value::as_str) == Some("user")).collect();
-    let mut query: HashMap<String, f64> = HashMap::new();
-    for (i, m) in users.iter().rev().enumerate() {
-        let factor = if i == 0 { 1.0 } else { 0.5 };
-        for w in words(&content_text(m)) {
-            let e = query.entry(w).or_default();
-            *e = e.max(factor);
+    let best = scores.iter().copied().fold(0.0, f64::max).max(1.0);
+    let called = tools_called(messages);
+    if let Some(from) = called.last() {
+        for (i, t) in tools.iter().enumerate() {
+            scores[i] += best * weight(from, &t.name);
         }
     }
-    let last = last_tool_called(messages);
-    let mut scored: Vec<(f64, usize)> = tools
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let lexical: f64 = query
-                .iter()
-                .filter(|(w, _)| tool_words[i].contains(*w))
-                .map(|(w, f)| f * ((n / df[w.as_str()] as f64).ln() + 1.0))
-                .sum();
-            let graph = last.as_deref().map_or(0.0, |from| 4.0 * weight(from, &t.name));
-            (lexical + graph, i)
-        })
-        .collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    let mut keep: Vec<usize> = scored.into_iter().take(max).map(|(_, i)| i).collect();
+    let must: HashSet<&str> = called.iter().map(String::as_str).chain(forced).collect();
+    let mut order: Vec<usize> = (0..tools.len()).collect();
+    order.sort_by(|&a, &b| {
+        let pinned = |i: usize| must.contains(tools[i].name.as_str());
+        pinned(b).cmp(&pinned(a)).then(scores[b].total_cmp(&scores[a])).then(a.cmp(&b))
+    });
+    let pinned = order.iter().take_while(|&&i| must.contains(tools[i].name.as_str())).count();
+    let mut keep: Vec<usize> = order.into_iter().take(max.max(pinned)).collect();
     keep.sort_unstable();
     keep
 }
@@ -136,7 +164,8 @@ pub struct Prepared {
 
 pub fn prepare(req: &ChatRequest, config: &OpenAiConfig, weight: &(dyn Fn(&str, &str) -> f64 + Sync)) -> Prepared {
     let messages: Vec<Value> = req.body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
-    let keep = narrow(&req.tools, &messages, config.max_tools, weight);
+    let forced = req.body.get("tool_choice").and_then(|c| c["function"]["name"].as_str());
+    let keep = narrow(&req.tools, &messages, config.max_tools, forced, weight);
     let mut body: Map<String, Value> = req.body.clone();
     body.insert("model".into(), Value::String(req.upstream_model.clone()));
     if !req.tools.is_empty() {
@@ -279,11 +308,15 @@ mod tests {
             json!({"role": "assistant", "tool_calls": [{"id": "1", "type": "function", "function": {"name": "tool_3", "arguments": "{}"}}]}),
         ];
         let weight = |from: &str, to: &str| if from == "tool_3" && to == "hotel_booking" { 0.9 } else { 0.0 };
-        let keep = narrow(&tools, &messages, 3, &weight);
+        let keep = narrow(&tools, &messages, 3, None, &weight);
         let names: Vec<&str> = keep.iter().map(|&i| tools[i].name.as_str()).collect();
         assert!(names.contains(&"weather_forecast") && names.contains(&"hotel_booking"), "{names:?}");
         assert_eq!(keep.len(), 3);
         assert!(keep.windows(2).all(|w| w[0] < w[1]), "original order");
+        // Tools already called and the tool_choice target are always kept.
+        let keep = narrow(&tools, &messages, 2, Some("tool_40"), &weight);
+        let names: Vec<&str> = keep.iter().map(|&i| tools[i].name.as_str()).collect();
+        assert_eq!(names, ["tool_3", "tool_40"], "pinned before the best match");
     }
 
     #[test]

@@ -75,7 +75,7 @@ pub fn catalog_tool(mut definition: Value, api: &Api, options: args::Options) ->
     }
     let name = api.function_name.clone();
     let description = definition["function"]["description"].as_str().unwrap_or("");
-    let text = format!("{name} {description}");
+    let text = tool_text(&name, description, &definition["function"]["parameters"]);
     ClientTool { text, name, definition, check: Check::Api(Box::new(api.clone()), options) }
 }
 
@@ -181,6 +181,26 @@ pub fn parse(bytes: &[u8], config: &OpenAiConfig, header_mode: Option<&str>) -> 
     Ok(ChatRequest { body, model, upstream_model, stream, include_usage, tools, mode, decompose })
 }
 
+/// What a tool is about, for ranking: its name (split into words by the
+/// tokenizer), its description, and each parameter's name and description.
+fn tool_text(name: &str, description: &str, schema: &Value) -> String {
+    let mut text = format!("{name} {description}");
+    for (key, property) in schema.get("properties").and_then(Value::as_object).into_iter().flatten() {
+        text.push(' ');
+        text.push_str(key);
+        if let Some(d) = property.get("description").and_then(Value::as_str) {
+            text.push(' ');
+            text.push_str(d);
+        }
+    }
+    text
+}
+
+/// A client's tool definition (`{"type": "function", "function": {...}}`) checked and read.
+pub fn client_tool(definition: &Value) -> Result<ClientTool, ApiError> {
+    tool(0, definition)
+}
+
 fn tool(i: usize, t: &Value) -> Result<ClientTool, ApiError> {
     let param = |p: &str| format!("tools[{i}].{p}");
     if t.get("type").and_then(Value::as_str) != Some("function") {
@@ -214,12 +234,6 @@ fn tool(i: usize, t: &Value) -> Result<ClientTool, ApiError> {
             Some(&param("function.parameters")),
         )
     })?;
-    let description = f.get("description").and_then(Value::as_str).unwrap_or("");
-    let properties: Vec<&str> = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|p| p.keys().map(String::as_str).collect())
-        .unwrap_or_default();
-    let text = format!("{name} {description} {}", properties.join(" "));
+    let text = tool_text(name, f.get("description").and_then(Value::as_str).unwrap_or(""), &schema);
     Ok(ClientTool { name: name.to_string(), text, definition: t.clone(), check: Check::Schema(validator) })
 }
