@@ -218,10 +218,7 @@ impl LlmClient {
         }
         let response = self.send(&body).await?;
         let kind = content_type(&response);
-        let timeout = Duration::from_millis(self.config.timeout_ms);
-        let bytes = tokio::time::timeout(timeout, read_capped(response, self.config.max_response_bytes))
-            .await
-            .map_err(|_| LlmError::Timeout(self.config.timeout_ms))??;
+        let bytes = self.read_answer(response).await?;
         let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
             LlmError::Malformed(format!(
                 "{kind}, not JSON ({e}): {}",
@@ -266,16 +263,19 @@ impl LlmClient {
         })))
     }
 
+    /// A whole answer's body, within the model's timeout and size cap.
+    async fn read_answer(&self, response: reqwest::Response) -> Result<Vec<u8>, LlmError> {
+        let timeout = Duration::from_millis(self.config.timeout_ms);
+        tokio::time::timeout(timeout, read_capped(response, self.config.max_response_bytes))
+            .await
+            .map_err(|_| LlmError::Timeout(self.config.timeout_ms))?
+    }
+
     /// The answer to a streamed request that is not an event stream: one
     /// JSON completion (a server that ignores `stream`) becomes its chunks;
     /// anything else is malformed.
-    async fn not_a_stream(&self, response: reqwest::Response, content_type: &str) -> Result<Chunks, LlmError> {
-        let timeout = Duration::from_millis(self.config.timeout_ms);
-        let bytes = tokio::time::timeout(timeout, read_capped(response, self.config.max_response_bytes))
-            .await
-            .map_err(|_| LlmError::Timeout(self.config.timeout_ms))??;
-        let kind =
-            if content_type.is_empty() { "no content type" } else { content_type.split(';').next().unwrap_or("") };
+    async fn not_a_stream(&self, response: reqwest::Response, kind: &str) -> Result<Chunks, LlmError> {
+        let bytes = self.read_answer(response).await?;
         let completion = serde_json::from_slice::<Value>(&bytes).ok().filter(|v| {
             v["choices"].as_array().is_some_and(|choices| choices.iter().all(|c| c["message"].is_object()))
         });

@@ -33,8 +33,8 @@ pub enum NotReady {
 }
 
 impl Loading {
-    /// Starts loading the engine of `config`; `on_ready` runs once it is loaded.
-    pub fn start(config: &Config, on_ready: impl FnOnce(&Arc<Engine>) + Send + 'static) -> Arc<Loading> {
+    /// Starts loading the engine of `config`.
+    pub fn start(config: &Config) -> Arc<Loading> {
         let loading = Arc::new(Loading {
             config: config.clone(),
             engine: OnceLock::new(),
@@ -46,12 +46,12 @@ impl Loading {
         let runtime = tokio::runtime::Handle::try_current().ok();
         std::thread::spawn(move || {
             let _entered = runtime.as_ref().map(tokio::runtime::Handle::enter);
-            worker.load(on_ready);
+            worker.load();
         });
         loading
     }
 
-    fn load(&self, on_ready: impl FnOnce(&Arc<Engine>)) {
+    fn load(&self) {
         // A panic while loading must not leave the engine "starting" forever.
         let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             Engine::open_reporting(&self.config, &self.progress)
@@ -60,7 +60,6 @@ impl Loading {
             opened.unwrap_or_else(|_| Err(anyhow::anyhow!("loading panicked (a bug; the log has its message)")));
         match opened {
             Ok(engine) => {
-                on_ready(&engine);
                 let _ = self.engine.set(engine);
                 tracing::info!("ready");
             }
@@ -69,17 +68,6 @@ impl Loading {
                 let _ = self.failed.set(format!("{e:#}"));
             }
         }
-    }
-
-    /// An engine that is already loaded.
-    pub fn ready(engine: Arc<Engine>) -> Arc<Loading> {
-        let loading = Loading {
-            config: engine.config.clone(),
-            engine: OnceLock::from(engine),
-            failed: OnceLock::new(),
-            progress: Progress::default(),
-        };
-        Arc::new(loading)
     }
 
     /// The configuration the engine is (being) loaded with.

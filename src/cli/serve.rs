@@ -48,7 +48,7 @@ pub(super) fn mcp(config: &Config) -> Result<ExitCode, CliError> {
     let runtime = runtime()?;
     let loading = {
         let _entered = runtime.enter();
-        Loading::start(config, |_| {})
+        Loading::start(config)
     };
     let session = loading.clone();
     let served = runtime.block_on(async move {

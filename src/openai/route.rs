@@ -46,11 +46,6 @@ fn tools_called(messages: &[Value]) -> Vec<String> {
     calls.filter_map(|c| c.get("function")?.get("name")?.as_str().map(str::to_string)).collect()
 }
 
-/// The name of the last tool the assistant called in the conversation.
-pub fn last_tool_called(messages: &[Value]) -> Option<String> {
-    tools_called(messages).pop()
-}
-
 /// Tool lists whose index is kept: a client sends the same list turn after turn.
 const INDEXED_LISTS: usize = 256;
 

@@ -530,7 +530,7 @@ pub async fn serve(config: &Config) -> anyhow::Result<()> {
     println!("toolrouter listening on http://{addr}");
     use std::io::Write;
     std::io::stdout().flush()?;
-    app.set_loading(Loading::start(config, |_| {}));
+    app.set_loading(Loading::start(config));
     let grace = Duration::from_millis(config.server.shutdown_grace_ms);
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let listener = no_delay(listener);

@@ -10,7 +10,7 @@
 //!
 //! [`arguments`] is the inverse, for the replay server: the arguments a
 //! request for an API carries, keyed by the schema's keys again, with the
-//! path parameters read through a [`PathTemplate`].
+//! path parameters read through a [`UrlTemplate`].
 
 use regex::Regex;
 use serde_json::{Map, Value};
@@ -106,9 +106,9 @@ pub fn build(api: &Api, arguments: &Map<String, Value>, base_url: Option<&Url>) 
     let has_body = matches!(api.method, Method::Post | Method::Put | Method::Patch);
     // Undeclared arguments (non-strict mode) pass through, but never over
     // the template's own pairs (`api.php?function=findBroker` stays that).
-    let fixed = fixed_query_keys(api);
-    let undeclared = arguments.iter().filter(|(k, v)| api.param(k).is_none() && !v.is_null());
-    for (key, value) in undeclared.filter(|(k, _)| !fixed.contains(k)) {
+    let undeclared: Vec<_> = arguments.iter().filter(|(k, v)| api.param(k).is_none() && !v.is_null()).collect();
+    let fixed_keys = if undeclared.is_empty() { Vec::new() } else { fixed_query_keys(api) };
+    for (key, value) in undeclared.into_iter().filter(|(k, _)| !fixed_keys.contains(k)) {
         if has_body {
             body.insert(key.clone(), value.clone());
         } else {
@@ -124,12 +124,12 @@ pub fn build(api: &Api, arguments: &Map<String, Value>, base_url: Option<&Url>) 
     let api_host = api_url.host_str().unwrap_or_default().to_string();
     // The template's own pairs (fixed values, filled placeholders), but for
     // those a parameter sends: its value replaces the sample.
-    let fixed: Vec<(String, String)> = api_url
+    let template_pairs: Vec<(String, String)> = api_url
         .query_pairs()
         .filter(|(k, _)| !query.iter().any(|(name, _)| name == k))
         .map(|(k, v)| (k.into_owned(), v.into_owned()))
         .collect();
-    api_url.query_pairs_mut().clear().extend_pairs(fixed.iter().chain(&query));
+    api_url.query_pairs_mut().clear().extend_pairs(template_pairs.iter().chain(&query));
     if api_url.query() == Some("") {
         api_url.set_query(None);
     }
