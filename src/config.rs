@@ -547,6 +547,7 @@ impl Config {
             ("mcp.max_session_tools", self.mcp.max_session_tools),
             ("mcp.page_size", self.mcp.page_size),
             ("openai.max_tools", self.openai.max_tools),
+            ("openai.max_request_tools", self.openai.max_request_tools),
             ("openai.traces", self.openai.traces),
             ("openai.max_runs", self.openai.max_runs),
         ] {

@@ -15,12 +15,14 @@ use crate::args::{self, Invalid, Options};
 use crate::catalog::{Api, ApiId, Catalog, Sources};
 use crate::compress::{Compressed, FieldChoices, compress};
 use crate::config::Config;
+use crate::graph::build::clean_path;
 use crate::graph::store::{self, GraphStore};
 use crate::graph::{NodeKey, Params, RunCall, RunRecord, ToolGraph};
 use crate::planner::{
-    Decider, DeterministicDecider, DryRun, Executor, LongTermMemory, PlanRun, Planner, Settings, memory,
+    Decider, DeterministicDecider, DryRun, Executor, LongTermMemory, Memory, MemoryWriter, PlanRun, Planner, Settings,
+    memory,
 };
-use crate::retrieval::{Filters, Progress, Retriever};
+use crate::retrieval::{Embedder, Filters, Progress, Retriever};
 use crate::upstream::{CallError, Response, Upstream};
 
 /// Largest serialized arguments accepted by [`Engine::call`].
@@ -73,7 +75,10 @@ pub struct Engine {
     graph: RwLock<Arc<ToolGraph>>,
     /// `None` when another process holds the graph (it is then read-only here).
     store: Mutex<Option<GraphStore>>,
-    memory: LongTermMemory,
+    /// Long-term memory; readers take a snapshot, as of the graph.
+    memory: RwLock<Arc<LongTermMemory>>,
+    /// `None` when another process holds the graph (and so the memory).
+    memory_writer: Mutex<Option<MemoryWriter>>,
     upstream: Upstream,
     choices: FieldChoices,
 }
@@ -106,7 +111,17 @@ impl Engine {
                 (store::read(&dir, params, Some(&catalog))?.0, None)
             }
         };
-        let memory = LongTermMemory::read(&memory::memory_path(&state))?;
+        let memory_path = memory::memory_path(&state);
+        let (memory, memory_writer) = match &store {
+            Some(_) => {
+                let (memory, writer, report) = LongTermMemory::open(&memory_path)?;
+                if report.dropped > 0 {
+                    tracing::warn!(dropped = report.dropped, problems = ?report.problems, "the memory journal had damaged entries; they were skipped");
+                }
+                (memory, Some(writer))
+            }
+            None => (LongTermMemory::read(&memory_path)?, None),
+        };
         let upstream = Upstream::new(&catalog, config)?;
         let choices = FieldChoices::load(&FieldChoices::path_in(&state)).unwrap_or_default();
         Ok(Arc::new(Engine {
@@ -115,7 +130,8 @@ impl Engine {
             retriever,
             graph: RwLock::new(Arc::new(graph)),
             store: Mutex::new(store),
-            memory,
+            memory: RwLock::new(Arc::new(memory)),
+            memory_writer: Mutex::new(memory_writer),
             upstream,
             choices,
         }))
@@ -141,10 +157,18 @@ impl Engine {
         }
         let (engine, query) = (self.clone(), query.to_string());
         let filters = Filters { category: category.map(str::to_string), tool: None };
-        let results = tokio::task::spawn_blocking(move || engine.retriever.search(&query, k, &filters))
-            .await
-            .map_err(|e| EngineError::Internal(e.to_string()))?
-            .map_err(|e| EngineError::BadInput(e.to_string()))?;
+        let results = tokio::task::spawn_blocking(move || {
+            let options = engine.retriever.options();
+            let mut prepared = engine.retriever.prepare(&query, options)?;
+            if let Some(vector) = prepared.vectors.first() {
+                let examples = engine.memory().examples(vector, engine.config.planner.hints);
+                prepared.remembered = crate::planner::remembered(&examples, &engine.catalog);
+            }
+            Ok::<_, crate::retrieval::RetrievalError>(engine.retriever.rank(&prepared, k, &filters, options))
+        })
+        .await
+        .map_err(|e| EngineError::Internal(e.to_string()))?
+        .map_err(|e| EngineError::BadInput(e.to_string()))?;
         let graph = self.graph();
         Ok(results
             .hits
@@ -181,8 +205,8 @@ impl Engine {
             if let Some(n) = max_steps {
                 settings.budget.max_steps = n.clamp(1, settings.budget.max_steps.max(1));
             }
-            let graph = engine.graph();
-            let planner = Planner::new(&engine.retriever, Some(&graph), Some(&engine.memory), settings);
+            let (graph, memory) = (engine.graph(), engine.memory());
+            let planner = Planner::new(&engine.retriever, Some(&graph), Some(&memory), settings);
             runtime.block_on(planner.run(&query, &DeterministicDecider::default(), &DryRun))
         })
         .await
@@ -208,8 +232,8 @@ impl Engine {
             .await
             .map_err(|e| EngineError::Internal(e.to_string()))?
             .map_err(|e| EngineError::BadInput(e.to_string()))?;
-        let graph = self.graph();
-        let planner = Planner::new(&self.retriever, Some(&graph), Some(&self.memory), settings).with_outputs(outputs);
+        let (graph, memory) = (self.graph(), self.memory());
+        let planner = Planner::new(&self.retriever, Some(&graph), Some(&memory), settings).with_outputs(outputs);
         planner
             .run_prepared(task, &prepared, started, decider, executor)
             .await
@@ -264,12 +288,56 @@ impl Engine {
     }
 
     /// Records a finished run in the graph (durably, when this process
-    /// holds the graph). Returns its sequence number.
+    /// holds the graph) and, when it succeeded, in the long-term memory.
+    /// Returns its graph sequence number. Blocking (fsync, embedding).
     pub fn record_run(&self, run: RunRecord) -> Option<u64> {
+        let seq = self.record_in_graph(&run);
+        if run.success && !run.standalone {
+            self.remember(&run);
+        }
+        seq
+    }
+
+    /// Adds a successful run to the long-term memory: its task embedded,
+    /// its path (the successful calls, cleaned as the graph cleans them)
+    /// written to the journal, then shown to later plans.
+    fn remember(&self, run: &RunRecord) {
+        let path: Vec<String> = clean_path(run.calls.iter().map(|c| (c.function.as_str(), c.ok)))
+            .into_iter()
+            .filter_map(|f| self.catalog.resolve(f).first().map(|id| self.catalog.api(id).function_name.clone()))
+            .collect();
+        let (Some(embedder), false, false) = (self.retriever.embedder(), path.is_empty(), run.task.trim().is_empty())
+        else {
+            return;
+        };
+        let mut writer = self.memory_writer.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(writer) = writer.as_mut() else { return };
+        let vector = match embedder.embed(std::slice::from_ref(&run.task)) {
+            Ok(mut v) => v.remove(0),
+            Err(e) => {
+                tracing::warn!("a run could not be remembered (embedding its task failed): {e}");
+                return;
+            }
+        };
+        let memory = Memory { task: run.task.clone(), path, vector, online: true };
+        if let Err(e) = writer.append(&memory) {
+            tracing::error!("a run could not be remembered (the memory journal refused it): {e}");
+            return;
+        }
+        let mut shared = self.memory.write().unwrap_or_else(|e| e.into_inner());
+        Arc::make_mut(&mut shared).push(memory);
+    }
+
+    /// The long-term memory as it is now.
+    pub fn memory(&self) -> Arc<LongTermMemory> {
+        self.memory.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn record_in_graph(&self, run: &RunRecord) -> Option<u64> {
         let mut store = self.store.lock().unwrap_or_else(|e| e.into_inner());
         let store = store.as_mut()?;
         let mut graph = self.graph.write().unwrap_or_else(|e| e.into_inner());
-        match store.record(Arc::make_mut(&mut graph), &run, Some(&self.catalog)) {
+        match store.record(Arc::make_mut(&mut graph), run, Some(&self.catalog)) {
             Ok(seq) => {
                 if seq % self.config.graph.snapshot_every == 0
                     && let Err(e) = store.snapshot(&graph)
@@ -288,6 +356,11 @@ impl Engine {
     /// The tool graph as it is now.
     pub fn graph(&self) -> Arc<ToolGraph> {
         self.graph.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The embedding model, when dense retrieval is on.
+    pub fn embedder(&self) -> Option<Arc<Embedder>> {
+        self.retriever.embedder().cloned()
     }
 
     /// `w(from, to)` in the tool graph (0 without such an edge).

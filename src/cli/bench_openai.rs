@@ -12,7 +12,10 @@
 //! answers and, streamed, for the time to the first byte of the body.
 //!
 //! The scripted model is a stand-in for measuring only; toolrouter's part
-//! is real. Route mode needs no query embedding: narrowing is lexical.
+//! is real. Without `--embed`, narrowing is lexical (a server whose
+//! engine is not loaded); with it, the tool list is embedded first and
+//! the user message's vector is computed on the first request and then
+//! reused, as for a conversation's turns.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -26,6 +29,8 @@ use serde_json::{Value, json};
 use super::CliError;
 use crate::config::Config;
 use crate::eval::retrieval::Latency;
+use crate::openai::validate::{ClientTool, client_tool};
+use crate::retrieval::Embedder;
 use crate::server::http::{App, hash_key, no_delay, router};
 
 /// The API key the bench's client presents.
@@ -46,6 +51,14 @@ pub(super) struct OpenAiBenchArgs {
     /// Tools in each request (at most `openai.max_tools` keeps narrowing out).
     #[arg(long, default_value_t = 5)]
     tools: usize,
+    /// Narrow with the embedding model too (as a server with an engine
+    /// does); the tool list is embedded before the figures start.
+    #[arg(long)]
+    embed: bool,
+    /// Every request carries a tool list never seen before (one tool's
+    /// description changes): the cost of a first-seen list.
+    #[arg(long)]
+    fresh_lists: bool,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -74,7 +87,8 @@ async fn bench(args: &OpenAiBenchArgs, config: &Config) -> Result<ExitCode, CliE
     config.server.client_rate = args.rate * 4.0;
     config.server.client_burst = (args.rate as u32).max(1);
     config.log.level = "warn".into();
-    let proxy = listen(router(App::new(&config))).await?;
+    let app = App::new(&config);
+    let proxy = listen(router(app.clone())).await?;
 
     let client = reqwest::Client::builder().build().map_err(anyhow::Error::from)?;
     let tools: Vec<Value> = (0..args.tools)
@@ -83,18 +97,36 @@ async fn bench(args: &OpenAiBenchArgs, config: &Config) -> Result<ExitCode, CliE
                 "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}})
         })
         .collect();
+    if args.embed {
+        let embedder = Arc::new(Embedder::load(&config.embedding).map_err(|e| CliError::Usage(e.to_string()))?);
+        let client_tools: Vec<ClientTool> = tools.iter().filter_map(|t| client_tool(t).ok()).collect();
+        app.set_route_embedder(embedder.clone());
+        let narrowing = app.narrowing();
+        narrowing
+            .ranker
+            .embed_now(&narrowing.index(&client_tools), &embedder)
+            .map_err(|e| CliError::Failure(e.into()))?;
+    }
     let mut report = serde_json::Map::new();
     for stream in [false, true] {
-        let body = json!({"model": "bench", "stream": stream, "tools": tools,
-            "messages": [{"role": "user", "content": "What is the weather in Berlin?"}]});
-        let body = Arc::new(serde_json::to_vec(&body).map_err(anyhow::Error::from)?);
+        let body_of = |i: usize| -> Result<Arc<Vec<u8>>, CliError> {
+            let mut tools = tools.clone();
+            if args.fresh_lists {
+                tools[0]["function"]["description"] = json!(format!("Tool number 0, list {i} of phase {stream}"));
+            }
+            let body = json!({"model": "bench", "stream": stream, "tools": tools,
+                "messages": [{"role": "user", "content": "What is the weather in Berlin?"}]});
+            Ok(Arc::new(serde_json::to_vec(&body).map_err(anyhow::Error::from)?))
+        };
+        let same = body_of(0)?;
         let n = (args.rate * args.seconds as f64) as usize + WARMUP;
         let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / (2.0 * args.rate)));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
         let mut tasks = Vec::with_capacity(2 * n);
         for i in 0..2 * n {
+            let body = if args.fresh_lists { body_of(i / 2 + 1)? } else { same.clone() };
             tick.tick().await;
-            let (client, body) = (client.clone(), body.clone());
+            let client = client.clone();
             let url = format!("http://{}/v1/chat/completions", if i % 2 == 0 { model } else { proxy });
             tasks.push(tokio::spawn(async move { timed(&client, &url, body).await }));
         }
@@ -141,8 +173,12 @@ async fn bench(args: &OpenAiBenchArgs, config: &Config) -> Result<ExitCode, CliE
         );
     } else {
         println!(
-            "{} req/s per path, {} s per phase, {} tools, interleaved, loopback HTTP/1.1 keep-alive",
-            args.rate, args.seconds, args.tools
+            "{} req/s per path, {} s per phase, {} tools ({}, {}), interleaved, loopback HTTP/1.1 keep-alive",
+            args.rate,
+            args.seconds,
+            args.tools,
+            if args.fresh_lists { "a new list each request" } else { "the same list" },
+            if args.embed { "lexical and dense narrowing" } else { "lexical narrowing" }
         );
     }
     Ok(ExitCode::SUCCESS)

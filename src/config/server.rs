@@ -25,6 +25,8 @@ pub const DEFAULT_SESSION_IDLE_S: u64 = 300;
 
 /// `openai.max_tools`: tools forwarded to the model in route mode (DESIGN §9).
 pub const DEFAULT_MAX_TOOLS: usize = 20;
+/// `openai.max_request_tools`: tools one request may carry; more get 400.
+pub const DEFAULT_MAX_REQUEST_TOOLS: usize = 5_000;
 /// `openai.repair_attempts`: times the model is asked to fix invalid tool-call arguments.
 pub const DEFAULT_REPAIR_ATTEMPTS: usize = 2;
 
@@ -67,6 +69,7 @@ impl ChatMode {
 #[serde(deny_unknown_fields, default)]
 pub struct OpenAiConfig {
     pub max_tools: usize,
+    pub max_request_tools: usize,
     pub repair_attempts: usize,
     /// Model names clients may ask for, mapped to the upstream model's
     /// name. Empty: any name, forwarded unchanged.
@@ -82,6 +85,7 @@ impl Default for OpenAiConfig {
     fn default() -> Self {
         OpenAiConfig {
             max_tools: DEFAULT_MAX_TOOLS,
+            max_request_tools: DEFAULT_MAX_REQUEST_TOOLS,
             repair_attempts: DEFAULT_REPAIR_ATTEMPTS,
             models: Default::default(),
             default_mode: DEFAULT_CHAT_MODE,

@@ -1,12 +1,16 @@
 //! Route mode's narrowing, measured (`toolrouter eval route`): for each
 //! query, the client sends the APIs of its `api_list` plus distractors
-//! (APIs of other queries' lists, then random catalog APIs) up to `tools`
-//! tools, shuffled with a fixed seed, as OpenAI tool definitions. The
-//! server's own narrowing ([`crate::openai::route::narrow`]) keeps `k` of
-//! them; so do a plain BM25 top-`k` over the tools' names and descriptions
-//! and a random `k`, in the same run. Reported: the recall of the query's
-//! relevant APIs among the kept tools, and the share of queries whose
-//! relevant APIs were all kept, per set and overall.
+//! (APIs of other queries' lists, then catalog APIs from a fixed random
+//! pool) up to `tools` tools, shuffled with a fixed seed, as OpenAI tool
+//! definitions. The server's own narrowing ([`crate::retrieval::tool_list`],
+//! the steps of [`crate::openai::route::Narrowing::narrow`]) keeps `k` of them,
+//! once as a list seen for the first time (lexical) and once embedded;
+//! so do a plain BM25 top-`k` over the tools' names and descriptions and
+//! a random `k`, in the same run. Reported: the recall of the query's
+//! relevant APIs among the kept tools and the share of queries whose
+//! relevant APIs were all kept, per set and overall, and the narrowing's
+//! latency for a new list, a known list with a new message, and a known
+//! conversation.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write;
@@ -18,9 +22,15 @@ use serde_json::{Value, json};
 use super::queries::QueryRecord;
 use super::retrieval::Latency;
 use crate::catalog::{ApiId, Catalog};
-use crate::openai::route::narrow;
+use crate::openai::route::Asked;
 use crate::openai::validate::{ClientTool, client_tool};
+use crate::retrieval::Embedder;
 use crate::retrieval::bm25::Bm25;
+use crate::retrieval::tool_list::{self, ListWeights, ToolListRanker};
+
+/// Catalog APIs the random distractors are drawn from (a fixed pool keeps
+/// the texts to embed within a few thousand).
+const RANDOM_POOL: usize = 4_000;
 
 /// How the tool lists are made.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -30,6 +40,7 @@ pub struct RouteOptions {
     /// Tools kept.
     pub k: usize,
     pub seed: u64,
+    pub weights: ListWeights,
 }
 
 /// Recall and all-kept share of one method.
@@ -47,13 +58,18 @@ pub struct SetReport {
     pub name: String,
     /// Queries with at least one relevant API in the catalog.
     pub queries: usize,
-    pub route: Scores,
+    /// Route mode, the list embedded (absent without an embedding model).
+    pub route: Option<Scores>,
+    /// Route mode on a list seen for the first time (lexical).
+    pub route_first_seen: Scores,
     pub bm25: Scores,
     pub random: Scores,
-    /// Route mode's narrowing of a request whose tool list is new.
-    pub route_latency_ms: Latency,
-    /// The same request again: its tool list was seen before.
-    pub route_seen_latency_ms: Latency,
+    /// Narrowing a request whose tool list is new.
+    pub new_list_ms: Latency,
+    /// A known (embedded) list with a new message: the message is embedded.
+    pub new_message_ms: Latency,
+    /// The same request again.
+    pub seen_ms: Latency,
 }
 
 /// The whole evaluation.
@@ -67,34 +83,44 @@ pub struct RouteReport {
 #[derive(Default)]
 struct Acc {
     queries: usize,
-    sums: [(f64, f64); 3],
-    latency: Vec<f64>,
-    seen_latency: Vec<f64>,
+    /// Per method (route, first seen, BM25, random): recall and all-kept sums.
+    sums: [(f64, f64); 4],
+    ms: [Vec<f64>; 3],
+}
+
+/// One query's outcome: the kept tools per method, the latencies.
+struct Measured {
+    kept: [Vec<usize>; 4],
+    ms: [f64; 3],
 }
 
 impl Acc {
-    fn add(&mut self, kept: [&[usize]; 3], relevant: &HashSet<usize>, ms: (f64, f64)) {
+    fn add(&mut self, m: &Measured, relevant: &HashSet<usize>) {
         self.queries += 1;
-        for (sum, kept) in self.sums.iter_mut().zip(kept) {
+        for (sum, kept) in self.sums.iter_mut().zip(&m.kept) {
             let found = kept.iter().filter(|i| relevant.contains(i)).count();
             sum.0 += found as f64 / relevant.len() as f64;
             sum.1 += f64::from(u8::from(found == relevant.len()));
         }
-        self.latency.push(ms.0);
-        self.seen_latency.push(ms.1);
+        for (all, ms) in self.ms.iter_mut().zip(m.ms) {
+            all.push(ms);
+        }
     }
 
-    fn report(&self, name: &str) -> SetReport {
+    fn report(&self, name: &str, embedded: bool) -> SetReport {
         let n = self.queries.max(1) as f64;
         let scores = |i: usize| Scores { recall: self.sums[i].0 / n, all_kept: self.sums[i].1 / n };
+        let latency = |i: usize| Latency::of(&mut self.ms[i].clone());
         SetReport {
             name: name.to_string(),
             queries: self.queries,
-            route: scores(0),
-            bm25: scores(1),
-            random: scores(2),
-            route_latency_ms: Latency::of(&mut self.latency.clone()),
-            route_seen_latency_ms: Latency::of(&mut self.seen_latency.clone()),
+            route: embedded.then(|| scores(0)),
+            route_first_seen: scores(1),
+            bm25: scores(2),
+            random: scores(3),
+            new_list_ms: latency(0),
+            new_message_ms: latency(1),
+            seen_ms: latency(2),
         }
     }
 }
@@ -106,9 +132,9 @@ fn resolved(catalog: &Catalog, pairs: &[(String, String)]) -> Vec<ApiId> {
 
 /// The tools of one request: the query's list, then distractors, shuffled.
 fn tool_list(
-    catalog: &Catalog,
     own: &[ApiId],
     others: &[ApiId],
+    random_pool: &[ApiId],
     options: &RouteOptions,
     rng: &mut fastrand::Rng,
 ) -> Vec<ApiId> {
@@ -130,9 +156,9 @@ fn tool_list(
             list.push(api);
         }
     }
-    let apis = catalog.apis().len();
-    while list.len() < options.tools.min(apis) {
-        let api = ApiId(rng.u32(..apis as u32));
+    let fill = options.tools.min(own.len() + from_others + random_pool.len());
+    while list.len() < fill {
+        let api = random_pool[rng.usize(..random_pool.len())];
         if seen.insert(api) {
             list.push(api);
         }
@@ -141,12 +167,20 @@ fn tool_list(
     list
 }
 
-/// Runs the evaluation.
-pub fn evaluate(catalog: &Catalog, sets: &[(String, Vec<QueryRecord>)], options: RouteOptions) -> RouteReport {
+/// Runs the evaluation; with `embedder`, also route mode on embedded
+/// lists. `ranker` keeps tool vectors between runs (a sweep embeds once).
+pub fn evaluate(
+    catalog: &Catalog,
+    sets: &[(String, Vec<QueryRecord>)],
+    options: RouteOptions,
+    ranker: &ToolListRanker,
+    embedder: Option<&Embedder>,
+) -> Result<RouteReport, crate::retrieval::EmbedError> {
     let mut rng = fastrand::Rng::with_seed(options.seed);
-    let mut all = Acc::default();
-    let mut reports = Vec::new();
     let pool: Vec<ApiId> = sets.iter().flat_map(|(_, qs)| qs).flat_map(|q| resolved(catalog, &q.api_list)).collect();
+    let apis = catalog.apis().len() as u32;
+    let random_pool: Vec<ApiId> = (0..RANDOM_POOL.min(apis as usize)).map(|_| ApiId(rng.u32(..apis))).collect();
+    let (mut all, mut reports) = (Acc::default(), Vec::new());
     for (name, queries) in sets {
         let mut acc = Acc::default();
         for q in queries {
@@ -156,30 +190,61 @@ pub fn evaluate(catalog: &Catalog, sets: &[(String, Vec<QueryRecord>)], options:
             }
             let mut own = resolved(catalog, &q.api_list);
             own.extend(relevant_apis.iter().copied());
-            let list = tool_list(catalog, &own, &pool, &options, &mut rng);
+            let list = tool_list(&own, &pool, &random_pool, &options, &mut rng);
             let definitions: Vec<Value> = list.iter().map(|&id| catalog.function_definition(catalog.api(id))).collect();
             let tools: Vec<ClientTool> =
                 definitions.iter().map(|d| client_tool(d).expect("catalog definitions are valid tools")).collect();
             let relevant: HashSet<usize> =
                 list.iter().enumerate().filter(|(_, id)| relevant_apis.contains(id)).map(|(i, _)| i).collect();
-            let messages = vec![json!({"role": "user", "content": q.query})];
-            let timed = || {
-                let started = Instant::now();
-                let kept = narrow(&tools, &messages, options.k, None, &|_, _| 0.0);
-                (kept, started.elapsed().as_secs_f64() * 1e3)
-            };
-            let ((route, first), (_, again)) = (timed(), timed());
-            let ms = (first, again);
-            let bm25 = bm25_top_k(&definitions, &q.query, options.k);
+            let mut measured = narrow(ranker, &tools, &q.query, &options, embedder)?;
             let mut random: Vec<usize> = (0..list.len()).collect();
             rng.shuffle(&mut random);
             random.truncate(options.k);
-            acc.add([&route, &bm25, &random], &relevant, ms);
-            all.add([&route, &bm25, &random], &relevant, ms);
+            measured.kept[2] = bm25_top_k(&definitions, &q.query, options.k);
+            measured.kept[3] = random;
+            acc.add(&measured, &relevant);
+            all.add(&measured, &relevant);
         }
-        reports.push(acc.report(name));
+        reports.push(acc.report(name, embedder.is_some()));
     }
-    RouteReport { options, sets: reports, overall: all.report("overall") }
+    Ok(RouteReport { options, sets: reports, overall: all.report("overall", embedder.is_some()) })
+}
+
+/// Narrows one request the way the server does ([`Narrowing::narrow`]'s
+/// steps, run synchronously): a new list (lexical), then, embedded, a new
+/// message and the same request again.
+fn narrow(
+    ranker: &ToolListRanker,
+    tools: &[ClientTool],
+    query: &str,
+    options: &RouteOptions,
+    embedder: Option<&Embedder>,
+) -> Result<Measured, crate::retrieval::EmbedError> {
+    let asked = Asked::of(&[json!({"role": "user", "content": query})]);
+    let conversation = asked.conversation(None);
+    let keep = |index: &tool_list::ListIndex, vector: Option<&[f32]>| {
+        tool_list::keep(index, &conversation, vector, options.k, &options.weights, &|_, _| 0.0)
+    };
+    // A new list: index built, ranked lexically (the server starts embedding it in the background).
+    let started = Instant::now();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    let texts: Vec<&str> = tools.iter().map(|t| t.text.as_str()).collect();
+    let index = ranker.index(&names, &texts);
+    let first_seen = keep(&index, None);
+    let new_list = started.elapsed().as_secs_f64() * 1e3;
+    let Some(embedder) = embedder else {
+        return Ok(Measured { kept: [Vec::new(), first_seen, Vec::new(), Vec::new()], ms: [new_list, 0.0, 0.0] });
+    };
+    ranker.embed_now(&index, embedder)?;
+    let timed = || -> Result<(Vec<usize>, f64), crate::retrieval::EmbedError> {
+        let started = Instant::now();
+        let index = ranker.index(&names, &texts);
+        let vector = ranker.query_vector(embedder, &asked.latest)?;
+        Ok((keep(&index, Some(&vector)), started.elapsed().as_secs_f64() * 1e3))
+    };
+    let (embedded, new_message) = timed()?;
+    let (_, seen) = timed()?;
+    Ok(Measured { kept: [embedded, first_seen, Vec::new(), Vec::new()], ms: [new_list, new_message, seen] })
 }
 
 /// The baseline: BM25 over each tool's name and description, top `k`
@@ -205,25 +270,32 @@ pub fn markdown(report: &RouteReport) -> String {
         "{} tools per request, {} kept (seed {}); recall of the relevant APIs / share of queries with all kept\n\n",
         o.tools, o.k, o.seed
     );
-    out.push_str("| set | queries | route mode | BM25 top-k | random k | route p50 / p99, new list | seen list |\n");
-    out.push_str("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    out.push_str("| set | queries | route mode | route, first-seen list | BM25 top-k | random k |\n");
+    out.push_str("| --- | ---: | ---: | ---: | ---: | ---: |\n");
     let mut rows: BTreeMap<usize, &SetReport> = report.sets.iter().enumerate().collect();
     rows.insert(usize::MAX, &report.overall);
+    let s = |x: &Scores| format!("{:.3} / {:.3}", x.recall, x.all_kept);
     for set in rows.values() {
-        let s = |x: &Scores| format!("{:.3} / {:.3}", x.recall, x.all_kept);
+        let route = set.route.as_ref().map_or_else(|| "(no model)".to_string(), s);
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {:.2} / {:.2} ms | {:.2} / {:.2} ms |",
+            "| {} | {} | {} | {} | {} | {} |",
             set.name,
             set.queries,
-            s(&set.route),
+            route,
+            s(&set.route_first_seen),
             s(&set.bm25),
-            s(&set.random),
-            set.route_latency_ms.p50,
-            set.route_latency_ms.p99,
-            set.route_seen_latency_ms.p50,
-            set.route_seen_latency_ms.p99
+            s(&set.random)
         );
     }
+    let l = |x: &Latency| format!("{:.2} / {:.2} ms", x.p50, x.p99);
+    let all = &report.overall;
+    let _ = writeln!(
+        out,
+        "\nNarrowing latency p50 / p99: new list {}; known list, new message {}; same request again {}",
+        l(&all.new_list_ms),
+        l(&all.new_message_ms),
+        l(&all.seen_ms)
+    );
     out
 }

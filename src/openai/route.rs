@@ -1,33 +1,26 @@
 //! Route mode: narrow the client's tools, ask the model, check its tool
 //! calls against the original schemas, and repair them through the model.
 //!
-//! Narrowing ranks the tools with the retrieval module's BM25 (names split
-//! into words, stemming, term frequency and length normalization) over
-//! each tool's name, description and parameters: the latest user message
-//! counts fully, earlier ones half; the tool graph's transition weight from
-//! the last tool called adds up to the best lexical score. Tools the
-//! conversation already called and the `tool_choice` target are always
-//! kept. The `openai.max_tools` best go to the model in their original
-//! order (a stable prefix for upstream caches). No embedding is needed; a
-//! tool list's index is built once and kept for the requests that carry
-//! the same list again.
+//! Narrowing is the retrieval module's ([`crate::retrieval::tool_list`]:
+//! BM25, the embedding model once the list is embedded, intents, names
+//! spelled out, the tool graph); tools the conversation already called and
+//! the `tool_choice` target are always kept. The `openai.max_tools` best
+//! go to the model in their original order (a stable prefix for upstream
+//! caches).
 //!
 //! Streaming is in [`super::stream`].
 
-use std::collections::HashSet;
-use std::hash::{Hash, Hasher};
-use std::num::NonZeroUsize;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::Arc;
 
 use axum::response::{IntoResponse, Response};
-use lru::LruCache;
 use serde_json::{Map, Value, json};
 
 use super::ApiError;
 use super::validate::{ChatRequest, ClientTool};
 use crate::config::OpenAiConfig;
 use crate::llm::{LlmClient, Usage};
-use crate::retrieval::bm25::Bm25;
+use crate::retrieval::Embedder;
+use crate::retrieval::tool_list::{self, Conversation, ListIndex, ListWeights, ToolListRanker};
 
 /// The text of a message's content (a string or a list of parts).
 fn content_text(m: &Value) -> String {
@@ -40,74 +33,89 @@ fn content_text(m: &Value) -> String {
     }
 }
 
-/// The names of the tools the assistant called in the conversation, in order.
-fn tools_called(messages: &[Value]) -> Vec<String> {
-    let calls = messages.iter().filter_map(|m| m.get("tool_calls")?.as_array()).flatten();
-    calls.filter_map(|c| c.get("function")?.get("name")?.as_str().map(str::to_string)).collect()
+/// What narrowing reads of a conversation, owned.
+pub struct Asked {
+    pub latest: String,
+    pub earlier: String,
+    /// Tools the assistant called, in order.
+    pub called: Vec<String>,
 }
 
-/// Tool lists whose index is kept: a client sends the same list turn after turn.
-const INDEXED_LISTS: usize = 256;
+impl Asked {
+    pub fn of(messages: &[Value]) -> Asked {
+        let users: Vec<String> = messages
+            .iter()
+            .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+            .map(content_text)
+            .collect();
+        let (latest, earlier) =
+            users.split_last().map_or((String::new(), String::new()), |(l, e)| (l.clone(), e.join(" ")));
+        let calls = messages.iter().filter_map(|m| m.get("tool_calls")?.as_array()).flatten();
+        let called = calls.filter_map(|c| c.get("function")?.get("name")?.as_str().map(str::to_string)).collect();
+        Asked { latest, earlier, called }
+    }
 
-/// The BM25 index of a tool list, built once per list (by a hash of its
-/// tools' texts) and kept for the next requests that carry it.
-fn tool_index(tools: &[ClientTool]) -> Arc<Bm25> {
-    static CACHE: LazyLock<Mutex<LruCache<u64, Arc<Bm25>>>> =
-        LazyLock::new(|| Mutex::new(LruCache::new(NonZeroUsize::new(INDEXED_LISTS).expect("not zero"))));
-    let mut hasher = std::hash::DefaultHasher::new();
-    for t in tools {
-        t.text.hash(&mut hasher);
+    pub fn conversation<'a>(&'a self, forced: Option<&'a str>) -> Conversation<'a> {
+        Conversation { latest: &self.latest, earlier: &self.earlier, called: &self.called, forced }
     }
-    let key = hasher.finish();
-    if let Some(index) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
-        return index.clone();
-    }
-    let texts: Vec<String> = tools.iter().map(|t| t.text.clone()).collect();
-    let index = Arc::new(Bm25::build(&texts));
-    CACHE.lock().unwrap_or_else(|e| e.into_inner()).put(key, index.clone());
-    index
 }
 
-/// Indexes of the tools to offer, in their original order. `forced`: a
-/// tool that must be kept (the `tool_choice` target).
-pub fn narrow(
-    tools: &[ClientTool],
-    messages: &[Value],
-    max: usize,
-    forced: Option<&str>,
-    weight: &dyn Fn(&str, &str) -> f64,
-) -> Vec<usize> {
-    if tools.len() <= max {
-        return (0..tools.len()).collect();
+/// `w(from, to)` of the tool graph.
+pub type TransitionWeight = dyn Fn(&str, &str) -> f64 + Send + Sync;
+
+/// What narrowing uses of the server: the tool-list ranker and, once the
+/// engine is loaded, its embedding model and tool graph.
+#[derive(Clone)]
+pub struct Narrowing {
+    pub ranker: Arc<ToolListRanker>,
+    pub embedder: Option<Arc<Embedder>>,
+    pub weight: Arc<TransitionWeight>,
+}
+
+impl Narrowing {
+    /// Lexical narrowing without a graph (no engine).
+    pub fn lexical(ranker: Arc<ToolListRanker>) -> Narrowing {
+        Narrowing { ranker, embedder: None, weight: Arc::new(|_, _| 0.0) }
     }
-    let users: Vec<String> =
-        messages.iter().filter(|m| m.get("role").and_then(Value::as_str) == Some("user")).map(content_text).collect();
-    let (latest, earlier) =
-        users.split_last().map_or((String::new(), String::new()), |(l, e)| (l.clone(), e.join(" ")));
-    let index = tool_index(tools);
-    let mut scores = vec![0f64; tools.len()];
-    for (query, factor) in [(&latest, 1.0), (&earlier, 0.5)] {
-        for (i, s) in index.search(query, tools.len(), None) {
-            scores[i as usize] += factor * f64::from(s);
+
+    /// The index of a request's tool list.
+    pub fn index(&self, tools: &[ClientTool]) -> Arc<ListIndex> {
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        let texts: Vec<&str> = tools.iter().map(|t| t.text.as_str()).collect();
+        self.ranker.index(&names, &texts)
+    }
+
+    /// Indexes of the tools to offer, in their original order: the
+    /// `max` best by [`tool_list::keep`]. A list seen for the first time
+    /// ranks lexically while it is embedded in the background; an
+    /// embedded one also by the latest message's vector.
+    pub async fn narrow(
+        &self,
+        tools: &[ClientTool],
+        messages: &[Value],
+        max: usize,
+        forced: Option<&str>,
+    ) -> Vec<usize> {
+        if tools.len() <= max {
+            return (0..tools.len()).collect();
         }
-    }
-    let best = scores.iter().copied().fold(0.0, f64::max).max(1.0);
-    let called = tools_called(messages);
-    if let Some(from) = called.last() {
-        for (i, t) in tools.iter().enumerate() {
-            scores[i] += best * weight(from, &t.name);
+        let asked = Asked::of(messages);
+        let index = self.index(tools);
+        let mut query = None;
+        if let Some(embedder) = &self.embedder {
+            if !index.embedded_by(embedder.id()) {
+                self.ranker.embed_in_background(&index, embedder);
+            } else if let Some(v) = self.ranker.cached_query_vector(embedder, &asked.latest) {
+                query = Some(v);
+            } else if !asked.latest.trim().is_empty() {
+                let (ranker, embedder, text) = (self.ranker.clone(), embedder.clone(), asked.latest.clone());
+                let embedded = tokio::task::spawn_blocking(move || ranker.query_vector(&embedder, &text)).await;
+                query = embedded.ok().and_then(Result::ok);
+            }
         }
+        let weight = self.weight.clone();
+        tool_list::keep(&index, &asked.conversation(forced), query.as_deref(), max, &ListWeights::default(), &*weight)
     }
-    let must: HashSet<&str> = called.iter().map(String::as_str).chain(forced).collect();
-    let mut order: Vec<usize> = (0..tools.len()).collect();
-    order.sort_by(|&a, &b| {
-        let pinned = |i: usize| must.contains(tools[i].name.as_str());
-        pinned(b).cmp(&pinned(a)).then(scores[b].total_cmp(&scores[a])).then(a.cmp(&b))
-    });
-    let pinned = order.iter().take_while(|&&i| must.contains(tools[i].name.as_str())).count();
-    let mut keep: Vec<usize> = order.into_iter().take(max.max(pinned)).collect();
-    keep.sort_unstable();
-    keep
 }
 
 /// Turns tool-call `arguments` sent as a JSON object (some
@@ -157,10 +165,10 @@ pub struct Prepared {
     pub messages: Vec<Value>,
 }
 
-pub fn prepare(req: &ChatRequest, config: &OpenAiConfig, weight: &(dyn Fn(&str, &str) -> f64 + Sync)) -> Prepared {
+pub async fn prepare(req: &ChatRequest, config: &OpenAiConfig, narrowing: &Narrowing) -> Prepared {
     let messages: Vec<Value> = req.body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
     let forced = req.body.get("tool_choice").and_then(|c| c["function"]["name"].as_str());
-    let keep = narrow(&req.tools, &messages, config.max_tools, forced, weight);
+    let keep = narrowing.narrow(&req.tools, &messages, config.max_tools, forced).await;
     let mut body: Map<String, Value> = req.body.clone();
     body.insert("model".into(), Value::String(req.upstream_model.clone()));
     if !req.tools.is_empty() {
@@ -259,10 +267,10 @@ pub async fn complete(
     req: &ChatRequest,
     llm: &LlmClient,
     config: &OpenAiConfig,
-    weight: &(dyn Fn(&str, &str) -> f64 + Sync),
+    narrowing: &Narrowing,
     planned: Option<Value>,
 ) -> Result<Response, ApiError> {
-    let prepared = prepare(req, config, weight);
+    let prepared = prepare(req, config, narrowing).await;
     let first = llm.complete(&Value::Object(prepared.body.clone())).await?;
     let first_usage = first["usage"].clone();
     let Repaired { mut answer, repairs, usage } = repaired(llm, &prepared, first, &req.tools, config).await?;
@@ -287,13 +295,13 @@ mod tests {
         ClientTool {
             name: name.into(),
             text: format!("{name} {description} city"),
-            definition: json!({"type": "function", "function": {"name": name, "parameters": schema}}),
-            check: crate::openai::validate::Check::Schema(jsonschema::validator_for(&schema).unwrap()),
+            definition: json!({"type": "function", "function": {"name": name, "parameters": schema.clone()}}),
+            check: crate::openai::validate::Check::Schema(crate::openai::validate::Schema::new(schema).unwrap()),
         }
     }
 
-    #[test]
-    fn narrowing_keeps_the_relevant_and_what_follows_the_last_call() {
+    #[tokio::test]
+    async fn narrowing_keeps_the_relevant_and_what_follows_the_last_call() {
         let mut tools: Vec<ClientTool> =
             (0..50).map(|i| tool(&format!("tool_{i}"), "does something unrelated")).collect();
         tools.push(tool("weather_forecast", "weather forecast for a city"));
@@ -302,14 +310,16 @@ mod tests {
             json!({"role": "user", "content": "What is the weather forecast in Berlin?"}),
             json!({"role": "assistant", "tool_calls": [{"id": "1", "type": "function", "function": {"name": "tool_3", "arguments": "{}"}}]}),
         ];
-        let weight = |from: &str, to: &str| if from == "tool_3" && to == "hotel_booking" { 0.9 } else { 0.0 };
-        let keep = narrow(&tools, &messages, 3, None, &weight);
+        let mut narrowing = Narrowing::lexical(Arc::default());
+        narrowing.weight =
+            Arc::new(|from: &str, to: &str| if from == "tool_3" && to == "hotel_booking" { 0.9 } else { 0.0 });
+        let keep = narrowing.narrow(&tools, &messages, 3, None).await;
         let names: Vec<&str> = keep.iter().map(|&i| tools[i].name.as_str()).collect();
         assert!(names.contains(&"weather_forecast") && names.contains(&"hotel_booking"), "{names:?}");
         assert_eq!(keep.len(), 3);
         assert!(keep.windows(2).all(|w| w[0] < w[1]), "original order");
         // Tools already called and the tool_choice target are always kept.
-        let keep = narrow(&tools, &messages, 2, Some("tool_40"), &weight);
+        let keep = narrowing.narrow(&tools, &messages, 2, Some("tool_40")).await;
         let names: Vec<&str> = keep.iter().map(|&i| tools[i].name.as_str()).collect();
         assert_eq!(names, ["tool_3", "tool_40"], "pinned before the best match");
     }

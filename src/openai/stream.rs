@@ -24,7 +24,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use super::ApiError;
-use super::route::{Prepared, Repaired, normalize_tool_calls, prepare, repaired, report, set_tokens};
+use super::route::{Narrowing, Prepared, Repaired, normalize_tool_calls, prepare, repaired, report, set_tokens};
 use super::validate::ChatRequest;
 use crate::config::OpenAiConfig;
 use crate::llm::{LlmClient, Usage};
@@ -45,10 +45,10 @@ pub async fn stream(
     req: ChatRequest,
     llm: std::sync::Arc<LlmClient>,
     config: OpenAiConfig,
-    weight: &(dyn Fn(&str, &str) -> f64 + Sync),
+    narrowing: &Narrowing,
     planned: Option<Value>,
 ) -> Result<Response, ApiError> {
-    let prepared = prepare(&req, &config, weight);
+    let prepared = prepare(&req, &config, narrowing).await;
     let mut body = Value::Object(prepared.body.clone());
     if req.include_usage {
         body["stream_options"] = json!({"include_usage": true});

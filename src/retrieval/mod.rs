@@ -16,7 +16,12 @@
 //! * requests asking for several things are split into intents
 //!   ([`intents`]), each retrieved on its own; their scores add to the
 //!   whole query's (weighted [`INTENT_WEIGHT`]) and each intent's best hit
-//!   is kept within the first [`RESERVED_TOP`].
+//!   is kept within the first [`RESERVED_TOP`];
+//! * APIs the request names ([`names`]: a function name, or a specific
+//!   identifier-like API name such as `getUserProfile`) rank first.
+//!
+//! Route mode ranks a client's own tool list with the same signals
+//! ([`tool_list`]).
 //!
 //! The index (vectors, HNSW graph, BM25 postings) is built once, stored in
 //! the state directory ([`store`]) and loaded at start; embeddings are
@@ -30,7 +35,9 @@ pub mod dense;
 pub mod document;
 pub mod embedder;
 pub mod intents;
+pub mod names;
 pub mod store;
+pub mod tool_list;
 mod tools;
 
 use std::collections::HashMap;
@@ -54,6 +61,9 @@ pub const RRF_K: f32 = 5.0;
 pub const POOL: usize = 50;
 /// Each intent's best hit is kept within this many first results.
 pub const RESERVED_TOP: usize = 10;
+/// APIs a request names (by function name, or by an identifier-like API
+/// name that at most this many APIs share) rank first, at most this many.
+pub const NAMED_TOP: usize = 3;
 /// Tools taken from each tool-level list.
 pub const TOOL_POOL: usize = 30;
 /// Weight of the BM25 lists in the fusion.
@@ -62,6 +72,8 @@ pub const LEXICAL_WEIGHT: f32 = 1.0;
 pub const DENSE_WEIGHT: f32 = 0.7;
 /// Weight of each intent's lists relative to the whole query's.
 pub const INTENT_WEIGHT: f32 = 0.5;
+/// Weight of the list of APIs that served similar requests before.
+pub const MEMORY_WEIGHT: f32 = 1.0;
 /// Weight of the tool-level lists (tools ranked by their whole text), added to each of the tool's APIs.
 pub const TOOL_WEIGHT: f32 = 1.0;
 
@@ -149,6 +161,9 @@ pub struct Prepared {
     pub vectors: Vec<Vec<f32>>,
     pub cut_chars: usize,
     pub embed_ms: f64,
+    /// APIs that served similar requests before (long-term memory), with
+    /// the similarity of those requests; ranked as one more list.
+    pub remembered: Vec<(ApiId, f32)>,
 }
 
 /// A signal's view of one hit: its rank (from 1) and raw score.
@@ -187,6 +202,8 @@ pub struct Retriever {
     embedder: Option<Arc<Embedder>>,
     index: store::Index,
     tool_apis: HashMap<u32, Vec<u32>>,
+    /// APIs by their function name and (several-word, specific) API name.
+    names: names::NameIndex,
     options: SearchOptions,
     max_query_chars: usize,
     /// Where the index lives and how it came to be.
@@ -279,15 +296,24 @@ impl Retriever {
             }
         };
         let mut tool_apis: HashMap<u32, Vec<u32>> = HashMap::new();
+        let mut names = names::NameIndex::default();
         for api in catalog.apis() {
             tool_apis.entry(api.tool.0).or_default().push(api.id.0);
+            // In words, catalog names are everyday phrases ("random joke
+            // for jokes", "Latest News"): only their written form names them.
+            names.insert_verbatim(&api.function_name, api.id.0);
+            if is_identifier(&api.name) {
+                names.insert_verbatim(&api.name, api.id.0);
+            }
         }
+        names.keep_specific(NAMED_TOP);
 
         Ok(Retriever {
             catalog,
             embedder,
             index,
             tool_apis,
+            names,
             options: SearchOptions::from_config(&config.retrieval),
             max_query_chars: config.retrieval.max_query_chars,
             index_dir: dir,
@@ -343,7 +369,8 @@ impl Retriever {
             Some(embedder) if options.mode != SearchMode::Lexical => embedder.embed(&texts)?,
             _ => Vec::new(),
         };
-        Ok(Prepared { texts, vectors, cut_chars, embed_ms: started.elapsed().as_secs_f64() * 1e3 })
+        let embed_ms = started.elapsed().as_secs_f64() * 1e3;
+        Ok(Prepared { texts, vectors, cut_chars, embed_ms, remembered: Vec::new() })
     }
 
     /// Ranks a prepared query: fuses the ranked lists of every text and
@@ -357,7 +384,14 @@ impl Retriever {
             _ if prepared.vectors.len() != prepared.texts.len() => SearchMode::Lexical,
             mode => mode,
         };
-        let (whole, whole_lexical, whole_dense) = self.score_text(prepared, 0, &ctx);
+        let (mut whole, whole_lexical, whole_dense) = self.score_text(prepared, 0, &ctx);
+        let remembered: Vec<(u32, f32)> = prepared
+            .remembered
+            .iter()
+            .filter(|(api, _)| masks.as_ref().is_none_or(|m| m.apis[api.0 as usize]))
+            .map(|(api, s)| (api.0, *s))
+            .collect();
+        add_ranks(&mut whole, &remembered, MEMORY_WEIGHT, options.weights.rrf_k);
         let intents = if options.intents && options.weights.intent > 0.0 { prepared.texts.len() } else { 1 };
         let ranked: Vec<(u32, f32)> = match options.intent_merge {
             IntentMerge::Sum => {
@@ -387,6 +421,15 @@ impl Retriever {
                 ranked
             }
         };
+        let named: Vec<u32> = self
+            .names
+            .found_in(&prepared.texts[0])
+            .into_iter()
+            .filter(|&d| masks.as_ref().is_none_or(|m| m.apis[d as usize]))
+            .take(NAMED_TOP)
+            .collect();
+        let mut ranked = ranked;
+        first(&mut ranked, &named, k);
         let hits = ranked
             .into_iter()
             .map(|(doc, score)| Hit {
@@ -523,6 +566,27 @@ fn sorted(scores: HashMap<u32, f32>, k: usize) -> Vec<(u32, f32)> {
     let mut ranked: Vec<(u32, f32)> = scores.into_iter().collect();
     bm25::top_k(&mut ranked, k);
     ranked
+}
+
+/// Whether `name` is written like a code identifier: one token with `_`
+/// or a lower-to-upper case change.
+fn is_identifier(name: &str) -> bool {
+    let chars: Vec<char> = name.chars().collect();
+    !name.contains(char::is_whitespace)
+        && (name.contains('_') || chars.windows(2).any(|w| w[0].is_lowercase() && w[1].is_uppercase()))
+}
+
+/// Puts `named` first, in order (at the best score), the rest after them; at most `k`.
+fn first(ranked: &mut Vec<(u32, f32)>, named: &[u32], k: usize) {
+    if named.is_empty() {
+        return;
+    }
+    let top = ranked.first().map_or(1.0, |e| e.1);
+    ranked.retain(|(d, _)| !named.contains(d));
+    for (i, &doc) in named.iter().enumerate() {
+        ranked.insert(i, (doc, top));
+    }
+    ranked.truncate(k);
 }
 
 /// Moves each of `bests` that ranks below `top` (or is absent) to the last

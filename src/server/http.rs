@@ -48,7 +48,9 @@ use crate::loading::{Loading, NotReady};
 use crate::mcp::{ClientId, McpServer};
 use crate::openai::ApiError;
 use crate::openai::execute::Runner;
-use crate::openai::validate::Mode;
+use crate::openai::route::Narrowing;
+use crate::openai::validate::{Mode, ToolLists};
+use crate::retrieval::tool_list::ToolListRanker;
 
 type McpService = StreamableHttpService<McpServer, LocalSessionManager>;
 
@@ -69,6 +71,13 @@ pub struct App {
     runner: Option<Arc<Runner>>,
     /// Set when the shutdown grace is over: requests still running get 503.
     cut_off: tokio::sync::watch::Sender<bool>,
+    /// Route mode's tool-list indexes and vectors.
+    ranker: Arc<ToolListRanker>,
+    /// Client tool lists parsed before.
+    tool_lists: ToolLists,
+    /// The embedding model route mode uses when no engine is loaded (the
+    /// overhead bench's server).
+    route_embedder: OnceLock<Arc<crate::retrieval::Embedder>>,
 }
 
 /// The SHA-256 of a key, in hex (what `server.api_key_hashes` holds).
@@ -95,7 +104,21 @@ impl App {
             limiter,
             runner,
             cut_off: tokio::sync::watch::Sender::new(false),
+            ranker: Arc::default(),
+            tool_lists: ToolLists::default(),
+            route_embedder: OnceLock::new(),
         })
+    }
+
+    /// Route mode ranks with `embedder` while no engine is loaded.
+    pub fn set_route_embedder(&self, embedder: Arc<crate::retrieval::Embedder>) {
+        let _ = self.route_embedder.set(embedder);
+    }
+
+    /// Route mode's narrowing with this server's ranker, without a graph
+    /// (the handler adds the engine's graph and model when it is loaded).
+    pub fn narrowing(&self) -> Narrowing {
+        Narrowing { embedder: self.route_embedder.get().cloned(), ..Narrowing::lexical(self.ranker.clone()) }
     }
 
     /// The loaded engine, or why there is none yet.
@@ -293,7 +316,7 @@ async fn chat_completions(
         Err(e) => return unreadable(e),
     };
     let header_mode = headers.get("x-toolrouter-mode").and_then(|v| v.to_str().ok());
-    let mut request = match crate::openai::validate::parse(&body, &app.config.openai, header_mode) {
+    let mut request = match crate::openai::validate::parse(&body, &app.config.openai, header_mode, &app.tool_lists) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
@@ -321,17 +344,21 @@ async fn chat_completions(
         };
         match crate::openai::plan::offer(engine, &request, app.config.openai.max_tools).await {
             Ok((tools, steps)) => {
-                request.tools = tools;
+                request.tools = tools.into();
                 planned = Some(steps);
             }
             Err(e) => return e.into_response(),
         }
     }
-    let weight = move |from: &str, to: &str| engine.as_ref().map_or(0.0, |e| e.transition_weight(from, to));
+    let mut narrowing = app.narrowing();
+    if let Some(engine) = engine {
+        narrowing.embedder = engine.embedder();
+        narrowing.weight = Arc::new(move |from: &str, to: &str| engine.transition_weight(from, to));
+    }
     let result = if request.stream {
-        crate::openai::stream::stream(request, llm.clone(), app.config.openai.clone(), &weight, planned).await
+        crate::openai::stream::stream(request, llm.clone(), app.config.openai.clone(), &narrowing, planned).await
     } else {
-        crate::openai::route::complete(&request, llm, &app.config.openai, &weight, planned).await
+        crate::openai::route::complete(&request, llm, &app.config.openai, &narrowing, planned).await
     };
     match result {
         Ok(r) => r,
