@@ -97,6 +97,25 @@ fn real_queries_find_their_apis() {
     assert!(matches!(retriever.search("   ", 5, &Filters::default()), Err(RetrievalError::EmptyQuery)));
     let long = "weather ".repeat(1000);
     assert_eq!(retriever.search(&long, 3, &Filters::default()).unwrap().cut_chars, 8000 - 2000 - 1);
+
+    // The exact-name path: a request naming any API's function (any case,
+    // with or without `get_`) gets that API first, for every API of the catalog.
+    for api in catalog.apis() {
+        let upper = api.function_name.to_uppercase();
+        let unprefixed = api.function_name.strip_prefix("get_").unwrap_or(&api.function_name);
+        for query in [format!("please call {} for me", api.function_name), format!("use {upper}, {unprefixed}.")] {
+            let hits = lex.search(&query, 3, &Filters::default()).unwrap().hits;
+            assert_eq!(hits.first().map(|h| h.api), Some(api.id), "{query:?}");
+        }
+    }
+
+    // APIs remembered from similar requests join the ranking.
+    let options = lex.options();
+    let mut prepared = lex.prepare("something about sunsets", options).unwrap();
+    let far = catalog.apis().last().unwrap().id;
+    assert!(!lex.rank(&prepared, 10, &Filters::default(), options).hits.iter().any(|h| h.api == far));
+    prepared.remembered = vec![(far, 0.9)];
+    assert!(lex.rank(&prepared, 10, &Filters::default(), options).hits.iter().any(|h| h.api == far));
 }
 
 #[test]

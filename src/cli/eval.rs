@@ -8,6 +8,7 @@ use clap::{Args, Subcommand};
 use super::search::{DenseArg, ModeArg, open, retrieval_error};
 use super::{CliError, load_catalog};
 use crate::config::Config;
+use crate::eval::learning::{self, Task};
 use crate::eval::{queries, retrieval};
 use crate::retrieval::{IntentMerge, SearchOptions};
 
@@ -37,6 +38,18 @@ pub(super) struct RouteArgs {
     /// Seed of the distractors and their order.
     #[arg(long, default_value_t = 7)]
     seed: u64,
+    /// Without the embedding model: route mode as on lists seen for the first time only.
+    #[arg(long)]
+    lexical: bool,
+    /// Weight of the dense signal (a list sweeps values).
+    #[arg(long, value_delimiter = ',', value_name = "W")]
+    dense_weight: Vec<f32>,
+    /// Weight of each intent's BM25 ranking (a list sweeps values).
+    #[arg(long, value_delimiter = ',', value_name = "W")]
+    intent_weight: Vec<f32>,
+    /// Weight of earlier user messages' BM25 ranking (a list sweeps values).
+    #[arg(long, value_delimiter = ',', value_name = "W")]
+    earlier_weight: Vec<f32>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -64,8 +77,18 @@ pub(super) struct PlanArgs {
     #[arg(long = "queries", value_name = "FILE", required = true, num_args = 1..)]
     queries: Vec<PathBuf>,
     /// Trajectory files or directories the graph and memory learn from.
-    #[arg(long = "trajectories", value_name = "PATH", required = true, num_args = 1..)]
+    #[arg(long = "trajectories", value_name = "PATH", required_unless_present = "learning_curve", num_args = 1..)]
     trajectories: Vec<PathBuf>,
+    /// Instead: the queries in one fixed order, each planned and then its
+    /// solution recorded (graph and memory), against learning off.
+    #[arg(long)]
+    learning_curve: bool,
+    /// Queries per window of the learning curve.
+    #[arg(long, default_value_t = 50)]
+    window: usize,
+    /// Seed of the learning curve's order.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
     /// Only the planner without the tool graph (and the retrieval baselines).
     #[arg(long)]
     no_graph: bool,
@@ -79,6 +102,9 @@ pub(super) struct PlanArgs {
     /// The deterministic decider's relevance threshold for further steps (a list sweeps values).
     #[arg(long, value_delimiter = ',', value_name = "X")]
     min_relevance: Vec<f32>,
+    /// Steps the deterministic decider takes whatever their relevance (a list sweeps values).
+    #[arg(long, value_delimiter = ',', value_name = "N")]
+    min_steps: Vec<usize>,
     /// Sizes of the retrieval-only baselines.
     #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 3])]
     baseline: Vec<usize>,
@@ -101,6 +127,17 @@ pub(super) struct RetrievalArgs {
     /// Cut-offs, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = [1, 3, 5, 10])]
     k: Vec<usize>,
+    /// Instead: the queries in one fixed order, each retrieved (Recall at
+    /// the largest --k) and then its solution recorded in the long-term
+    /// memory, against learning off.
+    #[arg(long)]
+    learning_curve: bool,
+    /// Queries per window of the learning curve.
+    #[arg(long, default_value_t = 50)]
+    window: usize,
+    /// Seed of the learning curve's order.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
     /// Ranking signals (default from `retrieval.mode`); a list sweeps them.
     #[arg(long, value_enum, value_delimiter = ',')]
     mode: Vec<ModeArg>,
@@ -162,11 +199,73 @@ fn run_route(args: &RouteArgs, config: &Config) -> Result<ExitCode, CliError> {
     if k == 0 || args.tools < k {
         return Err(CliError::Usage(format!("--k {k} must be at least 1 and at most --tools {}", args.tools)));
     }
-    let report = route::evaluate(&catalog, &sets, RouteOptions { tools: args.tools, k, seed: args.seed });
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report).map_err(anyhow::Error::from)?);
+    let embedder = if args.lexical {
+        None
     } else {
-        print!("{}", route::markdown(&report));
+        Some(
+            crate::retrieval::Embedder::load(&config.embedding)
+                .map_err(|e| CliError::Usage(format!("{e} (or pass --lexical)")))?,
+        )
+    };
+    let base = crate::retrieval::tool_list::ListWeights::default();
+    let or_default = |v: &[f32], d: f32| if v.is_empty() { vec![d] } else { v.to_vec() };
+    let mut reports = Vec::new();
+    let ranker = crate::retrieval::tool_list::ToolListRanker::default();
+    for dense in or_default(&args.dense_weight, base.dense) {
+        for intent in or_default(&args.intent_weight, base.intent) {
+            for earlier in or_default(&args.earlier_weight, base.earlier) {
+                let weights = crate::retrieval::tool_list::ListWeights { dense, intent, earlier, ..base };
+                let options = RouteOptions { tools: args.tools, k, seed: args.seed, weights };
+                let report = route::evaluate(&catalog, &sets, options, &ranker, embedder.as_ref())
+                    .map_err(|e| CliError::Usage(format!("embedding the tool lists failed: {e}")))?;
+                if !args.json {
+                    if !(args.dense_weight.is_empty()
+                        && args.intent_weight.is_empty()
+                        && args.earlier_weight.is_empty())
+                    {
+                        println!("dense {dense}, intent {intent}, earlier {earlier}:");
+                    }
+                    print!("{}", route::markdown(&report));
+                }
+                reports.push(report);
+            }
+        }
+    }
+    if args.json {
+        let value = if reports.len() == 1 { serde_json::to_value(&reports[0]) } else { serde_json::to_value(&reports) };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&value.map_err(anyhow::Error::from)?).map_err(anyhow::Error::from)?
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs and prints a learning curve.
+fn learning_curve(
+    retriever: &crate::retrieval::Retriever,
+    sets: &[(String, Vec<queries::QueryRecord>)],
+    task: Task,
+    config: &Config,
+    window: usize,
+    seed: u64,
+    json: bool,
+) -> Result<ExitCode, CliError> {
+    if window == 0 {
+        return Err(CliError::Usage("--window must be at least 1".into()));
+    }
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| CliError::Failure(e.into()))?;
+    let mut settings = crate::planner::Settings::from(&config.planner);
+    settings.args = crate::args::Options::from(&config.args);
+    let params = crate::graph::Params::from(&config.graph);
+    let curve = runtime
+        .block_on(learning::curve(retriever, sets, task, settings, params, window, seed))
+        .map_err(retrieval_error)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&curve).map_err(anyhow::Error::from)?);
+    } else {
+        print!("{}", learning::markdown(&curve));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -194,6 +293,9 @@ fn run_plan(args: &PlanArgs, config: &Config) -> Result<ExitCode, CliError> {
     let mut config = config.clone();
     config.catalog.query_files.extend(args.queries.iter().cloned());
     let retriever = open(&config, false)?;
+    if args.learning_curve {
+        return learning_curve(&retriever, &sets, Task::Plan, &config, args.window, args.seed, args.json);
+    }
     let split = match args.split {
         SplitArg::Sets => Split::Sets,
         SplitArg::Queries => Split::Queries,
@@ -205,14 +307,17 @@ fn run_plan(args: &PlanArgs, config: &Config) -> Result<ExitCode, CliError> {
     } else {
         args.min_relevance.clone()
     };
-    for min_relevance in thresholds {
+    let min_steps =
+        if args.min_steps.is_empty() { vec![crate::planner::decider::MIN_STEPS] } else { args.min_steps.clone() };
+    for (min_relevance, min_steps) in thresholds.into_iter().flat_map(|t| min_steps.iter().map(move |&s| (t, s))) {
+        let planner = |graph, greedy, memory| Variant::Planner { graph, greedy, memory, min_relevance, min_steps };
         if args.no_graph || args.greedy {
-            variants.push(Variant::Planner { graph: !args.no_graph, greedy: args.greedy, memory: true, min_relevance });
+            variants.push(planner(!args.no_graph, args.greedy, true));
         } else {
-            variants.push(Variant::Planner { graph: true, greedy: false, memory: true, min_relevance });
-            variants.push(Variant::Planner { graph: true, greedy: false, memory: false, min_relevance });
-            variants.push(Variant::Planner { graph: false, greedy: false, memory: false, min_relevance });
-            variants.push(Variant::Planner { graph: true, greedy: true, memory: true, min_relevance });
+            variants.push(planner(true, false, true));
+            variants.push(planner(true, false, false));
+            variants.push(planner(false, false, false));
+            variants.push(planner(true, true, true));
         }
     }
     variants.extend(args.baseline.iter().filter(|&&n| n > 0).map(|&n| Variant::Retrieval { n }));
@@ -267,6 +372,10 @@ fn run_retrieval(args: &RetrievalArgs, config: &Config) -> Result<ExitCode, CliE
         apis = report.query_apis_added,
         "added from the query files' api_list"
     );
+    if args.learning_curve {
+        let k = args.k.iter().copied().max().unwrap_or(10);
+        return learning_curve(&retriever, &sets, Task::Retrieval { k }, &config, args.window, args.seed, args.json);
+    }
     let variants = variants(args, &config);
     let results = retrieval::evaluate(&retriever, &sets, &args.k, &variants).map_err(retrieval_error)?;
     if args.json {

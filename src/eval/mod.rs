@@ -9,9 +9,12 @@
 //! * [`plan`] runs every query through the planner (and baselines), with
 //!   the tool graph built leave-one-set-out;
 //! * [`route`] runs route mode's narrowing over each query's tools among
-//!   distractors, against BM25 and random picks.
+//!   distractors, against BM25 and random picks;
+//! * [`learning`] runs queries in a fixed order, recording each solution
+//!   after scoring it, against the same order with learning off.
 
 pub mod compress;
+pub mod learning;
 pub mod metrics;
 pub mod plan;
 pub mod queries;

@@ -48,7 +48,7 @@ pub enum Split {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Variant {
     /// The planner; `graph: false` runs it without the tool graph.
-    Planner { graph: bool, greedy: bool, memory: bool, min_relevance: f32 },
+    Planner { graph: bool, greedy: bool, memory: bool, min_relevance: f32, min_steps: usize },
     /// Retrieval alone: its `n` best APIs are the plan.
     Retrieval { n: usize },
 }
@@ -56,8 +56,8 @@ pub enum Variant {
 impl Variant {
     pub fn name(&self) -> String {
         match self {
-            Variant::Planner { graph, greedy, memory, min_relevance } => format!(
-                "{}{}{} (relevance ≥ {min_relevance})",
+            Variant::Planner { graph, greedy, memory, min_relevance, min_steps } => format!(
+                "{}{}{} (relevance ≥ {min_relevance}, {min_steps}+ steps)",
                 if *greedy { "greedy" } else { "DFS" },
                 if *graph { " + graph" } else { ", no graph" },
                 if *memory { " + memory" } else { "" }
@@ -156,12 +156,13 @@ pub async fn evaluate(
             for (v, variant) in variants.iter().enumerate() {
                 let started = Instant::now();
                 let sample = match *variant {
-                    Variant::Planner { graph, greedy, memory: use_memory, min_relevance } => {
+                    Variant::Planner { graph, greedy, memory: use_memory, min_relevance, min_steps } => {
                         let mut s = settings;
                         s.greedy = greedy;
                         let planner =
                             Planner::new(retriever, graph.then_some(&tool_graph), use_memory.then_some(&memory), s);
-                        let decider = DeterministicDecider { min_relevance, ..DeterministicDecider::default() };
+                        let decider =
+                            DeterministicDecider { min_relevance, min_steps, ..DeterministicDecider::default() };
                         let run = planner.run_prepared(&q.query, &prepared, started, &decider, &DryRun).await?;
                         let planned: Vec<ApiId> = run.steps.iter().map(|s| s.api).collect();
                         let considered: Vec<ApiId> =

@@ -41,6 +41,31 @@ the answer for the user, based only on the results. Call `backtrack` when the la
 Each API description ends with [w: how often runs go on to it from the last call, 0-1; availability: its \
 success rate].";
 
+/// Remembered runs shown as worked examples, at most…
+const MAX_EXAMPLES: usize = 3;
+/// …of tasks at least this similar to the request (cosine).
+const MIN_EXAMPLE_SIMILARITY: f32 = 0.5;
+
+/// The remembered runs on similar requests, as a message after the
+/// instructions (the instructions stay a stable prefix for upstream caches).
+fn examples_message(examples: &[super::Example]) -> Option<Value> {
+    let lines: Vec<String> = examples
+        .iter()
+        .filter(|e| e.similarity >= MIN_EXAMPLE_SIMILARITY && !e.path.is_empty())
+        .take(MAX_EXAMPLES)
+        .map(|e| format!("- \"{}\": {}", clip(&e.task, 300), e.path.join(" → ")))
+        .collect();
+    if lines.is_empty() {
+        return None;
+    }
+    let text = format!(
+        "Earlier requests like this one were solved by these calls, in order (a guide, not a rule; \
+         call only offered APIs):\n{}",
+        lines.join("\n")
+    );
+    Some(json!({"role": "system", "content": text}))
+}
+
 /// Characters of a step's result shown to the model.
 const MAX_RESULT_CHARS: usize = 2_000;
 
@@ -106,9 +131,13 @@ impl LlmDecider {
         }
     }
 
-    /// The opening, then the path as tool calls and results.
-    fn messages(&self, path: &[Step]) -> Vec<Value> {
+    /// The instructions, worked examples from memory, the opening, then the path as tool calls and results.
+    fn messages(&self, view: &View<'_>) -> Vec<Value> {
+        let path = view.path;
         let mut messages = vec![json!({"role": "system", "content": INSTRUCTIONS})];
+        if let Some(examples) = examples_message(view.examples) {
+            messages.push(examples);
+        }
         messages.extend(self.opening.iter().cloned());
         for (i, step) in path.iter().enumerate() {
             messages.push(call_message(&format!("step_{i}"), &step.function, &step.arguments));
@@ -145,7 +174,7 @@ impl LlmDecider {
     /// still gives none (the caller then has the answer written from the
     /// results).
     async fn finish_answer(&self, view: &View<'_>, arguments: &Map<String, Value>) -> Option<String> {
-        let mut messages = self.messages(view.path);
+        let mut messages = self.messages(view);
         messages.push(call_message("finish", "finish", arguments));
         let error = "Error: invalid arguments for `finish`: missing required parameter `answer` (string): the answer \
             for the user, based only on the results. Call `finish` again with it.";
@@ -166,7 +195,7 @@ impl LlmDecider {
 impl Decider for LlmDecider {
     async fn decide(&self, view: &View<'_>) -> Move {
         let tools = self.tools(view);
-        let mut messages = self.messages(view.path);
+        let mut messages = self.messages(view);
         let notes: Vec<&str> = view.memory.iter().map(String::as_str).filter(|m| !m.starts_with("step ")).collect();
         if !notes.is_empty() {
             messages
@@ -211,7 +240,7 @@ impl Decider for LlmDecider {
         arguments: &Map<String, Value>,
         problems: &[Problem],
     ) -> Option<Map<String, Value>> {
-        let mut messages = self.messages(view.path);
+        let mut messages = self.messages(view);
         messages.push(call_message("repair", &api.function_name, arguments));
         let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
         let content = format!(
@@ -276,6 +305,20 @@ mod tests {
         assert_eq!(Value::Object(parse_arguments(&json!({"a": 1}))), json!({"a": 1}));
         assert!(parse_arguments(&json!("{oops")).is_empty());
         assert!(parse_arguments(&json!("[1]")).is_empty());
+    }
+
+    #[test]
+    fn close_remembered_runs_are_worked_examples() {
+        let example = |task: &str, similarity: f32| super::super::Example {
+            task: task.into(),
+            path: vec!["a_for_t".into(), "b_for_t".into()],
+            similarity,
+        };
+        assert_eq!(examples_message(&[example("far", 0.3)]), None, "too far to guide");
+        let message = examples_message(&[example("snow days in Oslo", 0.8), example("far", 0.2)]).unwrap();
+        let text = message["content"].as_str().unwrap();
+        assert_eq!(message["role"], "system");
+        assert!(text.contains("\"snow days in Oslo\": a_for_t → b_for_t") && !text.contains("far"), "{text}");
     }
 
     #[test]

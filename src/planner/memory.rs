@@ -1,12 +1,16 @@
 //! Long-term memory (DESIGN §5): successful (task, API path) pairs,
 //! embedded and searched by similarity. The paths of the most similar
 //! remembered tasks are hints: the deterministic decider boosts their APIs,
-//! an LLM decider would see them as examples.
+//! the LLM decider shows them as worked examples.
 //!
 //! Stored as a [`journal`](crate::journal) (`<state>/memory/memory.jsonl`),
 //! each entry with its task's vector, so loading needs no embedding.
+//! `graph build` writes what trajectory files teach; the engine appends
+//! every successful live run ([`MemoryWriter`]). Entries are shared
+//! (`Arc`), so a planner's snapshot of the memory costs no copy of them.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -33,11 +37,26 @@ pub struct Memory {
     pub online: bool,
 }
 
-/// Remembered runs, searchable; optionally backed by a journal.
-#[derive(Debug, Default)]
+/// Remembered runs, searchable.
+#[derive(Debug, Default, Clone)]
 pub struct LongTermMemory {
-    entries: Vec<Memory>,
-    journal: Option<Journal>,
+    entries: Vec<Arc<Memory>>,
+}
+
+/// Appends remembered runs to the memory journal (one process holds it).
+#[derive(Debug)]
+pub struct MemoryWriter {
+    journal: Journal,
+    next_seq: u64,
+}
+
+impl MemoryWriter {
+    /// Writes `memory` durably (fsync'd) before it is used.
+    pub fn append(&mut self, memory: &Memory) -> std::io::Result<()> {
+        self.journal.append(self.next_seq, memory)?;
+        self.next_seq += 1;
+        Ok(())
+    }
 }
 
 /// The memory journal in a state directory.
@@ -103,16 +122,18 @@ impl LongTermMemory {
 
     /// A memory that lives only in this process (evaluation).
     pub fn in_memory(entries: Vec<Memory>) -> LongTermMemory {
-        LongTermMemory { entries, journal: None }
+        LongTermMemory { entries: entries.into_iter().map(Arc::new).collect() }
     }
 
-    /// Loads the journal at `path` (a torn last entry is cut off).
-    pub fn open(path: &Path) -> std::io::Result<(LongTermMemory, journal::ReadReport)> {
+    /// Loads the journal at `path` for writing (a torn last entry is cut off).
+    pub fn open(path: &Path) -> std::io::Result<(LongTermMemory, MemoryWriter, journal::ReadReport)> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
         let (journal, records, report) = Journal::open::<Memory>(path)?;
-        Ok((LongTermMemory { entries: records.into_iter().map(|(_, m)| m).collect(), journal: Some(journal) }, report))
+        let next_seq = records.last().map_or(1, |(seq, _)| seq + 1);
+        let memory = LongTermMemory::in_memory(records.into_iter().map(|(_, m)| m).collect());
+        Ok((memory, MemoryWriter { journal, next_seq }, report))
     }
 
     /// Loads the journal at `path` without changing it (for readers).
@@ -129,13 +150,17 @@ impl LongTermMemory {
         self.entries.is_empty()
     }
 
-    /// Remembers a successful run (durably, when backed by a journal).
-    pub fn add(&mut self, memory: Memory) -> std::io::Result<()> {
-        if let Some(journal) = &mut self.journal {
-            journal.append(self.entries.len() as u64 + 1, &memory)?;
-        }
-        self.entries.push(memory);
-        Ok(())
+    /// Remembers a run (in this process; [`MemoryWriter::append`] makes it durable).
+    pub fn push(&mut self, memory: Memory) {
+        self.entries.push(Arc::new(memory));
+    }
+
+    /// The `k` remembered tasks most similar to `vector`, as worked examples.
+    pub fn examples(&self, vector: &[f32], k: usize) -> Vec<super::Example> {
+        self.search(vector, k)
+            .into_iter()
+            .map(|(similarity, m)| super::Example { task: m.task.clone(), path: m.path.clone(), similarity })
+            .collect()
     }
 
     /// The `k` remembered tasks most similar to `vector`, with their similarity.
@@ -144,7 +169,7 @@ impl LongTermMemory {
             .entries
             .iter()
             .filter(|m| m.vector.len() == vector.len())
-            .map(|m| (dot(&m.vector, vector), m))
+            .map(|m| (dot(&m.vector, vector), &**m))
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0));
         scored.truncate(k);
@@ -160,25 +185,31 @@ mod tests {
     fn remembers_durably_and_finds_the_closest() {
         let dir = tempfile::tempdir().unwrap();
         let path = memory_path(dir.path());
-        let (mut m, _) = LongTermMemory::open(&path).unwrap();
-        m.add(Memory { task: "weather".into(), path: vec!["a".into()], vector: vec![1.0, 0.0], online: true }).unwrap();
-        m.add(Memory {
-            task: "rates".into(),
-            path: vec!["b".into(), "c".into()],
-            vector: vec![0.0, 1.0],
-            online: false,
-        })
-        .unwrap();
-        drop(m);
-        let (m, _) = LongTermMemory::open(&path).unwrap();
+        let (_, mut writer, _) = LongTermMemory::open(&path).unwrap();
+        writer
+            .append(&Memory { task: "weather".into(), path: vec!["a".into()], vector: vec![1.0, 0.0], online: true })
+            .unwrap();
+        writer
+            .append(&Memory {
+                task: "rates".into(),
+                path: vec!["b".into(), "c".into()],
+                vector: vec![0.0, 1.0],
+                online: false,
+            })
+            .unwrap();
+        drop(writer);
+        let (m, mut writer, _) = LongTermMemory::open(&path).unwrap();
         assert_eq!(m.len(), 2);
-        drop(m);
+        let third = Memory { task: "news".into(), path: vec!["e".into()], vector: vec![0.0, 1.0], online: true };
+        writer.append(&third).unwrap();
+        drop(writer);
+        assert_eq!(LongTermMemory::read(&path).unwrap().len(), 3, "appended after the records read");
         // Re-reading trajectories replaces their memories, keeps live ones.
         let fresh = Memory { task: "news".into(), path: vec!["d".into()], vector: vec![0.6, 0.8], online: false };
-        assert_eq!(LongTermMemory::rewrite(&path, &[fresh]).unwrap(), 1);
-        let tasks: Vec<String> = LongTermMemory::read(&path).unwrap().entries.into_iter().map(|m| m.task).collect();
-        assert_eq!(tasks, ["weather", "news"]);
-        let (m, _) = LongTermMemory::open(&path).unwrap();
+        assert_eq!(LongTermMemory::rewrite(&path, &[fresh]).unwrap(), 2, "the two live ones kept");
+        let tasks: Vec<String> = LongTermMemory::read(&path).unwrap().entries.iter().map(|m| m.task.clone()).collect();
+        assert_eq!(tasks, ["weather", "news", "news"]);
+        let (m, _, _) = LongTermMemory::open(&path).unwrap();
         let found = m.search(&[0.1, 0.99], 1);
         assert_eq!(found[0].1.task, "news");
     }

@@ -34,7 +34,7 @@ use serde::Serialize;
 pub use decider::{Candidate, Decider, DeterministicDecider, Move, Reflection, Source, View};
 pub use executor::{DryRun, Executor, Outcome};
 pub use llm_decider::LlmDecider;
-pub use memory::{LongTermMemory, Memory};
+pub use memory::{LongTermMemory, Memory, MemoryWriter};
 
 use crate::args::{self, Problem};
 use crate::catalog::{ApiId, Catalog};
@@ -259,13 +259,21 @@ impl<'a> Planner<'a> {
         decider: &D,
         executor: &E,
     ) -> Result<PlanRun, RetrievalError> {
+        let examples = self.examples(prepared.vectors.first());
+        let hints = hints(&examples, self.catalog());
+        let remembering;
+        let prepared = if prepared.remembered.is_empty() && !examples.is_empty() {
+            remembering = Prepared { remembered: remembered(&examples, self.catalog()), ..prepared.clone() };
+            &remembering
+        } else {
+            prepared
+        };
         let rankings = self.retriever.text_rankings(prepared, RANKING_DEPTH, self.search);
         let hits = self.retriever.rank(prepared, RANKING_DEPTH, &Filters::default(), self.search).hits;
         let top = hits.first().map_or(0.0, |h| h.score);
         let relevance: HashMap<ApiId, f32> =
             hits.iter().map(|h| (h.api, if top > 0.0 { h.score / top } else { 0.0 })).collect();
         let ranking: Vec<ApiId> = hits.iter().map(|h| h.api).collect();
-        let hints = self.hints(prepared.vectors.first());
         let retrieval_ms = started.elapsed().as_secs_f64() * 1e3;
 
         let texts = prepared.texts.clone();
@@ -327,6 +335,7 @@ impl<'a> Planner<'a> {
                 candidates: &candidates,
                 finish_w,
                 memory: &run.memory,
+                examples: &examples,
             };
             let decision = decider.decide(&view).await;
             let mut shown: Vec<ShownCandidate> = candidates
@@ -591,20 +600,48 @@ impl<'a> Planner<'a> {
             .unwrap_or_else(|| self.catalog().tool_of(self.catalog().api(api)).availability_prior())
     }
 
-    /// APIs of the paths of remembered tasks similar to this one, with the similarity.
-    fn hints(&self, vector: Option<&Vec<f32>>) -> HashMap<ApiId, f32> {
-        let mut out = HashMap::new();
-        let (Some(memory), Some(vector)) = (self.memory, vector) else { return out };
-        for (similarity, m) in memory.search(vector, self.settings.hints) {
-            for name in &m.path {
-                if let Some(api) = self.catalog().resolve(name).first() {
-                    let e = out.entry(api).or_insert(0f32);
-                    *e = e.max(similarity);
-                }
+    /// The remembered tasks most similar to this one (`settings.hints` of them).
+    fn examples(&self, vector: Option<&Vec<f32>>) -> Vec<Example> {
+        let (Some(memory), Some(vector)) = (self.memory, vector) else { return Vec::new() };
+        memory.examples(vector, self.settings.hints)
+    }
+}
+
+/// A remembered successful run similar to the task: a worked example.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Example {
+    pub task: String,
+    /// Function names, in order.
+    pub path: Vec<String>,
+    /// Cosine similarity of its task to this one.
+    pub similarity: f32,
+}
+
+/// Remembered tasks at least this similar to a request (cosine) rank the
+/// APIs of their paths as one more retrieval list.
+pub const MIN_REMEMBERED_SIMILARITY: f32 = 0.6;
+
+/// The APIs of the paths of the examples similar enough, best first,
+/// each with the similarity of the closest task that used it.
+pub fn remembered(examples: &[Example], catalog: &crate::catalog::Catalog) -> Vec<(ApiId, f32)> {
+    let close: Vec<Example> = examples.iter().filter(|e| e.similarity >= MIN_REMEMBERED_SIMILARITY).cloned().collect();
+    let mut apis: Vec<(ApiId, f32)> = hints(&close, catalog).into_iter().collect();
+    apis.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.0.cmp(&b.0.0)));
+    apis
+}
+
+/// APIs of the examples' paths, with the best similarity of a task that used them.
+fn hints(examples: &[Example], catalog: &crate::catalog::Catalog) -> HashMap<ApiId, f32> {
+    let mut out = HashMap::new();
+    for e in examples {
+        for name in &e.path {
+            if let Some(api) = catalog.resolve(name).first() {
+                let best = out.entry(api).or_insert(0f32);
+                *best = best.max(e.similarity);
             }
         }
-        out
     }
+    out
 }
 
 /// The parts a step serves: the unserved part it is most similar to (if

@@ -86,7 +86,7 @@ fn the_graph_adds_the_step_runs_usually_take_next() {
     // The embedded catalog is tiny and its tool-level ranking lifts every
     // Frankfurter API close to the best: a stricter threshold makes the
     // plain planner stop after one step.
-    let strict = DeterministicDecider { min_relevance: 0.95, ..DeterministicDecider::default() };
+    let strict = DeterministicDecider { min_relevance: 0.95, min_steps: 1, ..DeterministicDecider::default() };
     let alone = block_on(Planner::new(&r, None, None, settings()).run(task, &strict, &DryRun)).unwrap();
     assert_eq!(functions(&alone), [RATES]);
     let graph = graph_with(RATES, CURRENCIES, 5);
@@ -98,6 +98,14 @@ fn the_graph_adds_the_step_runs_usually_take_next() {
     let ignoring = DeterministicDecider { ignore_graph: true, ..strict };
     let run = block_on(Planner::new(&r, Some(&graph), None, settings()).run(task, &ignoring, &DryRun)).unwrap();
     assert_eq!(functions(&run), [RATES]);
+
+    // By default a plan takes at least two steps: without a graph,
+    // retrieval's top two first.
+    let default = DeterministicDecider::default();
+    let plain = block_on(Planner::new(&r, None, None, settings()).run(task, &default, &DryRun)).unwrap();
+    let hits = r.search(task, 2, &crate::retrieval::Filters::default()).unwrap().hits;
+    let top2: Vec<&str> = hits.iter().map(|h| r.catalog().api(h.api).function_name.as_str()).collect();
+    assert_eq!(functions(&plain)[..2], top2);
 }
 
 /// Fails every call of one API.

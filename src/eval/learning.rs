@@ -1,0 +1,212 @@
+//! Learning from use, measured (`eval plan --learning-curve`, `eval
+//! retrieval --learning-curve`): how a deployed toolrouter meets its
+//! traffic. The queries of the given sets go in one fixed order (shuffled
+//! with a seed, so the sets mix); each is routed first (planned, or
+//! retrieved), scored against its relevant APIs, and then its solution
+//! path (the relevant APIs, in the query's order) is recorded as a
+//! finished successful run: applied to the tool graph and added to the
+//! long-term memory, as the engine records every successful run. Quality
+//! is reported over successive windows of queries, against the same order
+//! with learning off. What is learned from a query never scores that
+//! query: it is recorded after.
+
+use std::collections::HashSet;
+use std::fmt::Write;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::queries::QueryRecord;
+use crate::catalog::ApiId;
+use crate::graph::{Params, RunCall, RunRecord, ToolGraph};
+use crate::planner::{DeterministicDecider, DryRun, LongTermMemory, Memory, Planner, Settings, remembered};
+use crate::retrieval::{Filters, RetrievalError, Retriever};
+
+/// What is scored per query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Task {
+    /// Plan F1 (the graph-guided planner, deterministic decider, dry run).
+    Plan,
+    /// Recall@`k` of retrieval.
+    Retrieval { k: usize },
+}
+
+/// One window's mean score, learning off and on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Window {
+    /// Queries `from..to` of the order (from 0).
+    pub from: usize,
+    pub to: usize,
+    pub off: f64,
+    pub on: f64,
+    /// Queries of the window that share a relevant API with an earlier query.
+    pub seen_before: usize,
+}
+
+/// The whole curve.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Curve {
+    pub task: Task,
+    pub queries: usize,
+    pub seed: u64,
+    pub windows: Vec<Window>,
+    pub overall_off: f64,
+    pub overall_on: f64,
+    /// The same, over the queries that share a relevant API with an earlier one.
+    pub seen_off: f64,
+    pub seen_on: f64,
+}
+
+/// The queries in their fixed order, each with its relevant catalog APIs
+/// (queries without any are left out).
+fn ordered(retriever: &Retriever, sets: &[(String, Vec<QueryRecord>)], seed: u64) -> Vec<(String, Vec<ApiId>)> {
+    let catalog = retriever.catalog();
+    let mut queries: Vec<(String, Vec<ApiId>)> = sets
+        .iter()
+        .flat_map(|(_, qs)| qs)
+        .map(|q| {
+            let mut relevant: Vec<ApiId> = Vec::new();
+            for api in q.relevant.iter().filter_map(|(t, a)| catalog.resolve_pair(t, a)) {
+                if !relevant.contains(&api) {
+                    relevant.push(api);
+                }
+            }
+            (q.query.clone(), relevant)
+        })
+        .filter(|(_, r)| !r.is_empty())
+        .collect();
+    fastrand::Rng::with_seed(seed).shuffle(&mut queries);
+    queries
+}
+
+/// Runs the curve: every query scored with learning off, then on.
+pub async fn curve(
+    retriever: &Retriever,
+    sets: &[(String, Vec<QueryRecord>)],
+    task: Task,
+    settings: Settings,
+    params: Params,
+    window: usize,
+    seed: u64,
+) -> Result<Curve, RetrievalError> {
+    let queries = ordered(retriever, sets, seed);
+    let off = scores(retriever, &queries, task, settings, params, false).await?;
+    let on = scores(retriever, &queries, task, settings, params, true).await?;
+    let mut seen_apis: HashSet<ApiId> = HashSet::new();
+    let seen: Vec<bool> = queries
+        .iter()
+        .map(|(_, relevant)| {
+            let before = relevant.iter().any(|a| seen_apis.contains(a));
+            seen_apis.extend(relevant.iter().copied());
+            before
+        })
+        .collect();
+    let mean = |xs: &[f64], keep: &dyn Fn(usize) -> bool| {
+        let kept: Vec<f64> = xs.iter().enumerate().filter(|(i, _)| keep(*i)).map(|(_, x)| *x).collect();
+        if kept.is_empty() { 0.0 } else { kept.iter().sum::<f64>() / kept.len() as f64 }
+    };
+    let windows = (0..queries.len())
+        .step_by(window.max(1))
+        .map(|from| {
+            let to = (from + window.max(1)).min(queries.len());
+            Window {
+                from,
+                to,
+                off: mean(&off, &|i| (from..to).contains(&i)),
+                on: mean(&on, &|i| (from..to).contains(&i)),
+                seen_before: (from..to).filter(|&i| seen[i]).count(),
+            }
+        })
+        .collect();
+    Ok(Curve {
+        task,
+        queries: queries.len(),
+        seed,
+        windows,
+        overall_off: mean(&off, &|_| true),
+        overall_on: mean(&on, &|_| true),
+        seen_off: mean(&off, &|i| seen[i]),
+        seen_on: mean(&on, &|i| seen[i]),
+    })
+}
+
+/// Each query's score in order; with `learning`, each query's solution is
+/// recorded (graph and memory) after it is scored.
+async fn scores(
+    retriever: &Retriever,
+    queries: &[(String, Vec<ApiId>)],
+    task: Task,
+    settings: Settings,
+    params: Params,
+    learning: bool,
+) -> Result<Vec<f64>, RetrievalError> {
+    let catalog = retriever.catalog();
+    let mut graph = ToolGraph::new(params);
+    let mut memory = LongTermMemory::default();
+    let mut out = Vec::with_capacity(queries.len());
+    for (i, (query, relevant)) in queries.iter().enumerate() {
+        let started = Instant::now();
+        let mut prepared = retriever.prepare(query, retriever.options())?;
+        let relevant_set: HashSet<ApiId> = relevant.iter().copied().collect();
+        let score = match task {
+            Task::Plan => {
+                let planner = Planner::new(retriever, Some(&graph), Some(&memory), settings);
+                let run =
+                    planner.run_prepared(query, &prepared, started, &DeterministicDecider::default(), &DryRun).await?;
+                let planned: HashSet<ApiId> = run.steps.iter().map(|s| s.api).collect();
+                f1(&planned, &relevant_set)
+            }
+            Task::Retrieval { k } => {
+                if let Some(v) = prepared.vectors.first() {
+                    prepared.remembered = remembered(&memory.examples(v, settings.hints), catalog);
+                }
+                let hits = retriever.rank(&prepared, k, &Filters::default(), retriever.options()).hits;
+                hits.iter().filter(|h| relevant_set.contains(&h.api)).count() as f64 / relevant.len() as f64
+            }
+        };
+        out.push(score);
+        if learning {
+            let path: Vec<String> = relevant.iter().map(|&a| catalog.api(a).function_name.clone()).collect();
+            let calls = path.iter().map(|f| RunCall { function: f.clone(), ok: true }).collect();
+            let run =
+                RunRecord { id: format!("learning-{i}"), task: query.clone(), calls, success: true, standalone: false };
+            graph.apply(&run, Some(catalog));
+            if let Some(vector) = prepared.vectors.first() {
+                memory.push(Memory { task: query.clone(), path, vector: vector.clone(), online: true });
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn f1(planned: &HashSet<ApiId>, relevant: &HashSet<ApiId>) -> f64 {
+    let hit = planned.intersection(relevant).count() as f64;
+    if hit == 0.0 {
+        return 0.0;
+    }
+    let (p, r) = (hit / planned.len() as f64, hit / relevant.len() as f64);
+    2.0 * p * r / (p + r)
+}
+
+/// The curve as a Markdown table.
+pub fn markdown(curve: &Curve) -> String {
+    let what = match curve.task {
+        Task::Plan => "plan F1".to_string(),
+        Task::Retrieval { k } => format!("Recall@{k}"),
+    };
+    let mut out = format!(
+        "{} queries in a fixed order (seed {}); {what}, learning off / on\n\n| queries | seen before | off | on |\n| --- | ---: | ---: | ---: |\n",
+        curve.queries, curve.seed
+    );
+    for w in &curve.windows {
+        let _ = writeln!(out, "| {}–{} | {} | {:.3} | {:.3} |", w.from + 1, w.to, w.seen_before, w.off, w.on);
+    }
+    let _ = writeln!(out, "| all | | {:.3} | {:.3} |", curve.overall_off, curve.overall_on);
+    let _ = writeln!(
+        out,
+        "| those sharing an API with an earlier query | | {:.3} | {:.3} |",
+        curve.seen_off, curve.seen_on
+    );
+    out
+}
