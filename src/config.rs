@@ -83,7 +83,8 @@ pub const DEFAULT_PLAN_DEADLINE_MS: u64 = 10_000;
 pub const DEFAULT_ROOTS: usize = 10;
 /// `planner.neighbors`: successors offered per step (DESIGN §5's K).
 pub const DEFAULT_NEIGHBORS: usize = 5;
-/// `planner.alpha_min`: APIs less available are not offered (DESIGN §5's α_min).
+/// `planner.alpha_min`: APIs whose availability learned from runs is lower
+/// are not offered (DESIGN §5's α_min; the catalog's prior alone excludes none).
 pub const DEFAULT_ALPHA_MIN: f64 = 0.2;
 /// `planner.hints`: remembered tasks consulted.
 pub const DEFAULT_HINTS: usize = 3;

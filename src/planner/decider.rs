@@ -185,10 +185,15 @@ impl DeterministicDecider {
     }
 
     fn choose(&self, view: &View<'_>) -> Move {
+        // Without graph edges or memory hints among the candidates, the
+        // retrieval ranking decides alone: the plan is never worse than its
+        // top k (the other terms only reordered near-ties, and lost F1).
+        let evidence = view.candidates.iter().any(|c| c.w > 0.0 || c.hint > 0.0);
+        let score = |c: &Candidate| if evidence { Self::score(c, view.unserved) } else { c.relevance as f64 };
         let best = view
             .candidates
             .iter()
-            .map(|c| (Self::score(c, view.unserved), c))
+            .map(|c| (score(c), c))
             .max_by(|a, b| a.0.total_cmp(&b.0).then_with(|| b.1.function.cmp(&a.1.function)));
         let Some((score, best)) = best else {
             return if view.path.is_empty() {

@@ -271,8 +271,15 @@ impl<'a> Planner<'a> {
         let rankings = self.retriever.text_rankings(prepared, RANKING_DEPTH, self.search);
         let hits = self.retriever.rank(prepared, RANKING_DEPTH, &Filters::default(), self.search).hits;
         let top = hits.first().map_or(0.0, |h| h.score);
-        let relevance: HashMap<ApiId, f32> =
-            hits.iter().map(|h| (h.api, if top > 0.0 { h.score / top } else { 0.0 })).collect();
+        // Relevance follows the ranking's order: an intent's best hit moved
+        // up into the first ten (or a named API put first) keeps at least
+        // the relevance of the hits below it.
+        let mut relevance: HashMap<ApiId, f32> = HashMap::new();
+        let mut below = 0f32;
+        for h in hits.iter().rev() {
+            below = below.max(if top > 0.0 { h.score / top } else { 0.0 });
+            relevance.insert(h.api, below);
+        }
         let ranking: Vec<ApiId> = hits.iter().map(|h| h.api).collect();
         let retrieval_ms = started.elapsed().as_secs_f64() * 1e3;
 
@@ -542,7 +549,10 @@ impl<'a> Planner<'a> {
                 return;
             }
             let alpha = self.alpha(api);
-            if alpha < self.settings.alpha_min {
+            // Only availability seen in runs excludes an API: the catalog's
+            // prior (RapidAPI's old success rates) cost 0.06 plan F1 on the
+            // development sets as a filter (docs/benchmarks.md#planning).
+            if alpha < self.settings.alpha_min && self.observed_alpha(api).is_some() {
                 return;
             }
             out.push(Candidate {
@@ -595,9 +605,12 @@ impl<'a> Planner<'a> {
 
     /// α from the graph, else the tool's prior.
     fn alpha(&self, api: ApiId) -> f64 {
-        self.graph
-            .and_then(|g| g.alpha(&self.key(api)))
-            .unwrap_or_else(|| self.catalog().tool_of(self.catalog().api(api)).availability_prior())
+        self.observed_alpha(api).unwrap_or_else(|| self.catalog().tool_of(self.catalog().api(api)).availability_prior())
+    }
+
+    /// α as the graph learned it from runs, if it has.
+    fn observed_alpha(&self, api: ApiId) -> Option<f64> {
+        self.graph.and_then(|g| g.alpha(&self.key(api)))
     }
 
     /// The remembered tasks most similar to this one (`settings.hints` of them).

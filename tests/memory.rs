@@ -1,0 +1,57 @@
+//! The long-term memory learns online: a successful run recorded through
+//! the engine is remembered durably (the journal), survives a restart,
+//! and its path ranks for a similar request in catalog search. Over the
+//! embedded catalog with the real embedding model.
+
+mod common;
+
+use toolrouter::config::Config;
+use toolrouter::engine::Engine;
+use toolrouter::graph::{RunCall, RunRecord};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn successful_runs_are_remembered_and_reused() {
+    if !common::model_available() {
+        return;
+    }
+    let state = tempfile::tempdir().unwrap();
+    let mut config = Config::default();
+    config.state.dir = state.path().to_path_buf();
+    let engine = Engine::open(&config).unwrap();
+    assert_eq!(engine.memory().len(), 0);
+
+    let task = "Help me plan the budget of my trip to Tokyo.";
+    let rates = "latest_rates_for_frankfurter";
+    let similar = "I need a budget plan for a Tokyo trip.";
+    let position = |found: &[toolrouter::engine::Found]| found.iter().position(|f| f.function == rates);
+    let before = engine.search(similar, 10, None).await.unwrap();
+    assert_ne!(position(&before), Some(0), "the test needs a request whose best match is another API");
+    let calls = vec![RunCall { function: rates.into(), ok: true }];
+    let run = move |success: bool| RunRecord {
+        id: "r".into(),
+        task: task.into(),
+        calls: calls.clone(),
+        success,
+        standalone: false,
+    };
+    let e = engine.clone();
+    tokio::task::spawn_blocking(move || {
+        e.record_run(run(false));
+        e.record_run(run(true));
+    })
+    .await
+    .unwrap();
+    assert_eq!(engine.memory().len(), 1, "only the successful run is remembered");
+    let journal = std::fs::read_to_string(state.path().join("memory/memory.jsonl")).unwrap();
+    assert!(journal.contains(task) && journal.contains(rates) && journal.contains("\"online\":true"), "{journal}");
+
+    // A similar request now finds the remembered API higher.
+    let after = engine.search(similar, 10, None).await.unwrap();
+    let (b, a) = (position(&before).unwrap_or(usize::MAX), position(&after).unwrap_or(usize::MAX));
+    assert!(a < b, "{rates} at {a} after, {b} before");
+    drop(engine);
+
+    // A restart keeps it.
+    let engine = Engine::open(&config).unwrap();
+    assert_eq!(engine.memory().len(), 1);
+}
