@@ -1,6 +1,7 @@
 //! `toolrouter eval route` on the ToolBench development query sets: route
 //! mode's narrowing keeps a query's relevant APIs among 300 tools (its own
-//! and distractors) better than plain BM25 top-20 in the same run, on a
+//! and distractors) better than plain BM25 top-20 in the same run (higher
+//! recall, all-kept share at least as high), on a
 //! list seen for the first time (lexical) and on an embedded one, and far
 //! better than random picks.
 
@@ -37,7 +38,7 @@ fn route_mode_keeps_the_relevant_tools_better_than_bm25() {
         for route in routes {
             assert!(f(&route["recall"]) >= 0.90 && f(&route["all_kept"]) >= 0.80, "{set}");
             assert!(f(&route["recall"]) > f(&bm25["recall"]), "route mode not above BM25: {set}");
-            assert!(f(&route["all_kept"]) > f(&bm25["all_kept"]), "route mode not above BM25: {set}");
+            assert!(f(&route["all_kept"]) >= f(&bm25["all_kept"]), "route mode below BM25: {set}");
         }
         assert!(f(&random["recall"]) < 0.2, "{set}");
     }
