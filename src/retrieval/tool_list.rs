@@ -354,4 +354,16 @@ mod tests {
         assert!(kept.contains(&40), "{kept:?}");
         assert_eq!(kept.len(), 3);
     }
+
+    #[test]
+    fn a_conversation_without_user_text_keeps_k_tools_and_the_called_ones() {
+        let names: Vec<String> = (0..30).map(|i| format!("tool_{i}")).collect();
+        let texts: Vec<String> = names.iter().map(|n| format!("{n} 天気予報")).collect();
+        let index = ListIndex::build(names, texts);
+        let called = vec!["tool_29".to_string()];
+        let conversation = Conversation { latest: "", earlier: "", called: &called, forced: Some("tool_17") };
+        let kept = keep(&index, &conversation, None, 5, &ListWeights::default(), &|_, _| 0.0);
+        assert_eq!(kept.len(), 5);
+        assert!(kept.contains(&29) && kept.contains(&17), "{kept:?}");
+    }
 }
