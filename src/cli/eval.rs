@@ -79,16 +79,8 @@ pub(super) struct PlanArgs {
     /// Trajectory files or directories the graph and memory learn from.
     #[arg(long = "trajectories", value_name = "PATH", required_unless_present = "learning_curve", num_args = 1..)]
     trajectories: Vec<PathBuf>,
-    /// Instead: the queries in one fixed order, each planned and then its
-    /// solution recorded (graph and memory), against learning off.
-    #[arg(long)]
-    learning_curve: bool,
-    /// Queries per window of the learning curve.
-    #[arg(long, default_value_t = 50)]
-    window: usize,
-    /// Seed of the learning curve's order.
-    #[arg(long, default_value_t = 7)]
-    seed: u64,
+    #[command(flatten)]
+    curve: CurveArgs,
     /// Only the planner without the tool graph (and the retrieval baselines).
     #[arg(long)]
     no_graph: bool,
@@ -113,6 +105,22 @@ pub(super) struct PlanArgs {
     json: bool,
 }
 
+/// The learning-curve options of `eval plan` and `eval retrieval`.
+#[derive(Debug, Args)]
+pub(super) struct CurveArgs {
+    /// Instead: the queries in one fixed order, each planned (or retrieved:
+    /// Recall at the largest --k) and then its solution recorded in the
+    /// graph and the long-term memory, against learning off.
+    #[arg(long)]
+    learning_curve: bool,
+    /// Queries per window of the learning curve.
+    #[arg(long, default_value_t = 50)]
+    window: usize,
+    /// Seed of the learning curve's order.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+}
+
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub(super) enum SplitArg {
     Sets,
@@ -127,17 +135,8 @@ pub(super) struct RetrievalArgs {
     /// Cut-offs, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = [1, 3, 5, 10])]
     k: Vec<usize>,
-    /// Instead: the queries in one fixed order, each retrieved (Recall at
-    /// the largest --k) and then its solution recorded in the long-term
-    /// memory, against learning off.
-    #[arg(long)]
-    learning_curve: bool,
-    /// Queries per window of the learning curve.
-    #[arg(long, default_value_t = 50)]
-    window: usize,
-    /// Seed of the learning curve's order.
-    #[arg(long, default_value_t = 7)]
-    seed: u64,
+    #[command(flatten)]
+    curve: CurveArgs,
     /// Ranking signals (default from `retrieval.mode`); a list sweeps them.
     #[arg(long, value_enum, value_delimiter = ',')]
     mode: Vec<ModeArg>,
@@ -247,10 +246,10 @@ fn learning_curve(
     sets: &[(String, Vec<queries::QueryRecord>)],
     task: Task,
     config: &Config,
-    window: usize,
-    seed: u64,
+    curve: &CurveArgs,
     json: bool,
 ) -> Result<ExitCode, CliError> {
+    let (window, seed) = (curve.window, curve.seed);
     if window == 0 {
         return Err(CliError::Usage("--window must be at least 1".into()));
     }
@@ -293,8 +292,8 @@ fn run_plan(args: &PlanArgs, config: &Config) -> Result<ExitCode, CliError> {
     let mut config = config.clone();
     config.catalog.query_files.extend(args.queries.iter().cloned());
     let retriever = open(&config, false)?;
-    if args.learning_curve {
-        return learning_curve(&retriever, &sets, Task::Plan, &config, args.window, args.seed, args.json);
+    if args.curve.learning_curve {
+        return learning_curve(&retriever, &sets, Task::Plan, &config, &args.curve, args.json);
     }
     let split = match args.split {
         SplitArg::Sets => Split::Sets,
@@ -372,9 +371,9 @@ fn run_retrieval(args: &RetrievalArgs, config: &Config) -> Result<ExitCode, CliE
         apis = report.query_apis_added,
         "added from the query files' api_list"
     );
-    if args.learning_curve {
+    if args.curve.learning_curve {
         let k = args.k.iter().copied().max().unwrap_or(10);
-        return learning_curve(&retriever, &sets, Task::Retrieval { k }, &config, args.window, args.seed, args.json);
+        return learning_curve(&retriever, &sets, Task::Retrieval { k }, &config, &args.curve, args.json);
     }
     let variants = variants(args, &config);
     let results = retrieval::evaluate(&retriever, &sets, &args.k, &variants).map_err(retrieval_error)?;
