@@ -306,7 +306,7 @@ async fn ask(
     if let Some(extra) = extra {
         messages.push(json!({"role": "user", "content": extra}));
     }
-    llm.complete_by(&json!({"model": request.model, "messages": messages}), deadline).await
+    llm.complete(&json!({"model": request.model, "messages": messages}), deadline).await
 }
 
 /// The sub-tasks in a decomposition answer; none when it does not parse

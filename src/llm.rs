@@ -5,21 +5,36 @@
 //! `TOOLROUTER_LLM_API_KEY` or `llm.api_key_file` (never logged), a
 //! timeout on the whole answer (streaming: on the gap between two events),
 //! a cap on the answer's size, and up to `llm.max_attempts` tries with
-//! jittered exponential backoff after connect errors, timeouts, 5xx and
-//! 429 (honouring `Retry-After`) — never after part of a stream has been
-//! passed on. Failures are [`LlmError`]s the faces map to their protocol
-//! (502 for a bad answer, 504 for a timeout).
+//! jittered exponential backoff after connect errors, 5xx and 429 —
+//! never after part of a stream has been passed on.
+//!
+//! Every request has one time budget (a deadline: the HTTP request's
+//! `server.request_timeout_ms`, an execute run's deadline): each attempt
+//! gets what is left of it (at most `llm.timeout_ms`), and a retry happens
+//! only if its wait fits. A timeout is not retried (a model that hung for
+//! `llm.timeout_ms` would double the wait). A `Retry-After` up to
+//! `llm.max_retry_wait_ms` is waited out; a longer one ends the request at
+//! once with the model's 429 and its `Retry-After` (kept in
+//! [`LlmError::Status`]) for the client to honour. Failures are
+//! [`LlmError`]s the faces map to their protocol (502 for a bad answer,
+//! 504 for a timeout).
 //!
 //! A stream is read as server-sent events: each `data:` line is a JSON
 //! chunk, `data: [DONE]` ends it, and a `data: {"error": …}` event is the
-//! model server's mid-stream error. A server that ignores `stream` and
-//! answers with one JSON completion is read as that completion's chunks;
-//! any other body (an HTML page…), and a stream that ends before its first
-//! event, is a malformed answer, never an empty one. Failures are logged
-//! (without the server's URL, which messages never carry either).
+//! model server's mid-stream error. Every way a stream can end is told
+//! apart (`sse_events`): `[DONE]`, or the connection closing (or going
+//! quiet for [`FINISHED_GRACE`]) once every choice has its
+//! `finish_reason`, is a whole answer; a close before that is
+//! [`LlmError::Truncated`], a reset a connect error, a silence longer than
+//! `llm.timeout_ms` a timeout. A server that ignores `stream` and answers
+//! with one JSON completion is read as that completion's chunks; any other
+//! body (an HTML page…), and a stream that ends before its first event, is
+//! a malformed answer, never an empty one. Failures are logged (without
+//! the server's URL, which messages never carry either).
 
+use std::collections::BTreeMap;
 use std::pin::Pin;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::{Stream, StreamExt};
 use serde_json::{Value, json};
@@ -33,20 +48,28 @@ pub enum LlmError {
     NotConfigured,
     #[error("the model server did not answer within {0} ms")]
     Timeout(u64),
-    /// The run the request belongs to ran out of time.
-    #[error("the run's deadline passed while waiting for the model")]
+    /// The request's (or run's) time budget ran out.
+    #[error("the request's time budget ran out while waiting for the model")]
     Deadline,
     #[error("the model server is unreachable: {0}")]
     Connect(String),
     /// The model server answered with an error status.
     #[error("the model server answered {status}: {message}")]
-    Status { status: u16, message: String },
+    Status {
+        status: u16,
+        message: String,
+        /// The server's `Retry-After`, passed on to the client.
+        retry_after: Option<Duration>,
+    },
     /// The answer is not what the protocol says (not JSON, no choices, too large…).
     #[error("the model server's answer is malformed: {0}")]
     Malformed(String),
     /// An error event in the middle of a stream.
     #[error("the model server failed mid-stream: {0}")]
     Stream(String),
+    /// The stream closed before the model finished its answer.
+    #[error("the model server's stream ended before the answer was finished: {0}")]
+    Truncated(String),
 }
 
 /// Tokens spent, summed over the requests of a run.
@@ -122,44 +145,46 @@ impl LlmClient {
         req
     }
 
-    /// Sends `body` until a response starts, retrying what may be retried.
-    async fn send(&self, body: &Value) -> Result<reqwest::Response, LlmError> {
+    /// Sends `body` until a response starts, retrying what may be retried
+    /// while the wait fits before `deadline`.
+    async fn send(&self, body: &Value, deadline: Instant) -> Result<reqwest::Response, LlmError> {
         let timeout = Duration::from_millis(self.config.timeout_ms);
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let result = tokio::time::timeout(timeout, self.request(body).send()).await;
-            let (error, retry_after) = match result {
-                Err(_) => (LlmError::Timeout(self.config.timeout_ms), None),
-                Ok(Err(e)) if e.is_timeout() => (LlmError::Timeout(self.config.timeout_ms), None),
-                Ok(Err(e)) => (LlmError::Connect(cause(e)), None),
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(LlmError::Deadline);
+            }
+            let timed_out = if left < timeout { LlmError::Deadline } else { LlmError::Timeout(self.config.timeout_ms) };
+            let error = match tokio::time::timeout(timeout.min(left), self.request(body).send()).await {
+                Err(_) => return Err(timed_out),
+                Ok(Err(e)) if e.is_timeout() => return Err(timed_out),
+                Ok(Err(e)) => LlmError::Connect(cause(e)),
                 Ok(Ok(r)) if r.status().is_success() => return Ok(r),
-                Ok(Ok(r)) => {
-                    let status = r.status().as_u16();
-                    let retry_after = r
-                        .headers()
-                        .get("retry-after")
-                        .and_then(|v| v.to_str().ok()?.trim().parse::<f64>().ok())
-                        .filter(|s| s.is_finite() && *s >= 0.0)
-                        .map(|s| Duration::from_secs_f64(s.min(3600.0)));
-                    let text = read_capped(r, 64 * 1024).await.unwrap_or_default();
-                    let message = serde_json::from_slice::<Value>(&text)
-                        .ok()
-                        .and_then(|v| v["error"]["message"].as_str().map(str::to_string))
-                        .unwrap_or_else(|| String::from_utf8_lossy(&text).chars().take(300).collect());
-                    let error = LlmError::Status { status, message };
-                    if status != 429 && status < 500 {
-                        return Err(error);
-                    }
-                    (error, retry_after)
-                }
+                Ok(Ok(r)) => status_error(r).await,
+            };
+            let retry_after = match &error {
+                LlmError::Status { status, .. } if *status != 429 && *status < 500 => return Err(error),
+                LlmError::Status { retry_after, .. } => *retry_after,
+                _ => None,
             };
             if attempt >= self.config.max_attempts {
                 return Err(error);
             }
-            let base = self.config.backoff_ms as f64 * 2f64.powi(attempt as i32 - 1);
-            let wait = retry_after.unwrap_or(Duration::from_secs_f64(base * (0.5 + fastrand::f64()) / 1000.0));
-            tokio::time::sleep(wait.min(timeout)).await;
+            let wait = match retry_after {
+                Some(wait) if wait > Duration::from_millis(self.config.max_retry_wait_ms) => return Err(error),
+                Some(wait) => wait,
+                None => {
+                    let base = self.config.backoff_ms as f64 * 2f64.powi(attempt as i32 - 1);
+                    Duration::from_secs_f64(base * (0.5 + fastrand::f64()) / 1000.0)
+                }
+            };
+            // A retry that could not start before the deadline is not tried.
+            if Instant::now() + wait >= deadline {
+                return Err(error);
+            }
+            tokio::time::sleep(wait).await;
         }
     }
 
@@ -174,7 +199,7 @@ impl LlmClient {
             let bytes = read_capped(response, self.config.max_response_bytes).await?;
             if !(200..300).contains(&status) {
                 let message = String::from_utf8_lossy(&bytes).chars().take(300).collect();
-                return Err(LlmError::Status { status, message });
+                return Err(LlmError::Status { status, message, retry_after: None });
             }
             match serde_json::from_slice::<Value>(&bytes) {
                 Ok(list) if list["data"].is_array() => Ok(list),
@@ -192,31 +217,25 @@ impl LlmClient {
         result
     }
 
-    /// [`LlmClient::complete`], given up at `deadline` (a run's, not the model's own timeout).
-    pub async fn complete_by(&self, body: &Value, deadline: std::time::Instant) -> Result<Value, LlmError> {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        match tokio::time::timeout(left, self.complete(body)).await {
-            Ok(result) => result,
-            Err(_) => Err(LlmError::Deadline),
-        }
-    }
-
-    /// A non-streaming chat completion (`stream` is forced off).
-    pub async fn complete(&self, body: &Value) -> Result<Value, LlmError> {
-        let result = self.complete_once(body).await;
+    /// A non-streaming chat completion (`stream` is forced off), given up
+    /// at `deadline` (the request's or run's time budget).
+    pub async fn complete(&self, body: &Value, deadline: Instant) -> Result<Value, LlmError> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let result =
+            tokio::time::timeout(left, self.complete_once(body, deadline)).await.unwrap_or(Err(LlmError::Deadline));
         if let Err(e) = &result {
             tracing::warn!("model request failed: {e}");
         }
         result
     }
 
-    async fn complete_once(&self, body: &Value) -> Result<Value, LlmError> {
+    async fn complete_once(&self, body: &Value, deadline: Instant) -> Result<Value, LlmError> {
         let mut body = body.clone();
         body["stream"] = Value::Bool(false);
         if let Some(map) = body.as_object_mut() {
             map.remove("stream_options");
         }
-        let response = self.send(&body).await?;
+        let response = self.send(&body, deadline).await?;
         let kind = content_type(&response);
         let bytes = self.read_answer(response).await?;
         let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
@@ -236,18 +255,20 @@ impl LlmClient {
     }
 
     /// A streaming chat completion (`stream` is forced on): its chunks.
-    pub async fn stream(&self, body: &Value) -> Result<Chunks, LlmError> {
-        let result = self.stream_once(body).await;
+    /// The stream must start by `deadline`; then each event must follow the
+    /// last within `llm.timeout_ms`.
+    pub async fn stream(&self, body: &Value, deadline: Instant) -> Result<Chunks, LlmError> {
+        let result = self.stream_once(body, deadline).await;
         if let Err(e) = &result {
             tracing::warn!("model stream failed: {e}");
         }
         result
     }
 
-    async fn stream_once(&self, body: &Value) -> Result<Chunks, LlmError> {
+    async fn stream_once(&self, body: &Value, deadline: Instant) -> Result<Chunks, LlmError> {
         let mut body = body.clone();
         body["stream"] = Value::Bool(true);
-        let response = self.send(&body).await?;
+        let response = self.send(&body, deadline).await?;
         let content_type =
             response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
         if !content_type.starts_with("text/event-stream") {
@@ -332,9 +353,22 @@ fn choice_index(choice: &Value, position: usize) -> Value {
     choice.get("index").filter(|i| i.is_u64()).cloned().unwrap_or_else(|| json!(position))
 }
 
-/// The chunks of a server-sent event stream. A gap longer than `gap`
-/// between events, more than `cap` bytes, a broken connection or an
-/// error event end it with an error; so does an end before any event.
+/// How long a stream whose choices all have their `finish_reason` may
+/// stay open for its usage chunk and `[DONE]`; after that it is whole.
+pub const FINISHED_GRACE: Duration = Duration::from_secs(2);
+
+/// The chunks of a server-sent event stream, ended as it ended:
+///
+/// * `data: [DONE]`: the end;
+/// * the connection closes, or stays quiet for [`FINISHED_GRACE`], after
+///   every choice has its `finish_reason`: the end (some servers send no
+///   `[DONE]`);
+/// * the connection closes before that: [`LlmError::Truncated`] (before
+///   the first event: [`LlmError::Malformed`]);
+/// * the connection breaks: [`LlmError::Connect`];
+/// * no event for `gap`: [`LlmError::Timeout`];
+/// * more than `cap` bytes, an event that is not a JSON object:
+///   [`LlmError::Malformed`]; an error event: [`LlmError::Stream`].
 fn sse_events<B: AsRef<[u8]> + Send + 'static>(
     bytes: Pin<Box<dyn Stream<Item = reqwest::Result<B>> + Send>>,
     gap: Duration,
@@ -345,9 +379,23 @@ fn sse_events<B: AsRef<[u8]> + Send + 'static>(
         buf: Vec<u8>,
         total: usize,
         events: usize,
+        /// Whether each choice seen (by index) has its finish reason.
+        finished: BTreeMap<u64, bool>,
         done: bool,
     }
-    let state = State { bytes, buf: Vec::new(), total: 0, events: 0, done: false };
+    impl<B> State<B> {
+        fn note_finishes(&mut self, chunk: &Value) {
+            for (i, choice) in chunk["choices"].as_array().into_iter().flatten().enumerate() {
+                let index = choice["index"].as_u64().unwrap_or(i as u64);
+                let finished = self.finished.entry(index).or_default();
+                *finished |= !choice["finish_reason"].is_null();
+            }
+        }
+        fn all_finished(&self) -> bool {
+            !self.finished.is_empty() && self.finished.values().all(|f| *f)
+        }
+    }
+    let state = State { bytes, buf: Vec::new(), total: 0, events: 0, finished: BTreeMap::new(), done: false };
     futures_util::stream::unfold(state, move |mut s| async move {
         if s.done {
             return None;
@@ -371,18 +419,28 @@ fn sse_events<B: AsRef<[u8]> + Send + 'static>(
                         let message = v["error"]["message"].as_str().unwrap_or("unknown error").to_string();
                         fail(s, LlmError::Stream(message))
                     }
-                    Ok(v) if v.is_object() => Some((Ok(v), s)),
+                    Ok(v) if v.is_object() => {
+                        s.note_finishes(&v);
+                        Some((Ok(v), s))
+                    }
                     Ok(_) => fail(s, LlmError::Malformed(format!("a stream event is not a JSON object: {data}"))),
                     Err(e) => fail(s, LlmError::Malformed(format!("a stream event is not JSON ({e}): {data}"))),
                 };
             }
-            match tokio::time::timeout(gap, s.bytes.next()).await {
+            let wait = if s.all_finished() { gap.min(FINISHED_GRACE) } else { gap };
+            match tokio::time::timeout(wait, s.bytes.next()).await {
+                Err(_) if s.all_finished() => return None,
                 Err(_) => return fail(s, LlmError::Timeout(gap.as_millis() as u64)),
-                Ok(None) if s.buf.is_empty() && s.events == 0 => {
+                Ok(None) if !s.buf.is_empty() => s.buf.push(b'\n'),
+                Ok(None) if s.events == 0 => {
                     return fail(s, LlmError::Malformed("the stream ended before its first event".into()));
                 }
-                Ok(None) if s.buf.is_empty() => return None,
-                Ok(None) => s.buf.push(b'\n'),
+                Ok(None) if s.all_finished() => return None,
+                Ok(None) => {
+                    let why = "the connection closed with no finish_reason and no [DONE]";
+                    return fail(s, LlmError::Truncated(why.into()));
+                }
+                Ok(Some(Err(_))) if s.all_finished() => return None,
                 Ok(Some(Err(e))) => return fail(s, LlmError::Connect(format!("the stream broke: {}", cause(e)))),
                 Ok(Some(Ok(chunk))) => {
                     s.total += chunk.as_ref().len();
@@ -394,6 +452,24 @@ fn sse_events<B: AsRef<[u8]> + Send + 'static>(
             }
         }
     })
+}
+
+/// An error status's [`LlmError::Status`]: the server's message (its
+/// `error.message`, else the start of its body) and `Retry-After`.
+async fn status_error(response: reqwest::Response) -> LlmError {
+    let status = response.status().as_u16();
+    let retry_after = response
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok()?.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(|s| Duration::from_secs_f64(s.min(86_400.0)));
+    let text = read_capped(response, 64 * 1024).await.unwrap_or_default();
+    let message = serde_json::from_slice::<Value>(&text)
+        .ok()
+        .and_then(|v| v["error"]["message"].as_str().map(str::to_string))
+        .unwrap_or_else(|| String::from_utf8_lossy(&text).chars().take(300).collect());
+    LlmError::Status { status, message, retry_after }
 }
 
 /// A response's media type (`text/html`), or "no content type".

@@ -22,8 +22,20 @@ fn completion(text: &str) -> Value {
 }
 
 fn chunk(text: &str) -> String {
+    chunk_of(0, text)
+}
+
+/// A chunk of choice `index`.
+fn chunk_of(index: u64, text: &str) -> String {
     let c = json!({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
-        "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]});
+        "choices": [{"index": index, "delta": {"content": text}, "finish_reason": null}]});
+    format!("data: {c}\n\n")
+}
+
+/// The chunk that finishes choice `index`.
+fn finish(index: u64) -> String {
+    let c = json!({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+        "choices": [{"index": index, "delta": {}, "finish_reason": "stop"}]});
     format!("data: {c}\n\n")
 }
 
@@ -67,6 +79,12 @@ async fn model(State(seen): State<Seen>, Path(scenario): Path<String>, headers: 
             sse(vec![chunk("a"), format!("data: {}\n\n", json!({"error": {"message": "overloaded"}}))], false)
         }
         "stream-stall" => sse(vec![chunk("a")], true),
+        "stream-early-eof" => sse(vec![chunk("a"), chunk("b"), chunk("c")], false),
+        "stream-finish-eof" => sse(vec![chunk("a"), finish(0)], false),
+        "stream-finish-hang" => sse(vec![chunk("a"), finish(0)], true),
+        "stream-two-choices-eof" => sse(vec![chunk("a"), finish(0), chunk_of(1, "b")], false),
+        "429-long" => (StatusCode::TOO_MANY_REQUESTS, [("retry-after", "30")], "slow down").into_response(),
+        "429-short" => (StatusCode::TOO_MANY_REQUESTS, [("retry-after", "1")], "slow down").into_response(),
         _ => StatusCode::NOT_FOUND.into_response(),
     }
 }
@@ -91,6 +109,11 @@ fn client(base: &str, scenario: &str) -> LlmClient {
     LlmClient::new(&config).unwrap()
 }
 
+/// A request's time budget: long enough for every scenario.
+fn later() -> Instant {
+    Instant::now() + Duration::from_secs(30)
+}
+
 fn request() -> Value {
     json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream_options": {"include_usage": true}})
 }
@@ -98,7 +121,7 @@ fn request() -> Value {
 #[tokio::test]
 async fn answers_retries_and_errors() {
     let (base, seen) = scripted().await;
-    let ok = client(&base, "ok").complete(&request()).await.unwrap();
+    let ok = client(&base, "ok").complete(&request(), later()).await.unwrap();
     assert_eq!(ok["choices"][0]["message"]["content"], "hello");
     let (sent, _) = seen.lock().unwrap()["ok"][0].clone();
     assert_eq!(sent["stream"], false, "non-streaming requests say so");
@@ -110,29 +133,51 @@ async fn answers_retries_and_errors() {
     let mut config = Config::default();
     config.llm.base_url = format!("{base}/ok/v1");
     config.llm.api_key_file = dir.path().join("key");
-    LlmClient::new(&config).unwrap().complete(&request()).await.unwrap();
+    LlmClient::new(&config).unwrap().complete(&request(), later()).await.unwrap();
     let auth: Vec<bool> = seen.lock().unwrap()["ok"].iter().map(|(_, auth)| *auth).collect();
     assert_eq!(auth, [false, true]);
 
-    let flaky = client(&base, "flaky").complete(&request()).await.unwrap();
+    let flaky = client(&base, "flaky").complete(&request(), later()).await.unwrap();
     assert_eq!(flaky["choices"][0]["message"]["content"], "second time");
     assert_eq!(seen.lock().unwrap()["flaky"].len(), 2, "one retry after the 500");
 
-    let e = client(&base, "429").complete(&request()).await.unwrap_err();
+    let e = client(&base, "429").complete(&request(), later()).await.unwrap_err();
     assert!(matches!(e, LlmError::Status { status: 429, .. }), "{e:?}");
     assert_eq!(seen.lock().unwrap()["429"].len(), 2, "retried up to max_attempts");
 
-    let e = client(&base, "400").complete(&request()).await.unwrap_err();
-    assert_eq!(e, LlmError::Status { status: 400, message: "unknown model `x`".into() });
+    // A Retry-After longer than llm.max_retry_wait_ms: no wait, no retry;
+    // the client gets the model's 429 with its Retry-After.
+    let started = Instant::now();
+    let e = client(&base, "429-long").complete(&request(), later()).await.unwrap_err();
+    assert_eq!(
+        e,
+        LlmError::Status { status: 429, message: "slow down".into(), retry_after: Some(Duration::from_secs(30)) }
+    );
+    assert_eq!(seen.lock().unwrap()["429-long"].len(), 1);
+    assert!(started.elapsed() < Duration::from_secs(2));
+
+    // A retry whose wait would pass the deadline is not tried.
+    let e = client(&base, "429-short").complete(&request(), Instant::now() + Duration::from_millis(500)).await;
+    assert!(matches!(e, Err(LlmError::Status { status: 429, .. })), "{e:?}");
+    assert_eq!(seen.lock().unwrap()["429-short"].len(), 1, "a 1 s Retry-After does not fit a 500 ms budget");
+
+    let e = client(&base, "400").complete(&request(), later()).await.unwrap_err();
+    assert_eq!(e, LlmError::Status { status: 400, message: "unknown model `x`".into(), retry_after: None });
     assert_eq!(seen.lock().unwrap()["400"].len(), 1, "other 4xx are not retried");
 
     let started = Instant::now();
-    let e = client(&base, "slow").complete(&request()).await.unwrap_err();
+    let e = client(&base, "slow").complete(&request(), later()).await.unwrap_err();
     assert_eq!(e, LlmError::Timeout(400));
-    assert!(started.elapsed() < Duration::from_secs(3), "two attempts of 400 ms, not the server's 10 s");
+    assert!(started.elapsed() < Duration::from_secs(2), "one attempt of 400 ms, not the server's 10 s");
+    assert_eq!(seen.lock().unwrap()["slow"].len(), 1, "a timeout is not retried");
+    // A budget shorter than llm.timeout_ms ends the attempt when it runs out.
+    let started = Instant::now();
+    let e = client(&base, "slow").complete(&request(), Instant::now() + Duration::from_millis(150)).await;
+    assert_eq!(e, Err(LlmError::Deadline));
+    assert!(started.elapsed() < Duration::from_millis(390));
 
-    assert!(matches!(client(&base, "garbage").complete(&request()).await, Err(LlmError::Malformed(_))));
-    assert!(matches!(client(&base, "nochoices").complete(&request()).await, Err(LlmError::Malformed(_))));
+    assert!(matches!(client(&base, "garbage").complete(&request(), later()).await, Err(LlmError::Malformed(_))));
+    assert!(matches!(client(&base, "nochoices").complete(&request(), later()).await, Err(LlmError::Malformed(_))));
     let mut config = Config::default();
     config.llm.base_url = String::new();
     assert!(matches!(LlmClient::new(&config), Err(LlmError::NotConfigured)));
@@ -141,7 +186,7 @@ async fn answers_retries_and_errors() {
 #[tokio::test]
 async fn streams_chunks_errors_and_stalls() {
     let (base, seen) = scripted().await;
-    let chunks: Vec<_> = client(&base, "stream").stream(&request()).await.unwrap().collect().await;
+    let chunks: Vec<_> = client(&base, "stream").stream(&request(), later()).await.unwrap().collect().await;
     let texts: Vec<String> = chunks
         .iter()
         .map(|c| c.as_ref().unwrap()["choices"][0]["delta"]["content"].as_str().unwrap().to_string())
@@ -149,14 +194,31 @@ async fn streams_chunks_errors_and_stalls() {
     assert_eq!(texts, ["a", "b", "c"]);
     assert_eq!(seen.lock().unwrap()["stream"][0].0["stream"], true);
 
-    let items: Vec<_> = client(&base, "stream-error").stream(&request()).await.unwrap().collect().await;
+    let items: Vec<_> = client(&base, "stream-error").stream(&request(), later()).await.unwrap().collect().await;
     assert_eq!(items.len(), 2);
     assert!(items[0].is_ok());
     assert_eq!(items[1], Err(LlmError::Stream("overloaded".into())));
 
     let started = Instant::now();
-    let items: Vec<_> = client(&base, "stream-stall").stream(&request()).await.unwrap().collect().await;
+    let items: Vec<_> = client(&base, "stream-stall").stream(&request(), later()).await.unwrap().collect().await;
     assert!(items[0].is_ok());
     assert_eq!(items.last().unwrap(), &Err(LlmError::Timeout(400)));
     assert!(started.elapsed() < Duration::from_secs(3));
+
+    // A close before any finish_reason or [DONE] is a truncated answer, not a whole one.
+    let items: Vec<_> = client(&base, "stream-early-eof").stream(&request(), later()).await.unwrap().collect().await;
+    assert_eq!(items.len(), 4, "{items:?}");
+    assert!(matches!(items[3], Err(LlmError::Truncated(_))), "{items:?}");
+    // Every choice finished: a close without [DONE] ends a whole answer.
+    let items: Vec<_> = client(&base, "stream-finish-eof").stream(&request(), later()).await.unwrap().collect().await;
+    assert_eq!(items.len(), 2, "{items:?}");
+    assert!(items.iter().all(Result::is_ok), "{items:?}");
+    // ...and so does silence after the finish (no 400 ms timeout error).
+    let started = Instant::now();
+    let items: Vec<_> = client(&base, "stream-finish-hang").stream(&request(), later()).await.unwrap().collect().await;
+    assert!(items.iter().all(Result::is_ok), "{items:?}");
+    assert!(started.elapsed() < Duration::from_secs(3));
+    let two = client(&base, "stream-two-choices-eof");
+    let items: Vec<_> = two.stream(&request(), later()).await.unwrap().collect().await;
+    assert!(matches!(items.last(), Some(Err(LlmError::Truncated(_)))), "one of two choices unfinished: {items:?}");
 }

@@ -5,25 +5,6 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
-
-use common::Killed;
-
-/// `toolrouter serve` on a free port with a fresh state and `env`; its URL.
-fn start(env: &[(&str, &str)]) -> (Killed, String) {
-    let state = tempfile::tempdir().unwrap().keep();
-    let mut cmd = Command::new(common::binary());
-    cmd.args(["serve", "--listen", "127.0.0.1:0"])
-        .env_remove("TOOLROUTER_CONFIG")
-        .env("TOOLROUTER_STATE_DIR", &state)
-        .env("TOOLROUTER_RETRIEVAL_MODE", "lexical")
-        .env("TOOLROUTER_LOG_LEVEL", "warn");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    common::start(cmd, Stdio::null())
-}
-
 /// A raw request without a key: (status, headers, body).
 fn request(url: &str, method: &str, path: &str, body: &str) -> (u16, String, String) {
     common::http(url, method, path, None, body.as_bytes())
@@ -31,7 +12,7 @@ fn request(url: &str, method: &str, path: &str, body: &str) -> (u16, String, Str
 
 #[test]
 fn request_ids_rates_and_openai_errors() {
-    let server = start(&[("TOOLROUTER_SERVER_CLIENT_RATE", "0.5"), ("TOOLROUTER_SERVER_CLIENT_BURST", "3")]);
+    let server = common::serve(&[("TOOLROUTER_SERVER_CLIENT_RATE", "0.5"), ("TOOLROUTER_SERVER_CLIENT_BURST", "3")]);
     let addr = &server.1;
     let (status, head, _) = request(addr, "GET", "/healthz", "");
     assert_eq!(status, 200);
@@ -58,7 +39,7 @@ fn request_ids_rates_and_openai_errors() {
 
 #[test]
 fn metrics_count_requests_and_refusals() {
-    let server = start(&[("TOOLROUTER_SERVER_CLIENT_RATE", "0.5"), ("TOOLROUTER_SERVER_CLIENT_BURST", "2")]);
+    let server = common::serve(&[("TOOLROUTER_SERVER_CLIENT_RATE", "0.5"), ("TOOLROUTER_SERVER_CLIENT_BURST", "2")]);
     let addr = &server.1;
     assert_eq!(request(addr, "GET", "/v1/models", "").0, 200);
     assert_eq!(request(addr, "GET", "/no/such/route/123", "").0, 404);
@@ -86,7 +67,7 @@ fn an_unreachable_model_is_a_502_that_keeps_its_address_private() {
     // A port nothing listens on.
     let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let base = format!("http://{free}/v1");
-    let server = start(&[("TOOLROUTER_LLM_BASE_URL", &base), ("TOOLROUTER_LLM_MAX_ATTEMPTS", "1")]);
+    let server = common::serve(&[("TOOLROUTER_LLM_BASE_URL", &base), ("TOOLROUTER_LLM_MAX_ATTEMPTS", "1")]);
     let chat = r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}]}"#;
     let (status, _, body) = request(&server.1, "POST", "/v1/chat/completions", chat);
     assert_eq!(status, 502, "{body}");
@@ -99,7 +80,8 @@ fn an_unreachable_model_is_a_502_that_keeps_its_address_private() {
 #[test]
 fn requests_running_when_the_grace_ends_get_503() {
     let (_model, base) = silent_model();
-    let mut server = start(&[("TOOLROUTER_LLM_BASE_URL", &base), ("TOOLROUTER_SERVER_SHUTDOWN_GRACE_MS", "300")]);
+    let mut server =
+        common::serve(&[("TOOLROUTER_LLM_BASE_URL", &base), ("TOOLROUTER_SERVER_SHUTDOWN_GRACE_MS", "300")]);
     let url = server.1.clone();
     let chat = r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}]}"#;
     let waiting = std::thread::spawn(move || common::http(&url, "POST", "/v1/chat/completions", None, chat.as_bytes()));

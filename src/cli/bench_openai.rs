@@ -31,7 +31,7 @@ use crate::config::Config;
 use crate::eval::retrieval::Latency;
 use crate::openai::validate::{ClientTool, client_tool};
 use crate::retrieval::Embedder;
-use crate::server::http::{App, hash_key, no_delay, router};
+use crate::server::http::{App, hash_key, router};
 
 /// The API key the bench's client presents.
 const KEY: &str = "bench-key";
@@ -99,7 +99,7 @@ async fn bench(args: &OpenAiBenchArgs, config: &Config) -> Result<ExitCode, CliE
         .collect();
     if args.embed {
         let embedder = Arc::new(Embedder::load(&config.embedding).map_err(|e| CliError::Usage(e.to_string()))?);
-        let client_tools: Vec<ClientTool> = tools.iter().filter_map(|t| client_tool(t).ok()).collect();
+        let client_tools: Vec<ClientTool> = tools.iter().filter_map(|t| client_tool(t, true).ok()).collect();
         app.set_route_embedder(embedder.clone());
         let narrowing = app.narrowing();
         narrowing
@@ -188,8 +188,8 @@ async fn bench(args: &OpenAiBenchArgs, config: &Config) -> Result<ExitCode, CliE
 async fn listen(app: axum::Router) -> Result<std::net::SocketAddr, CliError> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(anyhow::Error::from)?;
     let addr = listener.local_addr().map_err(anyhow::Error::from)?;
-    let listener = no_delay(listener);
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let idle = Duration::from_millis(crate::config::DEFAULT_HEADER_READ_TIMEOUT_MS);
+    tokio::spawn(crate::server::conn::serve(listener, app, idle, std::future::pending()));
     Ok(addr)
 }
 

@@ -9,10 +9,13 @@ use serde::{Deserialize, Serialize};
 pub const LLM_KEY_ENV: &str = "TOOLROUTER_LLM_API_KEY";
 /// `llm.timeout_ms`: a whole non-streaming answer, or the gap between two stream events.
 pub const DEFAULT_LLM_TIMEOUT_MS: u64 = 60_000;
-/// `llm.max_attempts`: tries per request (connect errors, timeouts before any byte, 5xx, 429).
+/// `llm.max_attempts`: tries per request (after connect errors, 5xx and 429; never after a timeout).
 pub const DEFAULT_LLM_MAX_ATTEMPTS: u32 = 2;
 /// `llm.backoff_ms`: the first retry waits about this (doubling, with jitter).
 pub const DEFAULT_LLM_BACKOFF_MS: u64 = 500;
+/// `llm.max_retry_wait_ms`: the longest `Retry-After` toolrouter waits out
+/// itself; a longer one is passed on to the client at once.
+pub const DEFAULT_LLM_MAX_RETRY_WAIT_MS: u64 = 5_000;
 /// `llm.max_response_bytes`: larger answers are cut off and the request fails.
 pub const DEFAULT_LLM_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
 
@@ -28,6 +31,7 @@ pub struct LlmConfig {
     pub timeout_ms: u64,
     pub max_attempts: u32,
     pub backoff_ms: u64,
+    pub max_retry_wait_ms: u64,
     pub max_response_bytes: usize,
 }
 
@@ -39,6 +43,7 @@ impl Default for LlmConfig {
             timeout_ms: DEFAULT_LLM_TIMEOUT_MS,
             max_attempts: DEFAULT_LLM_MAX_ATTEMPTS,
             backoff_ms: DEFAULT_LLM_BACKOFF_MS,
+            max_retry_wait_ms: DEFAULT_LLM_MAX_RETRY_WAIT_MS,
             max_response_bytes: DEFAULT_LLM_MAX_RESPONSE_BYTES,
         }
     }

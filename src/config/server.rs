@@ -16,6 +16,12 @@ pub const DEFAULT_CLIENT_REQUEST_RATE: f64 = 20.0;
 pub const DEFAULT_CLIENT_REQUEST_BURST: u32 = 40;
 /// `server.request_timeout_ms`: a request without an answer (its first byte) by then gets 504.
 pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 120_000;
+/// `server.header_read_timeout_ms`: a request's headers must arrive within
+/// this, from the connection's start or its last answer (idle keep-alive
+/// connections close after it).
+pub const DEFAULT_HEADER_READ_TIMEOUT_MS: u64 = 30_000;
+/// `server.body_timeout_ms`: a request's whole body must arrive within this after its headers (else 408).
+pub const DEFAULT_BODY_TIMEOUT_MS: u64 = 30_000;
 /// `mcp.max_session_tools`: dynamic tools a session keeps (least recently used evicted).
 pub const DEFAULT_MAX_SESSION_TOOLS: usize = 64;
 /// `mcp.page_size`: tools per `tools/list` page.
@@ -110,6 +116,8 @@ pub struct ServerConfig {
     pub client_rate: f64,
     pub client_burst: u32,
     pub request_timeout_ms: u64,
+    pub header_read_timeout_ms: u64,
+    pub body_timeout_ms: u64,
 }
 
 impl Default for ServerConfig {
@@ -122,6 +130,8 @@ impl Default for ServerConfig {
             client_rate: DEFAULT_CLIENT_REQUEST_RATE,
             client_burst: DEFAULT_CLIENT_REQUEST_BURST,
             request_timeout_ms: DEFAULT_REQUEST_TIMEOUT_MS,
+            header_read_timeout_ms: DEFAULT_HEADER_READ_TIMEOUT_MS,
+            body_timeout_ms: DEFAULT_BODY_TIMEOUT_MS,
         }
     }
 }
@@ -139,11 +149,15 @@ impl ServerConfig {
         if !(self.client_rate >= 0.0 && self.client_rate.is_finite()) {
             return Some(("server.client_rate".into(), "must be 0 (no limit) or a positive rate".into()));
         }
-        if self.max_body_bytes == 0 || self.client_burst == 0 || self.request_timeout_ms == 0 {
-            return Some((
-                "server.max_body_bytes / client_burst / request_timeout_ms".into(),
-                "must be at least 1".into(),
-            ));
+        let positive = [
+            ("max_body_bytes", self.max_body_bytes as u64),
+            ("client_burst", u64::from(self.client_burst)),
+            ("request_timeout_ms", self.request_timeout_ms),
+            ("header_read_timeout_ms", self.header_read_timeout_ms),
+            ("body_timeout_ms", self.body_timeout_ms),
+        ];
+        if let Some((key, _)) = positive.iter().find(|(_, n)| *n == 0) {
+            return Some((format!("server.{key}"), "must be at least 1".into()));
         }
         None
     }

@@ -192,8 +192,10 @@ pub fn evaluate(
             own.extend(relevant_apis.iter().copied());
             let list = tool_list(&own, &pool, &random_pool, &options, &mut rng);
             let definitions: Vec<Value> = list.iter().map(|&id| catalog.function_definition(catalog.api(id))).collect();
-            let tools: Vec<ClientTool> =
-                definitions.iter().map(|d| client_tool(d).expect("catalog definitions are valid tools")).collect();
+            let tools: Vec<ClientTool> = definitions
+                .iter()
+                .map(|d| client_tool(d, false).expect("catalog definitions are valid tools"))
+                .collect();
             let relevant: HashSet<usize> =
                 list.iter().enumerate().filter(|(_, id)| relevant_apis.contains(id)).map(|(i, _)| i).collect();
             let mut measured = narrow(ranker, &tools, &q.query, &options, embedder)?;

@@ -14,7 +14,10 @@
 //!
 //! Errors use OpenAI's shape, `{"error": {"message", "type", "param",
 //! "code"}}`, with the status a client expects (400, 401, 404, 413, 429,
-//! 502, 504).
+//! 502, 504). A model server's 429 keeps its `Retry-After`. A 502 or 504
+//! from the model server comes after toolrouter's own retries within the
+//! request's time budget, so it says `x-should-retry: false` (the header
+//! the OpenAI SDKs obey): retries at two layers would multiply the wait.
 
 pub mod execute;
 pub mod plan;
@@ -37,6 +40,10 @@ pub struct ApiError {
     pub kind: &'static str,
     pub param: Option<String>,
     pub code: Option<&'static str>,
+    /// Seconds the client should wait before retrying (`Retry-After`).
+    pub retry_after: Option<u64>,
+    /// `x-should-retry: false`: retrying at once would not help.
+    pub no_retry: bool,
 }
 
 impl ApiError {
@@ -47,11 +54,21 @@ impl ApiError {
             kind: "invalid_request_error",
             param: param.map(str::to_string),
             code: None,
+            retry_after: None,
+            no_retry: false,
         }
     }
 
     pub fn new(status: StatusCode, kind: &'static str, code: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError { status, message: message.into(), kind, param: None, code: Some(code) }
+        ApiError {
+            status,
+            message: message.into(),
+            kind,
+            param: None,
+            code: Some(code),
+            retry_after: None,
+            no_retry: false,
+        }
     }
 
     pub fn body(&self) -> Value {
@@ -61,7 +78,15 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, axum::Json(self.body())).into_response()
+        let mut response = (self.status, axum::Json(self.body())).into_response();
+        let headers = response.headers_mut();
+        if let Some(seconds) = self.retry_after {
+            headers.insert("retry-after", seconds.into());
+        }
+        if self.no_retry {
+            headers.insert("x-should-retry", axum::http::HeaderValue::from_static("false"));
+        }
+        response
     }
 }
 
@@ -74,20 +99,27 @@ impl From<LlmError> for ApiError {
                 "no_upstream_model",
                 "no upstream model is configured (llm.base_url)",
             ),
-            LlmError::Timeout(_) | LlmError::Deadline => {
-                ApiError::new(StatusCode::GATEWAY_TIMEOUT, "server_error", "upstream_timeout", e.to_string())
-            }
-            LlmError::Status { status: 429, .. } => {
-                ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", "upstream_rate_limited", e.to_string())
-            }
-            LlmError::Status { status, .. } if (400..500).contains(&status) => ApiError {
-                status: StatusCode::BAD_REQUEST,
-                message: e.to_string(),
-                kind: "invalid_request_error",
-                param: None,
-                code: Some("upstream_rejected"),
+            LlmError::Timeout(_) | LlmError::Deadline => ApiError {
+                no_retry: true,
+                ..ApiError::new(StatusCode::GATEWAY_TIMEOUT, "server_error", "upstream_timeout", e.to_string())
             },
-            _ => ApiError::new(StatusCode::BAD_GATEWAY, "server_error", "upstream_error", e.to_string()),
+            LlmError::Status { status: 429, retry_after, .. } => ApiError {
+                // Whole seconds, rounded up: waiting less would be refused again.
+                retry_after: retry_after.map(|d| d.as_secs() + u64::from(d.subsec_nanos() > 0)),
+                ..ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "rate_limit_error",
+                    "upstream_rate_limited",
+                    e.to_string(),
+                )
+            },
+            LlmError::Status { status, .. } if (400..500).contains(&status) => {
+                ApiError { code: Some("upstream_rejected"), ..ApiError::invalid(e.to_string(), None) }
+            }
+            _ => ApiError {
+                no_retry: true,
+                ..ApiError::new(StatusCode::BAD_GATEWAY, "server_error", "upstream_error", e.to_string())
+            },
         }
     }
 }

@@ -133,14 +133,24 @@ pub fn normalize_tool_calls(message: &mut Value) {
     }
 }
 
-/// What is wrong with the tool calls of an answer, per call id.
-fn problems(message: &Value, tools: &[ClientTool]) -> Vec<(String, String, Vec<String>)> {
+/// What is wrong with one tool call of an answer.
+struct Wrong {
+    id: String,
+    name: String,
+    /// No tool has the name the model called.
+    unknown_tool: bool,
+    issues: Vec<String>,
+}
+
+/// What is wrong with the tool calls of an answer.
+fn problems(message: &Value, tools: &[ClientTool]) -> Vec<Wrong> {
     let mut out = Vec::new();
     for call in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
         let id = call.get("id").and_then(Value::as_str).unwrap_or("").to_string();
         let name = call["function"]["name"].as_str().unwrap_or("").to_string();
         let Some(tool) = tools.iter().find(|t| t.name == name) else {
-            out.push((id, name.clone(), vec![format!("there is no tool named `{name}`")]));
+            let issues = vec![format!("there is no tool named `{name}`")];
+            out.push(Wrong { id, name, unknown_tool: true, issues });
             continue;
         };
         let args = call["function"]["arguments"].as_str().unwrap_or("");
@@ -151,10 +161,32 @@ fn problems(message: &Value, tools: &[ClientTool]) -> Vec<(String, String, Vec<S
             Ok(v) => tool.issues(&v),
         };
         if !issues.is_empty() {
-            out.push((id, name, issues));
+            out.push(Wrong { id, name, unknown_tool: false, issues });
         }
     }
     out
+}
+
+/// The tool message that shows the model what was wrong with its call
+/// `id` (`offered`: the tools it was given, named when it called none of them).
+fn repair_note(id: &str, wrong: &[Wrong], offered: &[&str]) -> String {
+    match wrong.iter().find(|w| w.id == id) {
+        Some(w) if w.unknown_tool => {
+            let names: Vec<String> = offered.iter().map(|n| format!("`{n}`")).collect();
+            format!(
+                "Error: there is no tool named `{}`. The tools you can call are: {}. Call one of them, \
+                 or answer without a tool.",
+                w.name,
+                names.join(", ")
+            )
+        }
+        Some(w) => format!(
+            "Error: invalid arguments for `{name}`: {}. Call `{name}` again with arguments that fit its schema.",
+            w.issues.join("; "),
+            name = w.name
+        ),
+        None => "Not executed: another call in this turn was invalid. Repeat it with the corrected one.".into(),
+    }
 }
 
 /// A request made ready for the model: tools narrowed, model renamed.
@@ -192,9 +224,11 @@ pub async fn repaired(
     llm: &LlmClient,
     prepared: &Prepared,
     mut answer: Value,
-    tools: &[ClientTool],
+    req: &ChatRequest,
     config: &OpenAiConfig,
 ) -> Result<Repaired, ApiError> {
+    let tools = &req.tools;
+    let offered: Vec<&str> = prepared.keep.iter().map(|&i| tools[i].name.as_str()).collect();
     let mut body = prepared.body.clone();
     body.remove("stream_options");
     let mut conversation = prepared.messages.clone();
@@ -207,8 +241,7 @@ pub async fn repaired(
             return Ok(Repaired { answer, repairs, usage });
         }
         if repairs >= config.repair_attempts {
-            let detail: Vec<String> =
-                wrong.iter().map(|(_, name, issues)| format!("`{name}`: {}", issues.join("; "))).collect();
+            let detail: Vec<String> = wrong.iter().map(|w| format!("`{}`: {}", w.name, w.issues.join("; "))).collect();
             return Err(ApiError::new(
                 axum::http::StatusCode::BAD_GATEWAY,
                 "server_error",
@@ -223,18 +256,12 @@ pub async fn repaired(
         // Show the model its call and what was wrong with it; ask again.
         conversation.push(message.clone());
         for call in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
-            let id = call.get("id").and_then(Value::as_str).unwrap_or("").to_string();
-            let content = match wrong.iter().find(|(i, _, _)| *i == id) {
-                Some((_, name, issues)) => format!(
-                    "Error: invalid arguments for `{name}`: {}. Call `{name}` again with arguments that fit its schema.",
-                    issues.join("; ")
-                ),
-                None => "Not executed: another call in this turn was invalid. Repeat it with the corrected one.".into(),
-            };
+            let id = call.get("id").and_then(Value::as_str).unwrap_or("");
+            let content = repair_note(id, &wrong, &offered);
             conversation.push(json!({"role": "tool", "tool_call_id": id, "content": content}));
         }
         body.insert("messages".into(), Value::Array(conversation.clone()));
-        answer = llm.complete(&Value::Object(body.clone())).await?;
+        answer = llm.complete(&Value::Object(body.clone()), req.deadline).await?;
         usage.add(&answer);
     }
 }
@@ -271,9 +298,9 @@ pub async fn complete(
     planned: Option<Value>,
 ) -> Result<Response, ApiError> {
     let prepared = prepare(req, config, narrowing).await;
-    let first = llm.complete(&Value::Object(prepared.body.clone())).await?;
+    let first = llm.complete(&Value::Object(prepared.body.clone()), req.deadline).await?;
     let first_usage = first["usage"].clone();
-    let Repaired { mut answer, repairs, usage } = repaired(llm, &prepared, first, &req.tools, config).await?;
+    let Repaired { mut answer, repairs, usage } = repaired(llm, &prepared, first, req, config).await?;
     // Every request's tokens: the first answer's and the repairs'.
     if repairs > 0 {
         let mut total = Usage::default();
@@ -296,7 +323,7 @@ mod tests {
             name: name.into(),
             text: format!("{name} {description} city"),
             definition: json!({"type": "function", "function": {"name": name, "parameters": schema.clone()}}),
-            check: crate::openai::validate::Check::Schema(crate::openai::validate::Schema::new(schema).unwrap()),
+            check: crate::openai::validate::Check::Schema(crate::openai::validate::Schema::new(schema, true).unwrap()),
         }
     }
 
@@ -333,8 +360,14 @@ mod tests {
             {"id": "c", "function": {"name": "weather", "arguments": "{oops"}},
             {"id": "d", "function": {"name": "weather", "arguments": "{\"city\": \"Rome\"}"}}]});
         let p = problems(&message, &tools);
-        let ids: Vec<&str> = p.iter().map(|(id, _, _)| id.as_str()).collect();
+        let ids: Vec<&str> = p.iter().map(|w| w.id.as_str()).collect();
         assert_eq!(ids, ["a", "b", "c"]);
-        assert!(p[0].2[0].contains("/city"), "{:?}", p[0]);
+        assert!(p[0].issues[0].contains("/city"), "{:?}", p[0].issues);
+        // A made-up name is answered with the real ones, not "call `nope` again".
+        let note = repair_note("b", &p, &["weather", "forecast"]);
+        assert!(note.contains("no tool named `nope`") && note.contains("`weather`, `forecast`"), "{note}");
+        assert!(!note.contains("Call `nope`"), "{note}");
+        assert!(repair_note("a", &p, &["weather"]).contains("Call `weather` again"));
+        assert!(repair_note("d", &p, &["weather"]).starts_with("Not executed"));
     }
 }

@@ -54,7 +54,7 @@ pub async fn stream(
         body["stream_options"] = json!({"include_usage": true});
     }
     // Errors before the first event keep their HTTP status.
-    let chunks = llm.stream(&body).await?;
+    let chunks = llm.stream(&body, req.deadline).await?;
     let (tx, rx) = mpsc::channel::<String>(BUFFER);
     tokio::spawn(relay(chunks, tx, req, llm, config, prepared, planned));
     Ok(event_stream(rx))
@@ -212,14 +212,13 @@ async fn relay(
     let mut calls: Vec<Value> = Vec::new();
     if !seen.calls.is_empty() {
         let answer = json!({"choices": [{"index": 0, "message": seen.message(), "finish_reason": finish}]});
-        let Repaired { mut answer, repairs: n, usage } =
-            match repaired(&llm, &prepared, answer, &req.tools, &config).await {
-                Ok(r) => r,
-                Err(e) => {
-                    let _ = tx.send(data(&e.body())).await;
-                    return;
-                }
-            };
+        let Repaired { mut answer, repairs: n, usage } = match repaired(&llm, &prepared, answer, &req, &config).await {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = tx.send(data(&e.body())).await;
+                return;
+            }
+        };
         (repairs, repair_usage) = (n, usage);
         finish = answer["choices"][0]["finish_reason"].take();
         let message = &mut answer["choices"][0]["message"];

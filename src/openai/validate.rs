@@ -7,11 +7,20 @@
 //! is checked against the JSON Schema meta-schema when its list is first
 //! seen; its validator is compiled only when the model calls the tool,
 //! and kept by a hash of the schema.
+//!
+//! With `args.strict` (the default) a call's arguments may hold only the
+//! parameters its tool declares, as for catalog APIs: client schemas
+//! rarely say `additionalProperties: false`, and a model that invents an
+//! argument would otherwise reach the client's function, which fails on
+//! it. Every object schema that lists its `properties` and says nothing
+//! of others is read as closed ([`closed`]); unknown parameters become
+//! problems to repair like any other.
 
 use std::collections::{BTreeMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::num::NonZeroUsize;
 use std::sync::{Arc, LazyLock, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
 use lru::LruCache;
@@ -45,14 +54,7 @@ impl ClientTool {
     /// What is wrong with `arguments` (an object), in words for the model.
     pub fn issues(&self, arguments: &Value) -> Vec<String> {
         match &self.check {
-            Check::Schema(schema) => schema
-                .validator()
-                .iter_errors(arguments)
-                .map(|e| {
-                    let at = e.instance_path().to_string();
-                    if at.is_empty() { e.to_string() } else { format!("{at}: {e}") }
-                })
-                .collect(),
+            Check::Schema(schema) => schema.validator().iter_errors(arguments).map(|e| schema.describe(&e)).collect(),
             Check::Api(api, options) => match args::validate(api, arguments, *options) {
                 Ok(_) => Vec::new(),
                 Err(invalid) => invalid.problems.iter().map(ToString::to_string).collect(),
@@ -62,20 +64,56 @@ impl ClientTool {
 }
 
 /// A client tool's parameter schema (meta-schema checked), its validator
-/// compiled on first use.
+/// compiled on first use; in strict mode the schema checked is [`closed`].
 pub struct Schema {
     value: Value,
     validator: OnceLock<Arc<jsonschema::Validator>>,
 }
 
+/// Enum values listed in full in a message for the model (more are counted).
+const ENUM_LISTED: usize = 40;
+
 /// Compiled validators kept, by a hash of their schema's JSON text.
 const VALIDATORS: usize = 4_096;
 
 impl Schema {
-    /// `value` checked against the JSON Schema meta-schema.
-    pub fn new(value: Value) -> Result<Schema, String> {
+    /// `value` checked against the JSON Schema meta-schema; `strict`:
+    /// calls may hold only the parameters it declares.
+    pub fn new(value: Value, strict: bool) -> Result<Schema, String> {
         jsonschema::meta::validate(&value).map_err(|e| e.to_string())?;
+        let value = if strict { closed(value) } else { value };
         Ok(Schema { value, validator: OnceLock::new() })
+    }
+
+    /// A validation error in words for the model: where, what, and what
+    /// would be right (the parameters a tool takes, every enum value).
+    fn describe(&self, e: &jsonschema::ValidationError) -> String {
+        use jsonschema::error::ValidationErrorKind as Kind;
+        let at = e.instance_path().to_string();
+        let what = match e.kind() {
+            Kind::AdditionalProperties { unexpected } => {
+                let names: Vec<String> = unexpected.iter().map(|n| format!("`{n}`")).collect();
+                // The object schema the keyword belongs to lists what is known.
+                let keyword = e.schema_path().to_string();
+                let object = keyword.strip_suffix("/additionalProperties").and_then(|p| self.value.pointer(p));
+                let known: Vec<String> = object
+                    .and_then(|o| o.get("properties")?.as_object())
+                    .map(|p| p.keys().map(|k| format!("`{k}`")).collect())
+                    .unwrap_or_default();
+                let takes = if known.is_empty() { "none".to_string() } else { known.join(", ") };
+                format!("unknown parameter {}: remove it (the parameters here are: {takes})", names.join(", "))
+            }
+            Kind::Enum { options } => {
+                let all = options.as_array().map(Vec::as_slice).unwrap_or_default();
+                let mut listed: Vec<String> = all.iter().take(ENUM_LISTED).map(Value::to_string).collect();
+                if all.len() > ENUM_LISTED {
+                    listed.push(format!("and {} more", all.len() - ENUM_LISTED));
+                }
+                format!("{} is not one of {}", e.instance(), listed.join(", "))
+            }
+            _ => e.to_string(),
+        };
+        if at.is_empty() { what } else { format!("{at}: {what}") }
     }
 
     /// The compiled validator: from this schema, from another with the
@@ -106,26 +144,66 @@ impl Schema {
     }
 }
 
+/// Object-schema keywords that decide about other properties themselves
+/// (or combine schemas, where `additionalProperties: false` would refuse
+/// what a sibling allows): a schema with one of them is left open.
+const OPEN_ENDED: [&str; 9] = [
+    "additionalProperties",
+    "patternProperties",
+    "unevaluatedProperties",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "$ref",
+    "if",
+    "dependentSchemas",
+];
+
+/// `schema` with `additionalProperties: false` on every object schema
+/// that lists `properties` and none of [`OPEN_ENDED`], through
+/// `properties`, `items`, `$defs` and `definitions`.
+pub fn closed(mut schema: Value) -> Value {
+    fn close(s: &mut Value, depth: usize) {
+        let Some(map) = s.as_object_mut().filter(|_| depth < 64) else { return };
+        if map.get("properties").is_some_and(Value::is_object) && !OPEN_ENDED.iter().any(|k| map.contains_key(*k)) {
+            map.insert("additionalProperties".into(), Value::Bool(false));
+        }
+        for key in ["properties", "$defs", "definitions"] {
+            for child in map.get_mut(key).and_then(Value::as_object_mut).into_iter().flat_map(|m| m.values_mut()) {
+                close(child, depth + 1);
+            }
+        }
+        if let Some(items) = map.get_mut("items") {
+            close(items, depth + 1);
+        }
+    }
+    close(&mut schema, 0);
+    schema
+}
+
 /// Tool lists parsed before, by a hash of their JSON text.
-pub struct ToolLists(Mutex<LruCache<u64, Arc<[ClientTool]>>>);
+pub struct ToolLists {
+    lists: Mutex<LruCache<u64, Arc<[ClientTool]>>>,
+    /// `args.strict`: client tools take only the parameters they declare.
+    strict: bool,
+}
 
 /// Tool lists kept.
 const TOOL_LISTS: usize = 256;
 
-impl Default for ToolLists {
-    fn default() -> ToolLists {
-        ToolLists(Mutex::new(LruCache::new(NonZeroUsize::new(TOOL_LISTS).expect("not zero"))))
-    }
-}
-
 impl ToolLists {
+    /// An empty cache; `strict`: `args.strict`.
+    pub fn new(strict: bool) -> ToolLists {
+        ToolLists { lists: Mutex::new(LruCache::new(NonZeroUsize::new(TOOL_LISTS).expect("not zero"))), strict }
+    }
+
     /// The tools of a `tools` array (raw JSON), parsed and checked, or as
     /// parsed before.
     fn get_or_parse(&self, raw: &RawValue, max: usize) -> Result<Arc<[ClientTool]>, ApiError> {
         let mut h = std::hash::DefaultHasher::new();
         raw.get().hash(&mut h);
         let key = h.finish();
-        if let Some(tools) = self.0.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        if let Some(tools) = self.lists.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return Ok(tools.clone());
         }
         let items: Vec<&RawValue> = serde_json::from_str(raw.get())
@@ -142,10 +220,9 @@ impl ToolLists {
         }
         let mut tools = Vec::with_capacity(items.len());
         for (i, item) in items.into_iter().enumerate() {
-            let value: Value = serde_json::from_str(item.get()).map_err(|e| {
-                ApiError::invalid(format!("tools[{i}] is not valid JSON: {e}"), Some(&format!("tools[{i}]")))
-            })?;
-            tools.push(tool(i, &value)?);
+            let value: Value = serde_json::from_str(item.get())
+                .map_err(|e| ApiError::invalid(unparsable(&format!("tools[{i}]"), &e), Some(&format!("tools[{i}]"))))?;
+            tools.push(tool(i, &value, self.strict)?);
         }
         let mut names = HashSet::new();
         for (i, t) in tools.iter().enumerate() {
@@ -157,7 +234,7 @@ impl ToolLists {
             }
         }
         let tools: Arc<[ClientTool]> = tools.into();
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).put(key, tools.clone());
+        self.lists.lock().unwrap_or_else(|e| e.into_inner()).put(key, tools.clone());
         Ok(tools)
     }
 }
@@ -177,6 +254,9 @@ pub struct ChatRequest {
     pub mode: Mode,
     /// Execute mode: split into sub-tasks (`toolrouter.decompose`, else `openai.decompose`).
     pub decompose: bool,
+    /// When the request's time budget runs out: the model requests made
+    /// for it (retries, repairs) end by then.
+    pub deadline: Instant,
 }
 
 /// How a request is served.
@@ -202,12 +282,27 @@ struct Fields {
     tools: Option<Box<RawValue>>,
 }
 
+/// Nesting levels serde_json parses (its recursion limit, not configurable
+/// without risking the stack).
+const MAX_JSON_DEPTH: usize = 128;
+
+/// Why `what` could not be parsed, in words: JSON nested past
+/// [`MAX_JSON_DEPTH`] is valid JSON, and saying otherwise misleads.
+/// (serde_json reports depth as a syntax error: only its message tells.)
+fn unparsable(what: &str, e: &serde_json::Error) -> String {
+    if e.to_string().starts_with("recursion limit exceeded") {
+        format!("{what} is nested more than {MAX_JSON_DEPTH} levels deep, the most toolrouter reads; flatten it")
+    } else {
+        format!("{what} is not valid JSON: {e}")
+    }
+}
+
 /// Parses a request body into its [`Fields`].
 fn fields(bytes: &[u8]) -> Result<Fields, ApiError> {
     let raw: BTreeMap<String, Box<RawValue>> =
         serde_json::from_slice(bytes).map_err(|e| match serde_json::from_slice::<Value>(bytes) {
             Ok(_) => ApiError::invalid("the request body must be a JSON object", None),
-            Err(_) => ApiError::invalid(format!("the request body is not valid JSON: {e}"), None),
+            Err(_) => ApiError::invalid(unparsable("the request body", &e), None),
         })?;
     let mut body = Map::new();
     let mut tools = None;
@@ -217,18 +312,20 @@ fn fields(bytes: &[u8]) -> Result<Fields, ApiError> {
             continue;
         }
         let value: Value = serde_json::from_str(value.get())
-            .map_err(|e| ApiError::invalid(format!("the request body is not valid JSON: {e}"), None))?;
+            .map_err(|e| ApiError::invalid(unparsable(&format!("`{key}`"), &e), Some(&key)))?;
         body.insert(key, value);
     }
     Ok(Fields { body, tools })
 }
 
-/// Parses and checks a request body; `lists`: the tool lists seen before.
+/// Parses and checks a request body; `lists`: the tool lists seen before;
+/// `budget_ms`: the request's time budget, from now.
 pub fn parse(
     bytes: &[u8],
     config: &OpenAiConfig,
     header_mode: Option<&str>,
     lists: &ToolLists,
+    budget_ms: u64,
 ) -> Result<ChatRequest, ApiError> {
     let Fields { mut body, tools: raw_tools } = fields(bytes)?;
     // toolrouter's own options never go upstream.
@@ -269,10 +366,8 @@ pub fn parse(
     } else {
         config.models.get(&model).cloned().ok_or_else(|| ApiError {
             status: StatusCode::NOT_FOUND,
-            message: format!("the model `{model}` does not exist; see GET /v1/models"),
-            kind: "invalid_request_error",
-            param: Some("model".into()),
             code: Some("model_not_found"),
+            ..ApiError::invalid(format!("the model `{model}` does not exist; see GET /v1/models"), Some("model"))
         })?
     };
     let messages = match body.get("messages") {
@@ -294,6 +389,20 @@ pub fn parse(
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err(ApiError::invalid("`stream` must be a boolean", Some("stream"))),
     };
+    // Every choice would need its own checks, repairs and stream: refused
+    // rather than half served (only the first choice checked, streamed
+    // choices merged).
+    match body.get("n") {
+        None | Some(Value::Null) => {}
+        Some(n) if n.as_u64() == Some(1) => {}
+        Some(n) if n.as_u64().is_some_and(|n| n > 1) => {
+            return Err(ApiError::invalid(
+                format!("toolrouter answers one choice per request (`n` is {n}): send {n} requests instead"),
+                Some("n"),
+            ));
+        }
+        Some(_) => return Err(ApiError::invalid("`n` must be a positive integer", Some("n"))),
+    }
     let include_usage =
         body.get("stream_options").and_then(|o| o.get("include_usage")).and_then(Value::as_bool) == Some(true);
     let tools: Arc<[ClientTool]> = match raw_tools {
@@ -312,7 +421,8 @@ pub fn parse(
             Some("tools"),
         ));
     }
-    Ok(ChatRequest { body, model, upstream_model, stream, include_usage, tools, mode, decompose })
+    let deadline = Instant::now() + Duration::from_millis(budget_ms);
+    Ok(ChatRequest { body, model, upstream_model, stream, include_usage, tools, mode, decompose, deadline })
 }
 
 /// What a tool is about, for ranking: its name (split into words by the
@@ -331,11 +441,11 @@ fn tool_text(name: &str, description: &str, schema: &Value) -> String {
 }
 
 /// A client's tool definition (`{"type": "function", "function": {...}}`) checked and read.
-pub fn client_tool(definition: &Value) -> Result<ClientTool, ApiError> {
-    tool(0, definition)
+pub fn client_tool(definition: &Value, strict: bool) -> Result<ClientTool, ApiError> {
+    tool(0, definition, strict)
 }
 
-fn tool(i: usize, t: &Value) -> Result<ClientTool, ApiError> {
+fn tool(i: usize, t: &Value, strict: bool) -> Result<ClientTool, ApiError> {
     let param = |p: &str| format!("tools[{i}].{p}");
     if t.get("type").and_then(Value::as_str) != Some("function") {
         return Err(ApiError::invalid("only tools of type `function` are supported", Some(&param("type"))));
@@ -363,7 +473,7 @@ fn tool(i: usize, t: &Value) -> Result<ClientTool, ApiError> {
         ));
     }
     let text = tool_text(name, f.get("description").and_then(Value::as_str).unwrap_or(""), &schema);
-    let schema = Schema::new(schema).map_err(|e| {
+    let schema = Schema::new(schema, strict).map_err(|e| {
         ApiError::invalid(
             format!("the parameters of `{name}` are not a valid JSON Schema: {e}"),
             Some(&param("function.parameters")),
@@ -390,9 +500,9 @@ mod tests {
     fn a_tool_list_is_parsed_once_and_capped() {
         let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
         let tools: Vec<Value> = (0..3).map(|i| tool_def(&format!("t{i}"), schema.clone())).collect();
-        let (config, lists) = (OpenAiConfig::default(), ToolLists::default());
-        let first = parse(&body(&tools), &config, None, &lists).unwrap();
-        let again = parse(&body(&tools), &config, None, &lists).unwrap();
+        let (config, lists) = (OpenAiConfig::default(), ToolLists::new(true));
+        let first = parse(&body(&tools), &config, None, &lists, 1000).unwrap();
+        let again = parse(&body(&tools), &config, None, &lists, 1000).unwrap();
         assert!(Arc::ptr_eq(&first.tools, &again.tools), "a list seen before is not parsed again");
         assert!(!first.body.contains_key("tools"), "the narrowed list is put back by route mode");
 
@@ -411,27 +521,28 @@ mod tests {
         assert!(first.tools[1].issues(&json!({"n": "x"}))[0].contains("/n"));
 
         let capped = OpenAiConfig { max_request_tools: 2, ..OpenAiConfig::default() };
-        let e = parse(&body(&tools), &capped, None, &ToolLists::default()).err().unwrap();
+        let e = parse(&body(&tools), &capped, None, &ToolLists::new(true), 1000).err().unwrap();
         assert_eq!((e.status, e.param.as_deref()), (StatusCode::BAD_REQUEST, Some("tools")));
         assert!(e.message.contains("3 tools") && e.message.contains("openai.max_request_tools"), "{}", e.message);
     }
 
     #[test]
     fn bad_tool_lists_are_refused_clearly() {
-        let (config, lists) = (OpenAiConfig::default(), ToolLists::default());
-        let refused = |tools: &[Value]| parse(&body(tools), &config, None, &lists).err().expect("refused");
+        let (config, lists) = (OpenAiConfig::default(), ToolLists::new(true));
+        let refused = |tools: &[Value]| parse(&body(tools), &config, None, &lists, 1000).err().expect("refused");
         let e = refused(&[tool_def("a", json!({"type": 12}))]);
         assert_eq!(e.param.as_deref(), Some("tools[0].function.parameters"));
         assert!(e.message.contains("not a valid JSON Schema"), "{}", e.message);
         let twice = [tool_def("a", json!({})), tool_def("a", json!({}))];
         assert!(refused(&twice).message.contains("two tools are named `a`"));
-        let e = parse(br#"{"model": "m", "messages": [{"role": "user"}], "tools": {"a": 1}}"#, &config, None, &lists)
-            .err()
-            .unwrap();
+        let e =
+            parse(br#"{"model": "m", "messages": [{"role": "user"}], "tools": {"a": 1}}"#, &config, None, &lists, 1000)
+                .err()
+                .unwrap();
         assert_eq!(e.param.as_deref(), Some("tools"));
-        let e = parse(b"[1, 2]", &config, None, &lists).err().unwrap();
+        let e = parse(b"[1, 2]", &config, None, &lists, 1000).err().unwrap();
         assert!(e.message.contains("must be a JSON object"), "{}", e.message);
-        let e = parse(b"{\"model\": ", &config, None, &lists).err().unwrap();
+        let e = parse(b"{\"model\": ", &config, None, &lists, 1000).err().unwrap();
         assert!(e.message.contains("not valid JSON"), "{}", e.message);
         // Empty and huge descriptions, non-English text: accepted as they are.
         let odd = [
@@ -443,6 +554,53 @@ mod tests {
             "non-ASCII names are refused by OpenAI too"
         );
         let ok = [odd[0].clone(), tool_def("wetter", json!({"description": "天気予報 ".repeat(20_000)}))];
-        assert_eq!(parse(&body(&ok), &config, None, &lists).unwrap().tools.len(), 2);
+        assert_eq!(parse(&body(&ok), &config, None, &lists, 1000).unwrap().tools.len(), 2);
+    }
+
+    #[test]
+    fn strict_client_tools_name_unknown_parameters_and_every_enum_value() {
+        let schema = json!({"type": "object", "required": ["city"], "properties": {
+            "city": {"type": "string"},
+            "unit": {"enum": ["a", "b", "c", "d", "e"]},
+            "where": {"type": "object", "properties": {"lat": {"type": "number"}}},
+            "extra": {"type": "object", "additionalProperties": true, "properties": {}}}});
+        let strict = ToolLists::new(true);
+        let config = OpenAiConfig::default();
+        let tools = parse(&body(&[tool_def("w", schema.clone())]), &config, None, &strict, 1000).unwrap().tools;
+        let issues = tools[0].issues(&json!({"city": "Paris", "country": "FR"}));
+        assert_eq!(issues.len(), 1, "{issues:?}");
+        assert!(
+            issues[0].contains("unknown parameter `country`") && issues[0].contains("`city`, `unit`, `where`, `extra`"),
+            "{issues:?}"
+        );
+        let nested = tools[0].issues(&json!({"city": "P", "where": {"lat": 1, "lng": 2}}));
+        assert!(nested[0].starts_with("/where: unknown parameter `lng`") && nested[0].contains("`lat`"), "{nested:?}");
+        assert!(tools[0].issues(&json!({"city": "P", "extra": {"any": 1}})).is_empty(), "open objects stay open");
+        let e = tools[0].issues(&json!({"city": "P", "unit": "z"}));
+        assert!(e[0].contains(r#""a", "b", "c", "d", "e""#) && !e[0].contains("other candidates"), "{e:?}");
+        // Off (args.strict = false): unknown parameters pass, as the schema says.
+        let open = ToolLists::new(false);
+        let tools = parse(&body(&[tool_def("w", schema)]), &config, None, &open, 1000).unwrap().tools;
+        assert!(tools[0].issues(&json!({"city": "Paris", "country": "FR"})).is_empty());
+    }
+
+    #[test]
+    fn n_above_one_and_deep_nesting_are_refused_for_what_they_are() {
+        let (config, lists) = (OpenAiConfig::default(), ToolLists::new(true));
+        let with_n = |n: Value| {
+            let b = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "n": n});
+            parse(&serde_json::to_vec(&b).unwrap(), &config, None, &lists, 1000)
+        };
+        assert!(with_n(json!(1)).is_ok());
+        let e = with_n(json!(3)).err().unwrap();
+        assert_eq!((e.status, e.param.as_deref()), (StatusCode::BAD_REQUEST, Some("n")));
+        assert!(e.message.contains("send 3 requests"), "{}", e.message);
+        assert_eq!(with_n(json!(0)).err().unwrap().param.as_deref(), Some("n"));
+        let mut deep = json!({"type": "string"});
+        for _ in 0..200 {
+            deep = json!({"type": "object", "properties": {"x": deep}});
+        }
+        let e = parse(&body(&[tool_def("deep", deep)]), &config, None, &lists, 1000).err().unwrap();
+        assert!(e.message.contains("nested more than 128 levels") && !e.message.contains("not valid"), "{}", e.message);
     }
 }

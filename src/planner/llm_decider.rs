@@ -116,7 +116,7 @@ impl LlmDecider {
             return None;
         }
         let body = json!({"model": self.model, "messages": messages, "tools": tools});
-        let result = self.llm.complete_by(&body, self.deadline).await;
+        let result = self.llm.complete(&body, self.deadline).await;
         let mut report = self.report.lock().unwrap_or_else(|e| e.into_inner());
         report.requests += 1;
         match result {

@@ -105,7 +105,7 @@ impl App {
             runner,
             cut_off: tokio::sync::watch::Sender::new(false),
             ranker: Arc::default(),
-            tool_lists: ToolLists::default(),
+            tool_lists: ToolLists::new(config.args.strict),
             route_embedder: OnceLock::new(),
         })
     }
@@ -149,6 +149,10 @@ impl App {
     }
 }
 
+/// Of `server.request_timeout_ms`, what a request's model requests leave
+/// for answering.
+const BUDGET_MARGIN_MS: u64 = 200;
+
 /// The router of `toolrouter serve`.
 pub fn router(app: Arc<App>) -> axum::Router {
     let protected = axum::Router::new()
@@ -161,6 +165,7 @@ pub fn router(app: Arc<App>) -> axum::Router {
             "/metrics",
             get(|| async { ([("content-type", "text/plain; version=0.0.4")], crate::metrics::global().render()) }),
         )
+        .layer(axum::middleware::from_fn_with_state(app.clone(), read_body))
         .layer(axum::middleware::from_fn_with_state(app.clone(), auth));
     axum::Router::new()
         .route("/healthz", get(|| async { "ok" }))
@@ -182,7 +187,13 @@ fn error(status: StatusCode, message: &str) -> Response {
 
 async fn auth(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
     if app.key_hashes.is_empty() {
-        return match limited(&app, "anonymous") {
+        // Without keys each peer address has its own rate: one client's
+        // requests (stalled ones too) do not use up everyone's.
+        let client = match super::conn::peer(&request) {
+            Some(peer) => format!("anonymous@{}", peer.ip()),
+            None => "anonymous".to_string(),
+        };
+        return match limited(&app, &client) {
             Some(refused) => refused,
             None => next.run(request).await,
         };
@@ -206,6 +217,33 @@ async fn auth(State(app): State<Arc<App>>, mut request: Request, next: Next) -> 
     }
     request.extensions_mut().insert(ClientId(client));
     next.run(request).await
+}
+
+/// Reads the whole request body within `server.body_timeout_ms` and up to
+/// `server.max_body_bytes`, before the handler runs: a body that never
+/// comes gets 408 and frees its connection, instead of holding it (and a
+/// task) until the request's time limit.
+async fn read_body(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+    use axum::extract::FromRequest;
+    let declared = request.headers().get("content-length").and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > app.config.server.max_body_bytes) {
+        // Refused before it is read: the client need not send it all.
+        return error(StatusCode::PAYLOAD_TOO_LARGE, "the request body is larger than server.max_body_bytes");
+    }
+    let (parts, body) = request.into_parts();
+    let limit = Duration::from_millis(app.config.server.body_timeout_ms);
+    let read = axum::body::Bytes::from_request(Request::from_parts(parts.clone(), body), &());
+    match tokio::time::timeout(limit, read).await {
+        Ok(Ok(bytes)) => next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await,
+        Ok(Err(rejection)) => unreadable(rejection),
+        Err(_) => {
+            let message =
+                format!("the request body did not arrive within {} ms (server.body_timeout_ms)", limit.as_millis());
+            let mut response = error(StatusCode::REQUEST_TIMEOUT, &message);
+            response.headers_mut().insert("connection", axum::http::HeaderValue::from_static("close"));
+            response
+        }
+    }
 }
 
 /// 429 with `Retry-After` when `client` is over its request rate.
@@ -316,10 +354,14 @@ async fn chat_completions(
         Err(e) => return unreadable(e),
     };
     let header_mode = headers.get("x-toolrouter-mode").and_then(|v| v.to_str().ok());
-    let mut request = match crate::openai::validate::parse(&body, &app.config.openai, header_mode, &app.tool_lists) {
-        Ok(r) => r,
-        Err(e) => return e.into_response(),
-    };
+    // The request's time budget: model requests end by then, so that
+    // retries and repairs fit and the answer says why (504), not `observe`.
+    let budget = app.config.server.request_timeout_ms.saturating_sub(BUDGET_MARGIN_MS).max(1);
+    let mut request =
+        match crate::openai::validate::parse(&body, &app.config.openai, header_mode, &app.tool_lists, budget) {
+            Ok(r) => r,
+            Err(e) => return e.into_response(),
+        };
     let Some(llm) = &app.llm else {
         return ApiError::from(crate::llm::LlmError::NotConfigured).into_response();
     };
@@ -470,12 +512,7 @@ async fn mcp(State(app): State<Arc<App>>, request: Request) -> Response {
     let Some(service) = app.mcp.get() else {
         return not_ready(NotReady::Failed("this server has no engine".into()));
     };
-    // Declared sizes are refused before anything is read; rmcp caps
-    // undeclared (chunked) bodies at the same size.
-    let declared = request.headers().get("content-length").and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > app.config.server.max_body_bytes) {
-        return error(StatusCode::PAYLOAD_TOO_LARGE, "the request body is larger than server.max_body_bytes");
-    }
+    // The body was read (and its size capped) by `read_body`.
     let closing = request.method() == axum::http::Method::DELETE;
     let request = if request.method() == axum::http::Method::POST {
         // Malformed JSON gets JSON-RPC's own parse error (rmcp would answer in plain text).
@@ -533,19 +570,6 @@ async fn as_jsonrpc(response: Response) -> Response {
     jsonrpc_error(status, &json!(null), -32600, String::from_utf8_lossy(&text).trim())
 }
 
-/// `listener` with TCP_NODELAY on every connection. Streamed answers are
-/// many small writes: without it, Nagle's algorithm holds each one until
-/// the client's delayed ACK (~40 ms).
-pub fn no_delay(
-    listener: tokio::net::TcpListener,
-) -> impl axum::serve::Listener<Io = tokio::net::TcpStream, Addr = std::net::SocketAddr> {
-    axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!("TCP_NODELAY not set: {e}");
-        }
-    })
-}
-
 /// Serves until SIGINT or SIGTERM, then drains for up to the grace period.
 pub async fn serve(config: &Config) -> anyhow::Result<()> {
     let app = App::new(config);
@@ -560,14 +584,10 @@ pub async fn serve(config: &Config) -> anyhow::Result<()> {
     app.set_loading(Loading::start(config));
     let grace = Duration::from_millis(config.server.shutdown_grace_ms);
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let listener = no_delay(listener);
-    let mut server = tokio::spawn(
-        axum::serve(listener, router(app.clone()))
-            .with_graceful_shutdown(async {
-                let _ = rx.await;
-            })
-            .into_future(),
-    );
+    let header_read_timeout = Duration::from_millis(config.server.header_read_timeout_ms);
+    let mut server = tokio::spawn(super::conn::serve(listener, router(app.clone()), header_read_timeout, async {
+        let _ = rx.await;
+    }));
     shutdown_signal().await;
     tracing::info!("shutting down: draining in-flight requests");
     let _ = tx.send(());

@@ -74,6 +74,22 @@ pub fn start(mut cmd: std::process::Command, stderr: std::process::Stdio) -> (Ki
     (Killed(child), url)
 }
 
+/// `toolrouter serve` on a free port with a fresh state directory, lexical
+/// retrieval, the default config and `env` on top; its URL.
+pub fn serve(env: &[(&str, &str)]) -> (Killed, String) {
+    let state = tempfile::tempdir().unwrap().keep();
+    let mut cmd = std::process::Command::new(binary());
+    cmd.args(["serve", "--listen", "127.0.0.1:0"])
+        .env_remove("TOOLROUTER_CONFIG")
+        .env("TOOLROUTER_STATE_DIR", &state)
+        .env("TOOLROUTER_RETRIEVAL_MODE", "lexical")
+        .env("TOOLROUTER_LOG_LEVEL", "warn");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    start(cmd, std::process::Stdio::null())
+}
+
 /// `program` (e.g. `bin/python`) of the test environment `env` made by
 /// `scripts/python-env.sh` (under `$TOOLROUTER_PYENVS`, else
 /// `~/.cache/toolrouter`); `None`, saying SKIPPED, when it is not there.

@@ -30,6 +30,19 @@ Off the happy path, when the user says (route and plan modes):
 - "reasoning"         -> streamed: `reasoning_content`, `logprobs` and
                          `system_fingerprint` in the chunks
 - "finish-without-answer" (execute) -> `finish` without its `answer` first
+Faults of the model server, when the user says "fault:NAME" (any mode):
+- fault:500           -> HTTP 500, every time
+- fault:429           -> HTTP 429 without Retry-After, every time
+- fault:429-long      -> HTTP 429 with Retry-After: 30, every time
+- fault:429-once      -> HTTP 429 with Retry-After: 1 the first time, then an answer
+- fault:hang          -> no answer for 60 s
+- fault:slow          -> the answer after 1 s
+- fault:garbage       -> 200, `application/json`, a body that is not JSON
+- fault:early-eof     -> streamed: the first pieces of text, then a clean close
+                         (no finish_reason, no [DONE]); plain: a body cut short
+- fault:reset         -> as early-eof, but the connection is reset (RST)
+- fault:no-done       -> streamed: the whole answer and its finish_reason, no
+                         [DONE], and the connection left open for 60 s
 GET /v1/models lists one model, `scripted`.
 GET /seen lists what each request offered: {"tools": [names], "messages": n,
 "last": the last message's text}.
@@ -42,10 +55,15 @@ Only "model-fails" gets an error status.
 """
 
 import json
+import socket
+import struct
 import sys
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 SEEN = []
+# Requests seen per fault, for the faults that change with repetition.
+FAULTS = {}
 
 
 ECOWEATHER = {"is_from": "2022-09-01", "lon": 123.456, "lat": 789.012}
@@ -182,6 +200,52 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(200, {"object": "list", "data": [{"id": "scripted", "object": "model", "created": 0, "owned_by": "scripted"}]})
         self.send(404, {"error": {"message": "no"}})
 
+    def reset(self):
+        """Closes the connection with a TCP reset instead of a clean close."""
+        self.wfile.flush()
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.connection.close()
+        self.close_connection = True
+
+    def fault(self, name, body, result):
+        """Misbehaves as `name` says; True when the request is answered."""
+        FAULTS[name] = FAULTS.get(name, 0) + 1
+        error = {"error": {"message": f"scripted {name}", "type": "server_error"}}
+        if name == "500":
+            self.send(500, error)
+        elif name in ("429", "429-long") or (name == "429-once" and FAULTS[name] == 1):
+            self.send_response(429)
+            if name != "429":
+                self.send_header("retry-after", "30" if name == "429-long" else "1")
+            data = json.dumps(error).encode()
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        elif name in ("hang", "slow"):
+            time.sleep(60 if name == "hang" else 1)
+            return name == "hang"
+        elif name == "garbage":
+            data = b'{"choices": [{"message": '
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        elif name in ("early-eof", "reset") and not body.get("stream"):
+            data = json.dumps(result).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[: len(data) // 2])
+            if name == "reset":
+                self.reset()
+            self.close_connection = True
+        else:
+            return False
+        return True
+
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
         if not isinstance(body, dict):
@@ -190,6 +254,9 @@ class Handler(BaseHTTPRequestHandler):
         if result is None:
             return self.send(500, {"error": {"message": "the scripted model fails on purpose", "type": "server_error"}})
         said = " ".join(text(m.get("content")) for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user")
+        fault = next((w[len("fault:"):] for w in said.split() if w.startswith("fault:")), None)
+        if fault and self.fault(fault, body, result):
+            return
         if "html-page" in said:
             page = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
             self.send_response(200)
@@ -218,6 +285,13 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
 
         event({"role": "assistant", "content": ""})
+        if fault in ("early-eof", "reset"):
+            event({"content": "The first words"})
+            event({"content": " of an answer"})
+            if fault == "reset":
+                return self.reset()
+            self.close_connection = True
+            return
         if reasoning:
             event({"reasoning_content": "The user greets me; "})
             event({"reasoning_content": "I greet back."})
@@ -242,6 +316,11 @@ class Handler(BaseHTTPRequestHandler):
             chunk = {"id": result["id"], "object": "chat.completion.chunk", "created": result["created"],
                      "model": result["model"], "choices": [], "usage": result["usage"]}
             self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        if fault == "no-done":
+            self.wfile.flush()
+            time.sleep(60)
+            self.close_connection = True
+            return
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
         self.close_connection = True

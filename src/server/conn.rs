@@ -1,0 +1,77 @@
+//! Accepting connections for `toolrouter serve`: HTTP/1.1 over TCP with
+//! the timeouts a gateway needs, and graceful shutdown.
+//!
+//! `axum::serve` sets no timer, so hyper's header-read timeout never
+//! fires there: a client that opens a socket and sends nothing, sends its
+//! headers a byte at a time, or keeps an idle keep-alive connection, holds
+//! a task and a descriptor forever. Here each connection is served by
+//! hyper's HTTP/1 builder with a timer and `server.header_read_timeout_ms`:
+//! a request's headers must arrive within it, counted from the
+//! connection's start or from its last answer (so an idle keep-alive
+//! connection closes after it too). The body's own timeout is
+//! [`super::http`]'s (`server.body_timeout_ms`). Each connection gets
+//! TCP_NODELAY (streamed answers are many small writes: without it,
+//! Nagle's algorithm holds each one until the client's delayed ACK,
+//! ~40 ms) and its peer address as [`axum::extract::ConnectInfo`].
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::extract::ConnectInfo;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tower::ServiceExt;
+
+/// Serves `router` on `listener` until `shutdown` completes, then waits
+/// for the connections' requests in flight to finish (the caller bounds
+/// that wait).
+pub async fn serve(
+    listener: TcpListener,
+    router: axum::Router,
+    header_read_timeout: Duration,
+    shutdown: impl Future<Output = ()>,
+) {
+    let graceful = GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new()).header_read_timeout(header_read_timeout);
+    tokio::pin!(shutdown);
+    loop {
+        let (tcp, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of descriptors, most often: wait for some to close.
+                    tracing::warn!("accepting a connection failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("TCP_NODELAY not set: {e}");
+        }
+        let service = router.clone().map_request(move |mut request: axum::extract::Request<_>| {
+            request.extensions_mut().insert(ConnectInfo(peer));
+            request
+        });
+        let connection = http.serve_connection(TokioIo::new(tcp), TowerToHyperService::new(service));
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(%peer, "connection ended: {e}");
+            }
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+}
+
+/// The peer address of a request served by [`serve`] (absent elsewhere,
+/// e.g. in tests that call the router directly).
+pub fn peer(request: &axum::extract::Request) -> Option<SocketAddr> {
+    request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0)
+}
