@@ -5,9 +5,12 @@
 //! returning, so an acknowledged record survives a crash. Reading
 //! ([`read`]) returns the intact records in order and reports what it
 //! dropped: a torn last line (a crash mid-write) or a damaged line (a
-//! checksum or JSON mismatch). [`Journal::open`] also cuts a torn last line
-//! off, so that new lines start on a clean line. The graph's run log and
-//! the planner's long-term memory are journals.
+//! checksum or JSON mismatch). A last line that is a whole, checksummed
+//! record lacking only its newline is intact: it is kept, and counted as
+//! [`ReadReport::unterminated`]. [`Journal::open`] also cuts a torn last
+//! line off, or ends an unterminated one with its newline, so that new
+//! lines start on a clean line. The graph's run log and the planner's
+//! long-term memory are journals.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -24,6 +27,9 @@ pub struct ReadReport {
     pub dropped: usize,
     /// Bytes of a torn last line (cut off by [`Journal::open`]).
     pub torn_bytes: u64,
+    /// Intact records kept although their line lacked its final newline
+    /// (0 or 1: only the last line can; [`Journal::open`] adds the newline).
+    pub unterminated: usize,
     pub problems: Vec<String>,
 }
 
@@ -52,16 +58,21 @@ struct LineIn<T> {
 }
 
 impl Journal {
-    /// Opens (or creates) the journal at `path`, reading its intact records
-    /// and cutting off a torn last line.
+    /// Opens (or creates) the journal at `path`, reading its intact records,
+    /// cutting off a torn last line and ending an intact last record that
+    /// lacks its newline with one (fsync'd before any append).
     pub fn open<T: Serialize + DeserializeOwned>(path: &Path) -> std::io::Result<(Journal, Records<T>, ReadReport)> {
         let (records, mut report, valid_len) = read_with_len(path)?;
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        let mut file = OpenOptions::new().create(true).append(true).open(path)?;
         let len = file.metadata()?.len();
         if valid_len < len {
             file.set_len(valid_len)?;
             file.sync_all()?;
             report.torn_bytes = len - valid_len;
+        }
+        if report.unterminated > 0 {
+            file.write_all(b"\n")?;
+            file.sync_data()?;
         }
         Ok((Journal { path: path.to_path_buf(), file }, records, report))
     }
@@ -104,7 +115,8 @@ pub fn read<T: DeserializeOwned + Serialize>(path: &Path) -> std::io::Result<(Re
     Ok((records, report))
 }
 
-/// The records, the report, and the length of the intact part of the file.
+/// The records, the report, and the length of the intact part of the file
+/// (an unterminated intact last record included).
 fn read_with_len<T: DeserializeOwned + Serialize>(path: &Path) -> std::io::Result<(Records<T>, ReadReport, u64)> {
     let mut text = Vec::new();
     match File::open(path) {
@@ -119,29 +131,49 @@ fn read_with_len<T: DeserializeOwned + Serialize>(path: &Path) -> std::io::Resul
     let mut offset = 0usize;
     let mut valid_len = 0u64;
     while offset < text.len() {
-        let Some(end) = text[offset..].iter().position(|&b| b == b'\n').map(|i| offset + i + 1) else {
-            report.dropped += 1;
-            report.problems.push(format!("the last line of {} is torn (a crash mid-write); dropped", path.display()));
+        let Some(end) = text[offset..].iter().position(|&b| b == b'\n').map(|i| offset + i) else {
+            match parse::<T>(&text[offset..]) {
+                Ok(line) => {
+                    records.push((line.seq, line.record));
+                    report.unterminated += 1;
+                    report.problems.push(format!(
+                        "the last record of {} lacks its final newline; it is intact and kept",
+                        path.display()
+                    ));
+                    valid_len = text.len() as u64;
+                }
+                Err(_) => {
+                    report.dropped += 1;
+                    report
+                        .problems
+                        .push(format!("the last line of {} is torn (a crash mid-write); dropped", path.display()));
+                }
+            }
             break;
         };
-        match serde_json::from_slice::<LineIn<T>>(&text[offset..end - 1]) {
-            Ok(line) if line.sum == sum(&line.record) => records.push((line.seq, line.record)),
-            Ok(_) => {
+        match parse::<T>(&text[offset..end]) {
+            Ok(line) => records.push((line.seq, line.record)),
+            Err(why) => {
                 report.dropped += 1;
-                report.problems.push(format!("a line of {} does not match its checksum; skipped", path.display()));
-            }
-            Err(e) => {
-                report.dropped += 1;
-                report.problems.push(format!("a line of {} is not a record ({e}); skipped", path.display()));
+                report.problems.push(format!("a line of {} {why}; skipped", path.display()));
             }
         }
-        offset = end;
-        valid_len = end as u64;
+        offset = end + 1;
+        valid_len = offset as u64;
     }
     for problem in &report.problems {
         tracing::warn!("{problem}");
     }
     Ok((records, report, valid_len))
+}
+
+/// One line (without its newline) as an intact record, or what is wrong with it.
+fn parse<T: DeserializeOwned + Serialize>(line: &[u8]) -> Result<LineIn<T>, String> {
+    match serde_json::from_slice::<LineIn<T>>(line) {
+        Ok(line) if line.sum == sum(&line.record) => Ok(line),
+        Ok(_) => Err("does not match its checksum".into()),
+        Err(e) => Err(format!("is not a record ({e})")),
+    }
 }
 
 /// The first 8 bytes of the SHA-256 of a record's JSON, in hex.
@@ -177,5 +209,30 @@ mod tests {
         assert_eq!(records.last(), Some(&(4, "d".to_string())));
         j.clear().unwrap();
         assert!(read::<String>(&path).unwrap().0.is_empty());
+    }
+
+    #[test]
+    fn an_intact_last_record_without_its_newline_is_kept_and_ended() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.jsonl");
+        let (mut j, _, _) = Journal::open::<String>(&path).unwrap();
+        for (i, r) in ["a", "b", "c"].iter().enumerate() {
+            j.append(i as u64 + 1, r).unwrap();
+        }
+        drop(j);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.strip_suffix('\n').unwrap()).unwrap();
+        let (records, report) = read::<String>(&path).unwrap();
+        assert_eq!(records.len(), 3, "{report:?}");
+        assert_eq!((report.dropped, report.unterminated, report.torn_bytes), (0, 1, 0));
+        let (mut j, records, report) = Journal::open::<String>(&path).unwrap();
+        assert_eq!(records.last(), Some(&(3, "c".to_string())));
+        assert_eq!((records.len(), report.dropped, report.unterminated, report.torn_bytes), (3, 0, 1, 0));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text, "open ended the last line");
+        j.append(4, &"d".to_string()).unwrap();
+        let (records, report) = read::<String>(&path).unwrap();
+        let letters: Vec<&str> = records.iter().map(|(_, r)| r.as_str()).collect();
+        assert_eq!(letters, ["a", "b", "c", "d"]);
+        assert_eq!((report.dropped, report.unterminated), (0, 0));
     }
 }
