@@ -2,20 +2,27 @@
 //!
 //! `<state>/graph/` holds:
 //!
-//! * `snapshot.bin`: `TRGRAPH1`, a format number, the SHA-256 of the body,
-//!   and the body (postcard: parameters, counters, nodes, edges). Written to
-//!   a temporary file, fsync'd, renamed into place; the one it replaces is
-//!   kept as `snapshot.prev`;
+//! * `snapshot.bin`: `TRGRAPH1`, a format number, the sequence number of
+//!   the last run folded in with a checksum of these (so it can be read
+//!   when the body is damaged), the SHA-256 of the body, and the body
+//!   (postcard: parameters, counters, nodes, edges). Written to a temporary
+//!   file, fsync'd, renamed into place; the one it replaces is kept as
+//!   `snapshot.prev`;
 //! * `log.jsonl`: a [`journal`] of the runs recorded since the snapshot,
 //!   each appended and fsync'd before the run is acknowledged;
+//! * `recovery.json`: the [`Recovery`] of the last opening for writing that
+//!   found damage, written before the damage is repaired (`graph stats`
+//!   and `/metrics` show it);
 //! * `LOCK`: held by the one process allowed to write.
 //!
 //! Opening loads the snapshot (the previous one if the current is damaged,
 //! an empty graph if both are) and replays the log records newer than it.
-//! A torn last line (a crash mid-append) is cut off; a damaged line is
-//! skipped; both are reported, never silently used. Taking a snapshot
-//! empties the log: replay skips records the snapshot already holds, so a
-//! crash between the two is harmless.
+//! Runs folded into a damaged snapshot that neither the older snapshot nor
+//! the log holds are counted as lost. A torn last line (a crash
+//! mid-append) is cut off; a damaged line is skipped; both are reported,
+//! never silently used; an intact last record lacking only its newline is
+//! kept. Taking a snapshot empties the log: replay skips records the
+//! snapshot already holds, so a crash between the two is harmless.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -30,11 +37,18 @@ use crate::catalog::Catalog;
 use crate::journal::{self, Journal};
 
 const MAGIC: &[u8; 8] = b"TRGRAPH1";
-/// Version of the snapshot body.
-pub const SNAPSHOT_FORMAT: u32 = 1;
+/// Version of the snapshot layout written. 2 adds the checksummed sequence
+/// number to the header; 1 (without it) is still read.
+pub const SNAPSHOT_FORMAT: u32 = 2;
+/// Header of format 1: magic, format, SHA-256 of the body.
+const HEADER_V1: usize = 44;
+/// Header of format 2: magic, format, seq, 8 bytes of the SHA-256 of
+/// these 20, SHA-256 of the body.
+const HEADER_V2: usize = 60;
 const SNAPSHOT: &str = "snapshot.bin";
 const PREVIOUS: &str = "snapshot.prev";
 const LOG: &str = "log.jsonl";
+const RECOVERY: &str = "recovery.json";
 const LOCK: &str = "LOCK";
 
 /// Why the graph store cannot be used.
@@ -47,20 +61,54 @@ pub enum StoreError {
 }
 
 /// What opening the store found.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Recovery {
     /// `current`, `previous` (the current snapshot was damaged) or `none`.
     pub snapshot: String,
+    /// Damaged snapshots passed over.
+    pub damaged_snapshots: usize,
+    /// Runs folded into a damaged snapshot that neither the snapshot used
+    /// nor the log holds: lost.
+    pub lost_runs: u64,
+    /// `lost_runs` is only a lower bound: a damaged snapshot's header was
+    /// unreadable too.
+    pub lost_runs_lower_bound: bool,
     /// Log records applied on top of the snapshot.
     pub replayed: usize,
     /// Log records skipped because the snapshot already holds them.
     pub already_in_snapshot: usize,
     /// Damaged log lines skipped (and a torn last line, if any).
     pub dropped: usize,
+    /// Intact log records kept although their line lacked its final newline.
+    pub unterminated: usize,
     /// Bytes of a torn last line cut off the log.
     pub truncated_bytes: u64,
     /// What went wrong, in words.
     pub problems: Vec<String>,
+}
+
+impl Recovery {
+    /// Something was damaged, lost, dropped or repaired.
+    pub fn found_damage(&self) -> bool {
+        !self.problems.is_empty()
+    }
+}
+
+/// The report of the last opening for writing that found damage
+/// (`recovery.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LastRecovery {
+    /// When the store was opened (Unix seconds).
+    pub at_unix: u64,
+    pub recovery: Recovery,
+}
+
+/// Why a snapshot cannot be used, and how many runs it held if its header
+/// can still tell.
+struct Damaged {
+    why: String,
+    seq: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -111,9 +159,20 @@ impl GraphStore {
             Journal::open::<RunRecord>(&log_path).map_err(io(format!("opening {}", log_path.display())))?;
         let (graph, mut recovery) = recover(dir, params, catalog, records, report);
         let mut store = GraphStore { dir: dir.to_path_buf(), log, _lock: lock };
-        if recovery.snapshot != "current" && (graph.meta.seq > 0 || recovery.snapshot == "previous") {
+        let damaged = recovery.found_damage();
+        let rewrite = recovery.snapshot != "current" && (graph.meta.seq > 0 || recovery.damaged_snapshots > 0);
+        if rewrite {
+            recovery.problems.push("the recovered graph is written as the new snapshot".into());
+        }
+        if damaged {
+            // Kept before the repair below erases the evidence.
+            if let Err(e) = save_recovery(dir, &recovery) {
+                tracing::warn!("the recovery report could not be kept in {}: {e}", dir.join(RECOVERY).display());
+                recovery.problems.push(format!("this report could not be kept in {RECOVERY}: {e}"));
+            }
+        }
+        if rewrite {
             store.snapshot(&graph)?;
-            recovery.problems.push("wrote a new snapshot of the recovered graph".into());
         }
         Ok((store, graph, recovery))
     }
@@ -139,12 +198,7 @@ impl GraphStore {
     /// Writes a snapshot of `graph` atomically, then empties the log.
     pub fn snapshot(&mut self, graph: &ToolGraph) -> Result<(), StoreError> {
         let io = |context: String| move |source| StoreError::Io { context, source };
-        let body = postcard::to_stdvec(&to_body(graph)).expect("graphs serialize");
-        let mut bytes = Vec::with_capacity(body.len() + 44);
-        bytes.extend_from_slice(MAGIC);
-        bytes.extend(SNAPSHOT_FORMAT.to_le_bytes());
-        bytes.extend_from_slice(&Sha256::digest(&body));
-        bytes.extend_from_slice(&body);
+        let bytes = encode(graph);
         let tmp = self.dir.join(format!("{SNAPSHOT}.tmp"));
         let mut f = File::create(&tmp).map_err(io(format!("creating {}", tmp.display())))?;
         f.write_all(&bytes).map_err(io(format!("writing {}", tmp.display())))?;
@@ -169,8 +223,32 @@ pub fn read(dir: &Path, params: Params, catalog: Option<&Catalog>) -> Result<(To
     Ok(recover(dir, params, catalog, records, report))
 }
 
+/// The last recovery report kept by a writer (`recovery.json`), if any.
+pub fn last_recovery(dir: &Path) -> Result<Option<LastRecovery>, StoreError> {
+    let path = dir.join(RECOVERY);
+    let io = |source| StoreError::Io { context: format!("reading {}", path.display()), source };
+    match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| io(std::io::Error::other(e))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io(e)),
+    }
+}
+
+/// Writes `recovery` to `recovery.json` atomically (temporary file, fsync, rename).
+fn save_recovery(dir: &Path, recovery: &Recovery) -> std::io::Result<()> {
+    let at_unix = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let last = LastRecovery { at_unix, recovery: recovery.clone() };
+    let bytes = serde_json::to_vec_pretty(&last).map_err(std::io::Error::other)?;
+    let tmp = dir.join(format!("{RECOVERY}.tmp"));
+    let mut f = File::create(&tmp)?;
+    f.write_all(&bytes)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, dir.join(RECOVERY))?;
+    sync_dir(dir)
+}
+
 /// The snapshot (or the previous one, or an empty graph) with the log's
-/// newer records applied.
+/// newer records applied, and what was lost on the way.
 fn recover(
     dir: &Path,
     params: Params,
@@ -178,25 +256,16 @@ fn recover(
     records: Vec<(u64, RunRecord)>,
     log: journal::ReadReport,
 ) -> (ToolGraph, Recovery) {
-    let mut recovery = Recovery { dropped: log.dropped, truncated_bytes: log.torn_bytes, ..Recovery::default() };
-    let mut graph = None;
-    for (name, label) in [(SNAPSHOT, "current"), (PREVIOUS, "previous")] {
-        let path = dir.join(name);
-        if !path.exists() {
-            continue;
-        }
-        match read_snapshot(&path) {
-            Ok(g) => {
-                recovery.snapshot = label.into();
-                graph = Some(g);
-                break;
-            }
-            Err(why) => recovery.problems.push(format!("{} is damaged ({why}); not used", path.display())),
-        }
-    }
+    let mut recovery = Recovery {
+        dropped: log.dropped,
+        truncated_bytes: log.torn_bytes,
+        unterminated: log.unterminated,
+        ..Recovery::default()
+    };
+    let (graph, damaged) = load_snapshot(dir, &mut recovery);
     let mut graph = graph.unwrap_or_else(|| {
         recovery.snapshot = "none".into();
-        if !recovery.problems.is_empty() {
+        if !damaged.is_empty() {
             recovery.problems.push(
                 "no intact snapshot: the graph is rebuilt from the log alone; run `toolrouter graph build` again"
                     .into(),
@@ -205,6 +274,7 @@ fn recover(
         ToolGraph::new(params)
     });
     graph.set_params(params);
+    count_lost(&mut recovery, &damaged, graph.meta.seq, &records);
     for (seq, run) in records {
         if seq <= graph.meta.seq {
             recovery.already_in_snapshot += 1;
@@ -221,21 +291,107 @@ fn recover(
     (graph, recovery)
 }
 
-fn read_snapshot(path: &Path) -> Result<ToolGraph, String> {
-    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
-    if bytes.len() < 44 || &bytes[..8] != MAGIC {
-        return Err("not a toolrouter graph snapshot".into());
+/// The current snapshot, else the previous one, with the sequence numbers
+/// the damaged ones passed over declare (`None`: unreadable).
+fn load_snapshot(dir: &Path, recovery: &mut Recovery) -> (Option<ToolGraph>, Vec<Option<u64>>) {
+    let mut damaged = Vec::new();
+    for (name, label) in [(SNAPSHOT, "current"), (PREVIOUS, "previous")] {
+        let path = dir.join(name);
+        if !path.exists() {
+            continue;
+        }
+        match read_snapshot(&path) {
+            Ok(g) => {
+                recovery.snapshot = label.into();
+                return (Some(g), damaged);
+            }
+            Err(Damaged { why, seq }) => {
+                let held = seq.map_or("the runs it held are unknown".to_string(), |n| format!("it held runs to {n}"));
+                recovery.problems.push(format!("{} is damaged ({why}; {held}); not used", path.display()));
+                recovery.damaged_snapshots += 1;
+                damaged.push(seq);
+            }
+        }
     }
-    let format = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-    if format != SNAPSHOT_FORMAT {
-        return Err(format!("snapshot format {format}, this toolrouter reads {SNAPSHOT_FORMAT}"));
+    (None, damaged)
+}
+
+/// Counts the runs folded into the damaged snapshots passed over that
+/// neither the snapshot used (holding runs to `base`) nor the log holds.
+fn count_lost(recovery: &mut Recovery, damaged: &[Option<u64>], base: u64, records: &[(u64, RunRecord)]) {
+    if damaged.is_empty() {
+        return;
     }
-    let body = &bytes[44..];
-    if Sha256::digest(body).as_slice() != &bytes[12..44] {
-        return Err("checksum mismatch".into());
+    let unreadable = damaged.contains(&None);
+    let mut high = damaged.iter().flatten().copied().max().unwrap_or(base);
+    if unreadable {
+        // The log is emptied at each snapshot: the runs before its first
+        // newer record were folded into one.
+        if let Some(first) = records.iter().map(|(seq, _)| *seq).find(|&seq| seq > base) {
+            high = high.max(first - 1);
+        }
     }
-    let body: Body = postcard::from_bytes(body).map_err(|e| e.to_string())?;
-    from_body(body)
+    let in_log = records.iter().filter(|(seq, _)| *seq > base && *seq <= high).count() as u64;
+    let lost = high.saturating_sub(base).saturating_sub(in_log);
+    recovery.lost_runs = lost;
+    recovery.lost_runs_lower_bound = unreadable;
+    recovery.problems.push(match (unreadable, lost) {
+        (false, 0) => "no run is lost: the log still holds the runs folded into the damaged snapshot".into(),
+        (false, n) => {
+            format!("{n} runs folded into the damaged snapshot are lost (no other snapshot or log holds them)")
+        }
+        (true, 0) => {
+            "an unknown number of runs folded into the damaged snapshot are lost (its header is unreadable)".into()
+        }
+        (true, n) => format!("at least {n} runs folded into the damaged snapshot are lost (its header is unreadable)"),
+    });
+}
+
+/// A snapshot file of `graph`, in the current format.
+fn encode(graph: &ToolGraph) -> Vec<u8> {
+    let body = postcard::to_stdvec(&to_body(graph)).expect("graphs serialize");
+    let mut bytes = Vec::with_capacity(HEADER_V2 + body.len());
+    bytes.extend_from_slice(MAGIC);
+    bytes.extend(SNAPSHOT_FORMAT.to_le_bytes());
+    bytes.extend(graph.meta.seq.to_le_bytes());
+    let header_sum = Sha256::digest(&bytes);
+    bytes.extend_from_slice(&header_sum[..8]);
+    bytes.extend_from_slice(&Sha256::digest(&body));
+    bytes.extend_from_slice(&body);
+    bytes
+}
+
+fn read_snapshot(path: &Path) -> Result<ToolGraph, Damaged> {
+    let damaged = |why: String, seq| Damaged { why, seq };
+    let bytes = std::fs::read(path).map_err(|e| damaged(e.to_string(), None))?;
+    if bytes.len() < 12 || &bytes[..8] != MAGIC {
+        return Err(damaged("not a toolrouter graph snapshot".into(), None));
+    }
+    let (header, seq) = match u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes")) {
+        1 => (HEADER_V1, None),
+        2 => (HEADER_V2, header_seq(&bytes)),
+        format => {
+            return Err(damaged(
+                format!("snapshot format {format}, this toolrouter reads 1 and {SNAPSHOT_FORMAT}"),
+                None,
+            ));
+        }
+    };
+    if bytes.len() < header {
+        return Err(damaged("truncated".into(), seq));
+    }
+    let body = &bytes[header..];
+    if Sha256::digest(body).as_slice() != &bytes[header - 32..header] {
+        return Err(damaged("checksum mismatch".into(), seq));
+    }
+    let body: Body = postcard::from_bytes(body).map_err(|e| damaged(e.to_string(), seq))?;
+    from_body(body).map_err(|why| damaged(why, seq))
+}
+
+/// The sequence number in a format-2 header, if its checksum holds.
+fn header_seq(bytes: &[u8]) -> Option<u64> {
+    let (fields, sum) = (bytes.get(..20)?, bytes.get(20..28)?);
+    (Sha256::digest(fields)[..8] == *sum).then(|| u64::from_le_bytes(fields[12..20].try_into().expect("8 bytes")))
 }
 
 fn to_body(graph: &ToolGraph) -> Body {
@@ -363,12 +519,132 @@ mod tests {
         let (_, g, rec) = GraphStore::open(dir.path(), Params::default(), None).unwrap();
         assert_eq!(rec.snapshot, "previous");
         assert!(rec.problems.iter().any(|p| p.contains("damaged")), "{rec:?}");
+        assert_eq!((rec.damaged_snapshots, rec.lost_runs, rec.lost_runs_lower_bound), (1, 1, false), "{rec:?}");
         // The previous snapshot holds run 1 only; run 2's log record was emptied by the second snapshot.
         assert_eq!((calls(&g, "a"), calls(&g, "b")), (1, 0));
         std::fs::write(dir.path().join(PREVIOUS), b"junk").unwrap();
         let (g, rec) = read(dir.path(), Params::default(), None).unwrap();
         assert_eq!(rec.snapshot, "current", "the recovered graph was written back");
         assert_eq!(calls(&g, "a"), 1);
+    }
+
+    /// Flips the last byte of a file (in a snapshot: its body).
+    fn damage(path: &Path) {
+        let mut bytes = std::fs::read(path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0xff;
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    /// Records runs `from..to` (calling `function`) and takes a snapshot.
+    fn fold(store: &mut GraphStore, g: &mut ToolGraph, runs: std::ops::Range<u64>, function: &str) {
+        for i in runs {
+            store.record(g, &run(&i.to_string(), function, true), None).unwrap();
+        }
+        store.snapshot(g).unwrap();
+    }
+
+    #[test]
+    fn runs_folded_into_a_damaged_snapshot_are_counted_as_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut store, mut g, _) = GraphStore::open(dir.path(), Params::default(), None).unwrap();
+        fold(&mut store, &mut g, 0..10, "a");
+        drop(store);
+        damage(&dir.path().join(SNAPSHOT));
+        let (_, g, rec) = GraphStore::open(dir.path(), Params::default(), None).unwrap();
+        assert_eq!((rec.snapshot.as_str(), rec.damaged_snapshots, rec.replayed), ("none", 1, 0), "{rec:?}");
+        assert_eq!((rec.lost_runs, rec.lost_runs_lower_bound, calls(&g, "a")), (10, false, 0), "{rec:?}");
+        assert!(rec.problems.iter().any(|p| p.starts_with("10 runs folded into the damaged snapshot are lost")));
+        // The writer kept its report; a clean opening later leaves it there.
+        let kept = last_recovery(dir.path()).unwrap().expect("recovery.json");
+        assert_eq!(kept.recovery, rec);
+        assert!(kept.at_unix > 0);
+        let (_, _, rec) = GraphStore::open(dir.path(), Params::default(), None).unwrap();
+        assert_eq!((rec.snapshot.as_str(), rec.found_damage()), ("current", false), "{rec:?}");
+        assert_eq!(last_recovery(dir.path()).unwrap().unwrap().recovery.lost_runs, 10);
+    }
+
+    #[test]
+    fn falling_back_to_the_previous_snapshot_loses_exactly_the_newer_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut store, mut g, _) = GraphStore::open(dir.path(), Params::default(), None).unwrap();
+        fold(&mut store, &mut g, 0..3, "a");
+        fold(&mut store, &mut g, 3..13, "b");
+        store.record(&mut g, &run("13", "c", true), None).unwrap();
+        drop(store);
+        damage(&dir.path().join(SNAPSHOT));
+        let (g, rec) = read(dir.path(), Params::default(), None).unwrap();
+        assert_eq!((rec.snapshot.as_str(), rec.lost_runs, rec.replayed), ("previous", 10, 1), "{rec:?}");
+        assert_eq!((calls(&g, "a"), calls(&g, "b"), calls(&g, "c")), (3, 0, 1));
+        // A snapshot whose header is unreadable too: the log's first record (14) tells at least 13 were folded.
+        std::fs::write(dir.path().join(SNAPSHOT), b"junk").unwrap();
+        std::fs::write(dir.path().join(PREVIOUS), b"junk").unwrap();
+        let (_, rec) = read(dir.path(), Params::default(), None).unwrap();
+        assert_eq!((rec.snapshot.as_str(), rec.damaged_snapshots), ("none", 2), "{rec:?}");
+        assert_eq!((rec.lost_runs, rec.lost_runs_lower_bound, rec.replayed), (13, true, 1), "{rec:?}");
+    }
+
+    #[test]
+    fn runs_the_log_still_holds_are_not_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut store, mut g, _) = GraphStore::open(dir.path(), Params::default(), None).unwrap();
+        fold(&mut store, &mut g, 0..2, "a");
+        for i in 2..5 {
+            store.record(&mut g, &run(&i.to_string(), "b", true), None).unwrap();
+        }
+        let log = std::fs::read(dir.path().join(LOG)).unwrap();
+        store.snapshot(&g).unwrap();
+        drop(store);
+        // A crash before the log was emptied, then damage to the newest snapshot.
+        std::fs::write(dir.path().join(LOG), log).unwrap();
+        damage(&dir.path().join(SNAPSHOT));
+        let (g, rec) = read(dir.path(), Params::default(), None).unwrap();
+        assert_eq!((rec.snapshot.as_str(), rec.replayed, rec.lost_runs), ("previous", 3, 0), "{rec:?}");
+        assert_eq!((calls(&g, "a"), calls(&g, "b")), (2, 3));
+    }
+
+    #[test]
+    fn a_last_record_without_its_newline_is_replayed_not_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut store, mut g, _) = GraphStore::open(dir.path(), Params::default(), None).unwrap();
+        for i in 0..3 {
+            store.record(&mut g, &run(&i.to_string(), "a", true), None).unwrap();
+        }
+        drop(store);
+        let log = dir.path().join(LOG);
+        let text = std::fs::read_to_string(&log).unwrap();
+        std::fs::write(&log, text.strip_suffix('\n').unwrap()).unwrap();
+        let (g, rec) = read(dir.path(), Params::default(), None).unwrap();
+        assert_eq!((rec.replayed, rec.dropped, rec.unterminated, calls(&g, "a")), (3, 0, 1, 3), "{rec:?}");
+        let (mut store, mut g, rec) = GraphStore::open(dir.path(), Params::default(), None).unwrap();
+        assert_eq!((rec.replayed, rec.dropped, rec.unterminated, rec.truncated_bytes), (3, 0, 1, 0), "{rec:?}");
+        assert_eq!(last_recovery(dir.path()).unwrap().unwrap().recovery.unterminated, 1);
+        store.record(&mut g, &run("3", "a", true), None).unwrap();
+        drop(store);
+        // Opening wrote a snapshot of the 3 recovered runs; run 4 starts a clean line of the log.
+        let (g, rec) = read(dir.path(), Params::default(), None).unwrap();
+        assert_eq!(
+            (rec.snapshot.as_str(), rec.replayed, rec.dropped, rec.unterminated),
+            ("current", 1, 0, 0),
+            "{rec:?}"
+        );
+        assert_eq!((calls(&g, "a"), g.meta.seq), (4, 4));
+    }
+
+    #[test]
+    fn format_1_snapshots_are_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut g = ToolGraph::new(Params::default());
+        g.apply(&run("1", "a", true), None);
+        g.meta.seq = 1;
+        let body = postcard::to_stdvec(&to_body(&g)).unwrap();
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend(1u32.to_le_bytes());
+        bytes.extend_from_slice(&Sha256::digest(&body));
+        bytes.extend_from_slice(&body);
+        std::fs::write(dir.path().join(SNAPSHOT), bytes).unwrap();
+        let (g, rec) = read(dir.path(), Params::default(), None).unwrap();
+        assert_eq!((rec.snapshot.as_str(), g.meta.seq, calls(&g, "a")), ("current", 1, 1), "{rec:?}");
     }
 
     #[test]
