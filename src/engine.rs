@@ -111,6 +111,11 @@ impl Engine {
                 (store::read(&dir, params, Some(&catalog))?.0, None)
             }
         };
+        // What a writer (this process or another) found and repaired, for `/metrics`.
+        match store::last_recovery(&dir) {
+            Ok(last) => crate::metrics::global().graph_recovery(last),
+            Err(e) => tracing::warn!("the graph's last recovery report is unreadable: {e}"),
+        }
         let memory_path = memory::memory_path(&state);
         let (memory, memory_writer) = match &store {
             Some(_) => {

@@ -1,15 +1,18 @@
 //! Process metrics in Prometheus' text format (`GET /metrics`).
 //!
-//! Counters keyed by their label set, plus request latency as a histogram
-//! with fixed buckets. Hand-written rather than a metrics crate: a handful
+//! Counters keyed by their label set, request latency as a histogram with
+//! fixed buckets, and gauges of the tool graph's last recovery that found
+//! damage (what `recovery.json` holds when the engine opens). Hand-written rather than a metrics crate: a handful
 //! of counters do not justify the dependency tree, and the text format is
 //! a few lines.
 
 use std::fmt::Write;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use dashmap::DashMap;
+
+use crate::graph::store::LastRecovery;
 
 /// Upper bounds (seconds) of the request-latency histogram buckets.
 const BUCKETS: [f64; 10] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1.0, 5.0];
@@ -26,6 +29,8 @@ pub struct Metrics {
     upstream_retries: AtomicU64,
     /// `toolrouter_rate_limited_total{side}`: `incoming` (429 to a client) or `upstream`.
     rate_limited: DashMap<&'static str, AtomicU64>,
+    /// The tool graph's last recovery that found damage, if any.
+    graph_recovery: Mutex<Option<LastRecovery>>,
 }
 
 /// The process's metrics.
@@ -68,6 +73,11 @@ impl Metrics {
 
     pub fn rate_limited(&self, side: &'static str) {
         bump(&self.rate_limited, side, 1);
+    }
+
+    /// The tool graph's last recovery that found damage (`None`: none ever did).
+    pub fn graph_recovery(&self, last: Option<LastRecovery>) {
+        *self.graph_recovery.lock().unwrap_or_else(|e| e.into_inner()) = last;
     }
 
     /// The text exposition format.
@@ -116,7 +126,56 @@ impl Metrics {
             let n = self.rate_limited.get(side).map_or(0, |v| v.load(Ordering::Relaxed));
             let _ = writeln!(out, "toolrouter_rate_limited_total{{side=\"{side}\"}} {n}");
         }
+        self.render_graph_recovery(&mut out);
         out
+    }
+
+    /// Gauges of the graph's last recovery that found damage (all 0 if none did).
+    fn render_graph_recovery(&self, out: &mut String) {
+        let last = self.graph_recovery.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let r = last.as_ref().map(|l| &l.recovery);
+        let gauges: [(&str, &str, u64); 7] = [
+            (
+                "timestamp_seconds",
+                "When the graph's last recovery that found damage ran (Unix time; 0: never).",
+                last.as_ref().map_or(0, |l| l.at_unix),
+            ),
+            (
+                "lost_runs",
+                "Runs folded into a damaged graph snapshot that the last such recovery could not get back.",
+                r.map_or(0, |r| r.lost_runs),
+            ),
+            (
+                "damaged_snapshots",
+                "Damaged graph snapshots the last such recovery passed over.",
+                r.map_or(0, |r| r.damaged_snapshots as u64),
+            ),
+            (
+                "dropped_records",
+                "Damaged or torn graph log lines the last such recovery dropped.",
+                r.map_or(0, |r| r.dropped as u64),
+            ),
+            (
+                "unterminated_records",
+                "Intact graph log records lacking their final newline that the last such recovery kept.",
+                r.map_or(0, |r| r.unterminated as u64),
+            ),
+            (
+                "replayed_records",
+                "Graph log records the last such recovery replayed on top of the snapshot.",
+                r.map_or(0, |r| r.replayed as u64),
+            ),
+            (
+                "truncated_bytes",
+                "Bytes of a torn last graph log line the last such recovery cut off.",
+                r.map_or(0, |r| r.truncated_bytes),
+            ),
+        ];
+        for (name, help, value) in gauges {
+            let _ = writeln!(out, "# HELP toolrouter_graph_recovery_{name} {help}");
+            let _ = writeln!(out, "# TYPE toolrouter_graph_recovery_{name} gauge");
+            let _ = writeln!(out, "toolrouter_graph_recovery_{name} {value}");
+        }
     }
 }
 
@@ -137,5 +196,33 @@ mod tests {
         assert!(text.contains("toolrouter_tool_calls_total{api=\"get_\\\"x\\\"\",outcome=\"ok\"} 1"), "{text}");
         assert!(text.contains("toolrouter_upstream_retries_total 2"));
         assert!(text.contains("toolrouter_rate_limited_total{side=\"upstream\"} 1"));
+        assert!(text.contains("toolrouter_graph_recovery_lost_runs 0\n"), "{text}");
+    }
+
+    #[test]
+    fn renders_the_last_graph_recovery() {
+        let m = Metrics::default();
+        let recovery = crate::graph::store::Recovery {
+            lost_runs: 10,
+            damaged_snapshots: 1,
+            dropped: 2,
+            unterminated: 1,
+            replayed: 3,
+            ..Default::default()
+        };
+        m.graph_recovery(Some(LastRecovery { at_unix: 1_700_000_000, recovery }));
+        let text = m.render();
+        for line in [
+            "toolrouter_graph_recovery_timestamp_seconds 1700000000",
+            "toolrouter_graph_recovery_lost_runs 10",
+            "toolrouter_graph_recovery_damaged_snapshots 1",
+            "toolrouter_graph_recovery_dropped_records 2",
+            "toolrouter_graph_recovery_unterminated_records 1",
+            "toolrouter_graph_recovery_replayed_records 3",
+            "toolrouter_graph_recovery_truncated_bytes 0",
+            "# TYPE toolrouter_graph_recovery_lost_runs gauge",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in {text}");
+        }
     }
 }

@@ -12,7 +12,7 @@ use super::catalog::find;
 use super::{CliError, EXIT_FAILURE, load_catalog, load_trajectories};
 use crate::catalog::Catalog;
 use crate::config::{Config, SearchMode};
-use crate::graph::store::{self, GraphStore};
+use crate::graph::store::{self, GraphStore, LastRecovery, Recovery};
 use crate::graph::{NodeKey, Params, RunRecord, ToolGraph, build};
 use crate::planner::{LongTermMemory, memory};
 use crate::retrieval::cache::EmbeddingCache;
@@ -63,12 +63,17 @@ pub(super) fn run(command: &GraphCommand, config: &Config) -> Result<ExitCode, C
         GraphCommand::Build { trajectories, json } => build_graph(config, trajectories, *json),
         GraphCommand::Stats { json } => {
             let (graph, recovery) = store::read(&dir, params, None).map_err(|e| CliError::Failure(e.into()))?;
+            let last = store::last_recovery(&dir).unwrap_or_else(|e| {
+                tracing::warn!("the graph's last recovery report is unreadable: {e}");
+                None
+            });
             let stats = stats(&graph);
             if *json {
-                let value = json!({"dir": dir, "recovery": recovery, "stats": stats});
+                let value = json!({"dir": dir, "recovery": recovery, "last_recovery": last, "stats": stats});
                 println!("{}", serde_json::to_string_pretty(&value).map_err(anyhow::Error::from)?);
             } else {
                 print_stats(&stats);
+                print_recovery(&recovery, last.as_ref());
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -273,4 +278,33 @@ fn print_stats(s: &serde_json::Value) {
             t["to"].as_str().unwrap_or("")
         );
     }
+}
+
+/// What reading the graph found now, if anything, and the report a writer
+/// kept of the last recovery that found damage.
+fn print_recovery(now: &Recovery, last: Option<&LastRecovery>) {
+    if now.found_damage() {
+        println!("recovery (reading now): {}", describe(now));
+        for problem in &now.problems {
+            println!("  {problem}");
+        }
+    }
+    match last {
+        Some(last) => {
+            println!("last recovery that found damage (at Unix time {}): {}", last.at_unix, describe(&last.recovery));
+            for problem in &last.recovery.problems {
+                println!("  {problem}");
+            }
+        }
+        None => println!("no recovery has found damage"),
+    }
+}
+
+/// A recovery report's counts in one line.
+fn describe(r: &Recovery) -> String {
+    let at_least = if r.lost_runs_lower_bound { "at least " } else { "" };
+    format!(
+        "snapshot {}, {} damaged snapshots, {at_least}{} runs lost, {} log records replayed, {} dropped, {} kept without their newline, {} bytes cut",
+        r.snapshot, r.damaged_snapshots, r.lost_runs, r.replayed, r.dropped, r.unterminated, r.truncated_bytes
+    )
 }
