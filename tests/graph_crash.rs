@@ -1,4 +1,6 @@
-//! A graph writer killed with SIGKILL mid-stream loses no acknowledged run.
+//! A graph writer killed with SIGKILL mid-stream loses no acknowledged run;
+//! when a snapshot is damaged, the first writer keeps its recovery report,
+//! which `graph stats` and `/metrics` show.
 
 mod common;
 
@@ -110,4 +112,90 @@ fn applied(round: usize) -> usize {
 
 fn set_applied(round: usize, n: usize) {
     APPLIED.lock().unwrap()[round] = n;
+}
+
+/// A state directory whose graph snapshot holds 10 runs (and no older
+/// snapshot) and is damaged; no writer has opened it since.
+fn damaged_state() -> tempfile::TempDir {
+    let state = tempfile::tempdir().unwrap();
+    let runs: String = (0..10).map(|i| run(i).0 + "\n").collect();
+    let out = record(state.path(), &runs);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let snapshot = store::graph_dir(state.path()).join("snapshot.bin");
+    let mut bytes = std::fs::read(&snapshot).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&snapshot, bytes).unwrap();
+    state
+}
+
+/// `toolrouter graph record` fed `stdin` (one snapshot, at the end).
+fn record(state: &std::path::Path, stdin: &str) -> std::process::Output {
+    let mut child = Command::new(common::binary())
+        .args(["graph", "record"])
+        .env("TOOLROUTER_STATE_DIR", state)
+        .env("TOOLROUTER_GRAPH_SNAPSHOT_EVERY", "1000")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn graph_stats(state: &std::path::Path, json: bool) -> String {
+    let mut cmd = Command::new(common::binary());
+    cmd.args(["graph", "stats"]).env("TOOLROUTER_STATE_DIR", state);
+    if json {
+        cmd.arg("--json");
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The counts of the last recovery `graph stats --json` shows.
+fn last_recovery(state: &std::path::Path) -> serde_json::Value {
+    let stats: serde_json::Value = serde_json::from_str(&graph_stats(state, true)).unwrap();
+    let r = &stats["last_recovery"]["recovery"];
+    serde_json::json!([r["snapshot"], r["damaged_snapshots"], r["lost_runs"], r["lost_runs_lower_bound"], r["dropped"]])
+}
+
+#[test]
+fn graph_stats_shows_the_runs_a_damaged_snapshot_lost_after_a_writer_repaired_it() {
+    let state = damaged_state();
+    // The first writer repairs the store (a new snapshot replaces the damaged one).
+    let out = record(state.path(), "");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (graph, now) = store::read(&store::graph_dir(state.path()), Params::default(), None).unwrap();
+    assert_eq!((now.snapshot.as_str(), now.damaged_snapshots, graph.meta.online_runs), ("current", 0, 0), "{now:?}");
+    assert_eq!(last_recovery(state.path()), serde_json::json!(["none", 1, 10, false, 0]));
+    let text = graph_stats(state.path(), false);
+    assert!(text.contains("snapshot none, 1 damaged snapshots, 10 runs lost"), "{text}");
+    assert!(text.contains("10 runs folded into the damaged snapshot are lost"), "{text}");
+}
+
+#[test]
+fn metrics_show_the_runs_a_damaged_snapshot_lost() {
+    let state = damaged_state();
+    let mut cmd = Command::new(common::binary());
+    cmd.args(["serve", "--listen", "127.0.0.1:0"])
+        .env_remove("TOOLROUTER_CONFIG")
+        .env("TOOLROUTER_STATE_DIR", state.path())
+        .env("TOOLROUTER_RETRIEVAL_MODE", "lexical")
+        .env("TOOLROUTER_LOG_LEVEL", "warn");
+    let server = common::start(cmd, Stdio::null());
+    common::wait_ready(&server.1, None);
+    let (status, _, text) = common::http(&server.1, "GET", "/metrics", None, b"");
+    assert_eq!(status, 200, "{text}");
+    for line in [
+        "toolrouter_graph_recovery_lost_runs 10",
+        "toolrouter_graph_recovery_damaged_snapshots 1",
+        "toolrouter_graph_recovery_dropped_records 0",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in {text}");
+    }
+    drop(server);
+    assert_eq!(last_recovery(state.path()), serde_json::json!(["none", 1, 10, false, 0]));
 }
