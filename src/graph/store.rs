@@ -135,7 +135,9 @@ pub struct GraphStore {
 impl GraphStore {
     /// Takes the write lock, loads the graph and replays the log, cutting
     /// off a torn last line. A damaged snapshot is replaced at once by one
-    /// of what was recovered.
+    /// of what was recovered. A report that found damage is first kept in
+    /// `recovery.json` ([`last_recovery`]), since the repair erases the
+    /// evidence.
     pub fn open(
         dir: &Path,
         params: Params,
