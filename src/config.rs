@@ -397,6 +397,8 @@ impl fmt::Debug for Secret {
 pub enum Origin {
     File(PathBuf),
     Env(String),
+    /// Neither: the built-in default.
+    Default,
 }
 
 impl fmt::Display for Origin {
@@ -404,6 +406,7 @@ impl fmt::Display for Origin {
         match self {
             Origin::File(p) => write!(f, "in {}", p.display()),
             Origin::Env(var) => write!(f, "set by {var}"),
+            Origin::Default => f.write_str("its default"),
         }
     }
 }
@@ -466,7 +469,7 @@ impl Config {
                 .iter()
                 .find(|(k, _)| key.starts_with(k.as_str()))
                 .map(|(_, o)| o.clone())
-                .unwrap_or_else(|| Origin::File(file.map(Path::to_path_buf).unwrap_or_default()))
+                .unwrap_or_else(|| file.map_or(Origin::Default, |f| Origin::File(f.to_path_buf())))
         };
         let config: Config = serde_path_to_error::deserialize(Value::Table(table)).map_err(|e| {
             let key = e.path().to_string();

@@ -57,6 +57,10 @@ fn unknown_environment_variables_are_warned_about() {
 fn errors_name_the_key_and_where_it_was_set() {
     let err = Config::load_with_env(None, env(&[("TOOLROUTER_ARGS_STRICT", "maybe")])).unwrap_err().to_string();
     assert_eq!(err, "config key `args.strict` (set by TOOLROUTER_ARGS_STRICT): expected true or false, got \"maybe\"");
+    // A key left at its default that no longer fits one that was set.
+    let vars = env(&[("TOOLROUTER_SERVER_REQUEST_TIMEOUT_MS", "6000")]);
+    let err = Config::load_with_env(None, vars).unwrap_err().to_string();
+    assert!(err.starts_with("config key `openai.execute_deadline_ms` (its default): "), "{err}");
 
     let (_, r) = load_text("[args]\nstrict = \"yes\"\n", &[]);
     let err = r.unwrap_err().to_string();
