@@ -269,9 +269,12 @@ pub enum DenseIndex {
 pub struct RetrievalConfig {
     pub mode: SearchMode,
     pub dense_index: DenseIndex,
-    /// Split multi-part requests into intents and retrieve each too: better
-    /// recall on such requests, at the cost of embedding every intent.
+    /// Split multi-part requests into intents and retrieve each too (by
+    /// BM25; also by their own vectors with `embed_intents`).
     pub intents: bool,
+    /// Embed each intent too (one more batch of the model: about 35 ms
+    /// more at p99 on two cores for 0.004 Recall@10, docs/benchmarks.md).
+    pub embed_intents: bool,
     /// Build (or rebuild) the index when it is missing, stale or damaged;
     /// otherwise refuse with a message to run `toolrouter index`.
     pub auto_index: bool,
@@ -285,6 +288,7 @@ impl Default for RetrievalConfig {
             mode: SearchMode::Hybrid,
             dense_index: DenseIndex::Hnsw,
             intents: true,
+            embed_intents: false,
             auto_index: true,
             max_query_chars: DEFAULT_MAX_QUERY_CHARS,
         }

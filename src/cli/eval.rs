@@ -146,6 +146,9 @@ pub(super) struct RetrievalArgs {
     /// Search each query whole only, without splitting it into intents (ablation).
     #[arg(long)]
     no_intents: bool,
+    /// Rank each intent by its own vector too (`retrieval.embed_intents`).
+    #[arg(long)]
+    embed_intents: bool,
     /// How intents join the whole query's ranking: reserve (each intent keeps
     /// its best hit in the top 10) or sum; a list sweeps both.
     #[arg(long, value_enum, value_delimiter = ',')]
@@ -435,6 +438,9 @@ fn variants(args: &RetrievalArgs, config: &Config) -> Vec<SearchOptions> {
     out = sweep(out, &args.rrf_k, |o, v| o.weights.rrf_k = v);
     if args.no_intents {
         out.iter_mut().for_each(|o| o.intents = false);
+    }
+    if args.embed_intents {
+        out.iter_mut().for_each(|o| o.embed_intents = true);
     }
     out
 }

@@ -75,6 +75,7 @@ pub fn evaluate(
     let Some(first) = variants.first() else { return Ok(Vec::new()) };
     let mut prepare = *first;
     prepare.intents = variants.iter().any(|v| v.intents);
+    prepare.embed_intents = variants.iter().any(|v| v.embed_intents);
     if variants.iter().any(|v| v.mode != SearchMode::Lexical) {
         prepare.mode = SearchMode::Hybrid;
     }

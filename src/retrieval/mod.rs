@@ -106,6 +106,8 @@ pub struct SearchOptions {
     pub dense_index: DenseIndex,
     /// Retrieve each intent of a multi-part request too.
     pub intents: bool,
+    /// Rank intents by their own vectors too (else by BM25 alone).
+    pub embed_intents: bool,
     pub intent_merge: IntentMerge,
     pub weights: Weights,
 }
@@ -146,6 +148,7 @@ impl SearchOptions {
             mode: config.mode,
             dense_index: config.dense_index,
             intents: config.intents,
+            embed_intents: config.embed_intents,
             intent_merge: IntentMerge::default(),
             weights: Weights::default(),
         }
@@ -366,7 +369,10 @@ impl Retriever {
         }
         let started = Instant::now();
         let vectors = match &self.embedder {
-            Some(embedder) if options.mode != SearchMode::Lexical => embedder.embed(&texts)?,
+            Some(embedder) if options.mode != SearchMode::Lexical => {
+                let embedded = if options.embed_intents { texts.len() } else { 1 };
+                embed_query(embedder, &texts[..embedded])?
+            }
             _ => Vec::new(),
         };
         let embed_ms = started.elapsed().as_secs_f64() * 1e3;
@@ -381,7 +387,7 @@ impl Retriever {
         let mut ctx = RankContext { options, masks: masks.as_ref(), pool: POOL.max(k) };
         ctx.options.mode = match options.mode {
             SearchMode::Lexical => SearchMode::Lexical,
-            _ if prepared.vectors.len() != prepared.texts.len() => SearchMode::Lexical,
+            _ if prepared.vectors.is_empty() => SearchMode::Lexical,
             mode => mode,
         };
         let (mut whole, whole_lexical, whole_dense) = self.score_text(prepared, 0, &ctx);
@@ -452,7 +458,7 @@ impl Retriever {
     /// then each intent), best first, at most `k` each.
     pub fn text_rankings(&self, prepared: &Prepared, k: usize, options: SearchOptions) -> Vec<Vec<ApiId>> {
         let mut ctx = RankContext { options, masks: None, pool: POOL.max(k) };
-        if prepared.vectors.len() != prepared.texts.len() {
+        if prepared.vectors.is_empty() {
             ctx.options.mode = SearchMode::Lexical;
         }
         (0..prepared.texts.len())
@@ -470,7 +476,10 @@ impl Retriever {
         ctx: &RankContext,
     ) -> (HashMap<u32, f32>, HashMap<u32, Signal>, HashMap<u32, Signal>) {
         let w = ctx.options.weights;
-        let use_dense = ctx.options.mode != SearchMode::Lexical;
+        // Intents use their vectors only with `embed_intents` (a prepared
+        // query may hold them for another variant's sake).
+        let embedded = i < prepared.vectors.len() && (i == 0 || ctx.options.embed_intents);
+        let use_dense = ctx.options.mode != SearchMode::Lexical && embedded;
         let use_lexical = ctx.options.mode != SearchMode::Dense;
         let mut fused: HashMap<u32, f32> = HashMap::new();
         let (mut lexical, mut dense) = (HashMap::new(), HashMap::new());
@@ -614,4 +623,14 @@ fn add_ranks(fused: &mut HashMap<u32, f32>, hits: &[(u32, f32)], weight: f32, rr
 
 fn signals(hits: &[(u32, f32)]) -> HashMap<u32, Signal> {
     hits.iter().enumerate().map(|(rank, (doc, score))| (*doc, Signal { rank: rank + 1, score: *score })).collect()
+}
+/// The vectors of a query's texts (the whole query, then its intents),
+/// in two batches: a batch is padded to its longest text, and the whole
+/// query is several times longer than any of its sentences, so one batch
+/// made each intent cost as much as the whole query.
+fn embed_query(embedder: &Embedder, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    let (whole, intents) = texts.split_at(texts.len().min(1));
+    let mut vectors = embedder.embed(whole)?;
+    vectors.extend(embedder.embed(intents)?);
+    Ok(vectors)
 }
