@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::args::{self, Invalid, Options};
-use crate::catalog::{Api, ApiId, Catalog, Sources};
+use crate::catalog::{Api, ApiId, Catalog, Sources, UnknownApi};
 use crate::compress::{Compressed, FieldChoices, compress};
 use crate::config::Config;
 use crate::graph::build::clean_path;
@@ -143,11 +143,8 @@ impl Engine {
     }
 
     /// The API a function name (any spelling) names.
-    pub fn api(&self, function: &str) -> Result<&Api, String> {
-        match self.catalog.resolve(function).first() {
-            Some(id) => Ok(self.catalog.api(id)),
-            None => Err(format!("unknown function `{function}`")),
-        }
+    pub fn api(&self, function: &str) -> Result<&Api, UnknownApi> {
+        self.catalog.find(function)
     }
 
     /// The `k` APIs that best fit `query` (optionally within a category).

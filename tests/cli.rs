@@ -67,7 +67,7 @@ fn show_prints_description_url_and_schema() {
 
     let out = toolrouter(&["catalog", "show", "holidays"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("did you mean: public_holidays_for_nager_date"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("did you mean `public_holidays_for_nager_date`"), "{}", stderr(&out));
 }
 
 #[test]

@@ -93,3 +93,17 @@ fn requests_running_when_the_grace_ends_get_503() {
     assert!(body.contains("shutting_down") && head.contains("retry-after"), "{body}");
     assert!(server.0.0.wait().unwrap().success());
 }
+
+#[test]
+fn an_unknown_function_name_gets_the_closest_names() {
+    // The embedded catalog is enough: the engine loads it by default.
+    let server = common::serve(&[]);
+    common::wait_ready(&server.1, None);
+    let call = r#"{"name": "public_holiday_for_nager_date", "arguments": {}}"#;
+    let (status, _, body) = request(&server.1, "POST", "/v1/tools/call", call);
+    assert_eq!(status, 404, "{body}");
+    let error: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(error["error"]["code"], "unknown_tool");
+    assert_eq!(error["error"]["suggestions"][0], "public_holidays_for_nager_date", "{body}");
+    assert!(error["error"]["message"].as_str().unwrap().contains("did you mean `public_holidays_for_nager_date`"));
+}

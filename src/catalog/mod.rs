@@ -338,4 +338,39 @@ impl Catalog {
     pub fn suggest(&self, name: &str, max: usize) -> Vec<&str> {
         self.resolver.suggest(&self.apis, name, max)
     }
+
+    /// The API a function name (in any spelling [`Catalog::resolve`]
+    /// accepts) names; unknown, the [`SUGGESTIONS`] closest names. Every
+    /// face (MCP, HTTP, the CLI) answers an unknown name with these.
+    pub fn find(&self, name: &str) -> Result<&Api, UnknownApi> {
+        match self.resolve(name).first() {
+            Some(id) => Ok(self.api(id)),
+            None => Err(UnknownApi {
+                name: name.trim().to_string(),
+                close: self.suggest(name, SUGGESTIONS).into_iter().map(str::to_string).collect(),
+            }),
+        }
+    }
+}
+
+/// Close names an unknown function name is answered with.
+pub const SUGGESTIONS: usize = 3;
+
+/// A function name no API has, with the closest ones.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownApi {
+    pub name: String,
+    /// Function names close to it, closest first (may be empty).
+    pub close: Vec<String>,
+}
+
+impl std::fmt::Display for UnknownApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown function `{}`", self.name)?;
+        if !self.close.is_empty() {
+            let close: Vec<String> = self.close.iter().map(|c| format!("`{c}`")).collect();
+            write!(f, "; did you mean {}?", close.join(", "))?;
+        }
+        Ok(())
+    }
 }

@@ -87,18 +87,8 @@ fn stats(catalog: &Catalog, json: bool) -> Result<ExitCode, CliError> {
 
 /// Resolves a function name or fails with suggestions.
 pub(super) fn find<'c>(catalog: &'c Catalog, name: &str) -> Result<(&'c Api, Resolution), CliError> {
-    let resolution = catalog.resolve(name);
-    match resolution.first() {
-        Some(id) => Ok((catalog.api(id), resolution)),
-        None => {
-            let mut message = format!("unknown function `{}`", name.trim());
-            let close = catalog.suggest(name, 5);
-            if !close.is_empty() {
-                message.push_str(&format!("; did you mean: {}?", close.join(", ")));
-            }
-            Err(CliError::Usage(message))
-        }
-    }
+    let api = catalog.find(name).map_err(|unknown| CliError::Usage(unknown.to_string()))?;
+    Ok((api, catalog.resolve(name)))
 }
 
 fn show(catalog: &Catalog, name: &str, as_json: bool) -> Result<ExitCode, CliError> {

@@ -176,16 +176,9 @@ impl Ready {
     async fn call(&self, name: &str, arguments: &Value, client: Option<&str>) -> CallToolResult {
         let api = match self.engine.api(name) {
             Ok(api) => api,
-            Err(e) => {
-                let close = self.engine.catalog.suggest(name, 3);
-                let hint = match close.as_slice() {
-                    [] => "; find APIs with search_tools".to_string(),
-                    close => format!(
-                        "; did you mean {}?",
-                        close.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
-                    ),
-                };
-                return text_result(format!("{e}{hint}"), None, true);
+            Err(unknown) => {
+                let hint = if unknown.close.is_empty() { "; find APIs with search_tools" } else { "" };
+                return text_result(format!("{unknown}{hint}"), None, true);
             }
         };
         if let Err(problem) = Engine::check_arguments(arguments) {

@@ -454,11 +454,15 @@ async fn tools_call(
     };
     let api = match engine.api(name) {
         Ok(api) => api,
-        Err(e) => {
-            let mut err = ApiError::invalid(e, Some("name"));
-            err.status = StatusCode::NOT_FOUND;
-            err.code = Some("unknown_tool");
-            return err.into_response();
+        Err(unknown) => {
+            let err = ApiError {
+                status: StatusCode::NOT_FOUND,
+                code: Some("unknown_tool"),
+                ..ApiError::invalid(unknown.to_string(), Some("name"))
+            };
+            let mut body = err.body();
+            body["error"]["suggestions"] = json!(unknown.close);
+            return (err.status, axum::Json(body)).into_response();
         }
     };
     let arguments = request.get("arguments").cloned().unwrap_or_else(|| json!({}));
