@@ -202,8 +202,7 @@ impl Engine {
         let (engine, query) = (self.clone(), query.to_string());
         let runtime = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || {
-            let mut settings = Settings::from(&engine.config.planner);
-            settings.args = Options::from(&engine.config.args);
+            let mut settings = Settings::from(&engine.config);
             if let Some(n) = max_steps {
                 settings.budget.max_steps = n.clamp(1, settings.budget.max_steps.max(1));
             }

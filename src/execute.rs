@@ -220,7 +220,7 @@ async fn run_subtask(
     let decider = LlmDecider::new(llm.clone(), engine.catalog.clone(), request.model.clone(), opening, deadline);
     let executor =
         Calls { engine, client: request.client.as_deref(), request: &sub.task, deadline, made: Mutex::default() };
-    let mut settings = Settings::from(&engine.config.planner);
+    let mut settings = Settings::from(&engine.config);
     settings.budget.deadline = deadline.saturating_duration_since(Instant::now());
     settings.repair_attempts = request.repair_attempts;
     let result = engine.run(&sub.task, settings, outputs, &decider, &executor).await;

@@ -125,3 +125,37 @@ fn eval_plan_scores_every_variant_leaving_each_set_out() {
     }
     assert_eq!(reports[0]["overall"]["queries"], 20);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_command_line_plans_what_the_server_plans() {
+    let Some(env) = Env::new() else { return };
+    env.build_graph();
+    // A request whose plan has arguments to complete, with a non-default
+    // `[args]` (the server's engine applies it; so must the command line).
+    let task = "Give me a random color set for my website, then the details of color 00ff00";
+    let out = Command::new(common::binary())
+        .args(["plan", task, "--json", "--catalog"])
+        .arg(env.data.join("tools"))
+        .arg("--catalog")
+        .arg(env.data.join("tools_dropped_compact.jsonl"))
+        .env_remove("TOOLROUTER_CONFIG")
+        .env("TOOLROUTER_STATE_DIR", env.state.path())
+        .env("TOOLROUTER_RETRIEVAL_MODE", "lexical")
+        .env("TOOLROUTER_ARGS_COERCE", "false")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let cli: Value = serde_json::from_slice(&out.stdout).unwrap();
+
+    let mut config = toolrouter::config::Config::default();
+    config.state.dir = env.state.path().to_path_buf();
+    config.catalog.paths = vec![env.data.join("tools"), env.data.join("tools_dropped_compact.jsonl")];
+    config.retrieval.mode = toolrouter::config::SearchMode::Lexical;
+    config.args.coerce = false;
+    let engine = toolrouter::engine::Engine::open(&config).unwrap();
+    // Through JSON text, as the command line prints it (f32 fields round alike).
+    let server: Value =
+        serde_json::from_str(&serde_json::to_string(&engine.plan(task, None).await.unwrap()).unwrap()).unwrap();
+    assert!(!server["steps"].as_array().unwrap().is_empty(), "{server}");
+    assert_eq!(cli["steps"], server["steps"], "the same request and config, the same plan");
+}

@@ -258,8 +258,7 @@ fn learning_curve(
     }
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| CliError::Failure(e.into()))?;
-    let mut settings = crate::planner::Settings::from(&config.planner);
-    settings.args = crate::args::Options::from(&config.args);
+    let settings = crate::planner::Settings::from(config);
     let params = crate::graph::Params::from(&config.graph);
     let curve = runtime
         .block_on(learning::curve(retriever, sets, task, settings, params, window, seed))
@@ -325,7 +324,7 @@ fn run_plan(args: &PlanArgs, config: &Config) -> Result<ExitCode, CliError> {
     variants.extend(args.baseline.iter().filter(|&&n| n > 0).map(|&n| Variant::Retrieval { n }));
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| CliError::Failure(e.into()))?;
-    let settings = crate::planner::Settings::from(&config.planner);
+    let settings = crate::planner::Settings::from(&config);
     let params = crate::graph::Params::from(&config.graph);
     let reports = runtime
         .block_on(plan::evaluate(

@@ -42,7 +42,7 @@ pub(super) fn run(args: &PlanArgs, config: &Config) -> Result<ExitCode, CliError
         Some(graph)
     };
     let memory = LongTermMemory::read(&memory::memory_path(&state)).map_err(|e| CliError::Failure(e.into()))?;
-    let mut settings = Settings::from(&config.planner);
+    let mut settings = Settings::from(config);
     if let Some(n) = args.max_steps {
         if n == 0 {
             return Err(CliError::Usage("--max-steps must be at least 1".into()));

@@ -38,7 +38,7 @@ pub use memory::{LongTermMemory, Memory, MemoryWriter};
 
 use crate::args::{self, Problem};
 use crate::catalog::{ApiId, Catalog};
-use crate::config::PlannerConfig;
+use crate::config::Config;
 use crate::graph::{NodeKey, ToolGraph};
 use crate::retrieval::{Filters, Prepared, RetrievalError, Retriever, SearchOptions};
 
@@ -80,8 +80,12 @@ pub struct Settings {
     pub args: args::Options,
 }
 
-impl From<&PlannerConfig> for Settings {
-    fn from(c: &PlannerConfig) -> Self {
+/// The one constructor every planner user goes through (the server's
+/// plan and execute modes, MCP, `toolrouter plan`, `eval plan`): `[planner]`
+/// with `[args]`, so the command line plans what the server plans.
+impl From<&Config> for Settings {
+    fn from(config: &Config) -> Self {
+        let c = &config.planner;
         Settings {
             budget: Budget {
                 max_steps: c.max_steps,
@@ -95,7 +99,7 @@ impl From<&PlannerConfig> for Settings {
             hints: c.hints,
             greedy: false,
             repair_attempts: 0,
-            args: args::Options::default(),
+            args: args::Options::from(&config.args),
         }
     }
 }

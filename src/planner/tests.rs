@@ -24,7 +24,7 @@ fn retriever() -> (Retriever, tempfile::TempDir) {
 }
 
 fn settings() -> Settings {
-    Settings::from(&crate::config::PlannerConfig::default())
+    Settings::from(&crate::config::Config::default())
 }
 
 fn functions(run: &PlanRun) -> Vec<&str> {
