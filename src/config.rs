@@ -558,6 +558,7 @@ impl Config {
             ("openai.max_request_tools", self.openai.max_request_tools),
             ("openai.traces", self.openai.traces),
             ("openai.max_runs", self.openai.max_runs),
+            ("openai.keep_alive_ms", self.openai.keep_alive_ms as usize),
         ] {
             if n == 0 {
                 return Err(fail(key, "must be at least 1".to_string()));

@@ -154,3 +154,25 @@ async fn idle_slow_and_stalled_connections_are_closed_while_others_are_served() 
     assert_eq!(never_closed, 0, "idle, slow-header and idle keep-alive connections must be closed");
     assert_eq!((timeouts, refused), (20, 30), "burst 20 from 127.0.0.2: 20 stalled then 408, 30 refused at once");
 }
+
+#[test]
+fn a_long_streamed_execute_run_sends_keep_alive_comments() {
+    let Some(python) = python_env("py-openai", "bin/python") else { return };
+    let scripts = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python");
+    let mut model = Command::new(&python);
+    model.arg(scripts.join("scripted_model.py"));
+    let (_model, model_url) = start(model, Stdio::null());
+    let (_server, url) =
+        serve(&[("TOOLROUTER_LLM_BASE_URL", &format!("{model_url}/v1")), ("TOOLROUTER_OPENAI_KEEP_ALIVE_MS", "200")]);
+    common::wait_ready(&url, None);
+    // Every model request of the run takes 1 s (the scripted model's "fault:slow").
+    let body = serde_json::json!({"model": "scripted", "stream": true, "toolrouter": {"mode": "execute"},
+        "messages": [{"role": "user", "content": "What is the weather in Berlin? fault:slow"}]});
+    let (status, head, events) = common::http(&url, "POST", "/v1/chat/completions", None, body.to_string().as_bytes());
+    assert_eq!(status, 200, "{events}");
+    assert!(head.contains("content-type: text/event-stream"), "{head}");
+    let role = events.find("\"role\":\"assistant\"").expect("the role chunk");
+    let kept = events.find(": keep-alive").expect("keep-alive comments while the run works");
+    let done = events.rfind("data: [DONE]").expect("the end");
+    assert!(role < kept && kept < done, "{events}");
+}

@@ -44,6 +44,8 @@ pub const DEFAULT_EXECUTE_DEADLINE_MS: u64 = 90_000;
 pub const DEFAULT_DECOMPOSE: bool = true;
 /// `openai.max_runs`: execute runs in flight at once; more get 429.
 pub const DEFAULT_MAX_RUNS: usize = 16;
+/// `openai.keep_alive_ms`: a streamed answer with nothing to send for this long sends a `: keep-alive` comment.
+pub const DEFAULT_KEEP_ALIVE_MS: u64 = 15_000;
 /// `openai.traces`: execute traces kept in memory for `GET /v1/traces/{id}` (oldest dropped).
 pub const DEFAULT_TRACES_KEPT: usize = 1_000;
 
@@ -85,6 +87,7 @@ pub struct OpenAiConfig {
     pub decompose: bool,
     pub max_runs: usize,
     pub traces: usize,
+    pub keep_alive_ms: u64,
 }
 
 impl Default for OpenAiConfig {
@@ -99,6 +102,7 @@ impl Default for OpenAiConfig {
             decompose: DEFAULT_DECOMPOSE,
             max_runs: DEFAULT_MAX_RUNS,
             traces: DEFAULT_TRACES_KEPT,
+            keep_alive_ms: DEFAULT_KEEP_ALIVE_MS,
         }
     }
 }

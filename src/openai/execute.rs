@@ -4,8 +4,8 @@
 //!
 //! The run is a task of its own, so a client that goes away does not cut
 //! it short: its calls still finish and the graph still learns from them.
-//! A streamed answer sends its first chunk (the role) at once, then the
-//! answer when the run is done.
+//! A streamed answer sends its first chunk (the role) at once, keep-alive
+//! comments while the run works, then the answer when the run is done.
 
 use std::sync::Arc;
 
@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::ApiError;
-use super::stream::{data, event_stream};
+use super::stream::{data, done, event_stream};
 use super::traces::Traces;
 use super::validate::ChatRequest;
 use crate::config::OpenAiConfig;
@@ -95,7 +95,7 @@ pub async fn respond(
             "usage": execution.usage, "toolrouter": report(&trace_id, &execution)});
         return Ok(axum::Json(body).into_response());
     }
-    let (tx, rx) = mpsc::channel::<String>(4);
+    let (tx, rx) = mpsc::channel(4);
     let (model, include_usage) = (req.model.clone(), req.include_usage);
     tokio::spawn(async move {
         let chunk = |delta: Value, finish: Value| {
@@ -119,9 +119,9 @@ pub async fn respond(
                 "choices": [], "usage": execution.usage});
             let _ = tx.send(data(&usage)).await;
         }
-        let _ = tx.send("data: [DONE]\n\n".into()).await;
+        let _ = tx.send(done()).await;
     });
-    Ok(event_stream(rx))
+    Ok(event_stream(rx, config.keep_alive_ms))
 }
 
 /// The `toolrouter` field: the mode, the trace's id, how it ended and the trace.

@@ -13,11 +13,14 @@
 //! (`choices: []`, every model request's tokens) when
 //! `stream_options.include_usage` asked for one, and `data: [DONE]`. A
 //! failure after the stream has started is a `data: {"error": …}` event.
+//! While nothing else is sent (a model thinking, an execute run calling
+//! APIs), a `: keep-alive` comment goes out every `openai.keep_alive_ms`,
+//! so proxies and clients with read timeouts keep the stream open.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 
-use axum::body::Body;
+use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use serde_json::{Map, Value, json};
@@ -55,22 +58,30 @@ pub async fn stream(
     }
     // Errors before the first event keep their HTTP status.
     let chunks = llm.stream(&body, req.deadline).await?;
-    let (tx, rx) = mpsc::channel::<String>(BUFFER);
+    let (tx, rx) = mpsc::channel::<Event>(BUFFER);
+    let keep_alive = config.keep_alive_ms;
     tokio::spawn(relay(chunks, tx, req, llm, config, prepared, planned));
-    Ok(event_stream(rx))
+    Ok(event_stream(rx, keep_alive))
 }
 
-/// A `text/event-stream` response of the events `rx` receives.
-pub(super) fn event_stream(rx: mpsc::Receiver<String>) -> Response {
+/// A `text/event-stream` response of the events `rx` receives, with a
+/// `: keep-alive` comment after every `keep_alive_ms` without one.
+pub(super) fn event_stream(rx: mpsc::Receiver<Event>, keep_alive_ms: u64) -> Response {
     let events = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|event| (Ok::<_, Infallible>(event), rx))
     });
-    ([("content-type", "text/event-stream"), ("cache-control", "no-cache")], Body::from_stream(events)).into_response()
+    let keep_alive = KeepAlive::new().interval(std::time::Duration::from_millis(keep_alive_ms)).text("keep-alive");
+    Sse::new(events).keep_alive(keep_alive).into_response()
 }
 
 /// One server-sent event carrying `value`.
-pub(super) fn data(value: &Value) -> String {
-    format!("data: {value}\n\n")
+pub(super) fn data(value: &Value) -> Event {
+    Event::default().data(value.to_string())
+}
+
+/// The event that ends an OpenAI stream.
+pub(super) fn done() -> Event {
+    Event::default().data("[DONE]")
 }
 
 /// What the model streamed, as far as the end of the stream needs it.
@@ -185,7 +196,7 @@ impl Seen {
 
 async fn relay(
     mut chunks: crate::llm::Chunks,
-    tx: mpsc::Sender<String>,
+    tx: mpsc::Sender<Event>,
     req: ChatRequest,
     llm: std::sync::Arc<LlmClient>,
     config: OpenAiConfig,
@@ -258,7 +269,7 @@ async fn relay(
         u["usage"] = usage;
         let _ = tx.send(data(&u)).await;
     }
-    let _ = tx.send("data: [DONE]\n\n".into()).await;
+    let _ = tx.send(done()).await;
 }
 
 #[cfg(test)]
