@@ -4,9 +4,9 @@
 //!
 //! Under the budget a response passes unchanged. Over it:
 //!
-//! 1. a cached per-API field choice, if any, keeps only the chosen fields
-//!    (the choice is made once per API, e.g. by an LLM from a sample
-//!    response, and applied by code after that: [`FieldChoice`]);
+//! 1. a per-API field choice, if the operator wrote one
+//!    (`<state>/compress/fields.json`, [`FieldChoices`]), keeps only the
+//!    chosen fields;
 //! 2. noise goes: nulls, empty values, long opaque tokens (hashes, base64),
 //!    and fields named like links, tracking, versions or metadata;
 //! 3. object fields are ordered by their relation to the API description
@@ -24,7 +24,6 @@
 //! value it stands for, so its fields are ranked and kept like any others.
 
 use std::collections::{HashMap, HashSet};
-use std::future::Future;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -70,23 +69,10 @@ pub struct FieldChoice {
     pub keep: Vec<String>,
 }
 
-/// Picks the fields worth keeping from a sample response of an API. An
-/// LLM does this (it arrives with the OpenAI face); it is asked once per
-/// API and its answer cached in [`FieldChoices`].
-pub trait FieldChooser: Sync {
-    fn choose(
-        &self,
-        function: &str,
-        description: &str,
-        sample: &Value,
-    ) -> impl Future<Output = Option<FieldChoice>> + Send;
-}
-
-/// The cached field choices, by function name, in one JSON file
-/// (`<state>/compress/fields.json`), rewritten atomically on change.
+/// Field choices by function name, from one JSON file the operator writes
+/// (`<state>/compress/fields.json`: `{"function": {"keep": ["field", …]}}`).
 #[derive(Debug, Default)]
 pub struct FieldChoices {
-    path: Option<PathBuf>,
     choices: HashMap<String, FieldChoice>,
 }
 
@@ -103,39 +89,11 @@ impl FieldChoices {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => HashMap::new(),
             Err(e) => return Err(e),
         };
-        Ok(FieldChoices { path: Some(path.to_path_buf()), choices })
+        Ok(FieldChoices { choices })
     }
 
     pub fn get(&self, function: &str) -> Option<&FieldChoice> {
         self.choices.get(function)
-    }
-
-    /// The cached choice for `function`, else the chooser's (then cached).
-    pub async fn get_or_choose(
-        &mut self,
-        function: &str,
-        description: &str,
-        sample: &Value,
-        chooser: &impl FieldChooser,
-    ) -> std::io::Result<Option<FieldChoice>> {
-        if let Some(c) = self.choices.get(function) {
-            return Ok(Some(c.clone()));
-        }
-        let Some(choice) = chooser.choose(function, description, sample).await else { return Ok(None) };
-        self.choices.insert(function.to_string(), choice.clone());
-        self.save()?;
-        Ok(Some(choice))
-    }
-
-    fn save(&self) -> std::io::Result<()> {
-        let Some(path) = &self.path else { return Ok(()) };
-        let dir = path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir)?;
-        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-        serde_json::to_writer_pretty(&mut tmp, &self.choices).map_err(std::io::Error::other)?;
-        tmp.as_file().sync_all()?;
-        tmp.persist(path).map_err(|e| e.error)?;
-        std::fs::File::open(dir)?.sync_all()
     }
 }
 
@@ -494,30 +452,6 @@ mod tests {
         let out = valid_within(&compress(&v, "", 1024, Some(&choice)), 1024);
         assert!(out.get("extra").is_none());
         assert!(out["data"]["items"][0].get("blob").is_none() && out["data"]["items"][0]["name"] == "n0", "{out}");
-    }
-
-    /// Answers once, then would panic: the cache must answer after that.
-    struct Once(std::sync::atomic::AtomicBool);
-
-    impl FieldChooser for Once {
-        async fn choose(&self, _f: &str, _d: &str, _s: &Value) -> Option<FieldChoice> {
-            assert!(!self.0.swap(true, std::sync::atomic::Ordering::SeqCst), "asked twice");
-            Some(FieldChoice { keep: vec!["name".into()] })
-        }
-    }
-
-    #[test]
-    fn field_choices_are_asked_once_and_cached_on_disk() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = FieldChoices::path_in(dir.path());
-        let chooser = Once(false.into());
-        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-        let mut choices = FieldChoices::load(&path).unwrap();
-        for _ in 0..2 {
-            let c = rt.block_on(choices.get_or_choose("f", "", &json!({}), &chooser)).unwrap();
-            assert_eq!(c.unwrap().keep, ["name"]);
-        }
-        assert_eq!(FieldChoices::load(&path).unwrap().get("f").unwrap().keep, ["name"]);
     }
 
     #[test]

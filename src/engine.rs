@@ -142,6 +142,12 @@ impl Engine {
         }))
     }
 
+    /// Forgets the rate limiters' idle keys (clients, APIs, hosts) and
+    /// expired `Retry-After` holds; a long-running server calls it now and then.
+    pub fn prune_limits(&self) {
+        self.upstream.limits().prune();
+    }
+
     /// The API a function name (any spelling) names.
     pub fn api(&self, function: &str) -> Result<&Api, UnknownApi> {
         self.catalog.find(function)

@@ -586,6 +586,7 @@ pub async fn serve(config: &Config) -> anyhow::Result<()> {
     use std::io::Write;
     std::io::stdout().flush()?;
     app.set_loading(Loading::start(config));
+    tokio::spawn(housekeeping(app.clone()));
     let grace = Duration::from_millis(config.server.shutdown_grace_ms);
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let header_read_timeout = Duration::from_millis(config.server.header_read_timeout_ms);
@@ -602,6 +603,25 @@ pub async fn serve(config: &Config) -> anyhow::Result<()> {
         let _ = tokio::time::timeout(Duration::from_secs(1), &mut server).await;
     }
     Ok(())
+}
+
+/// How often idle rate-limiter keys are forgotten.
+const HOUSEKEEPING: Duration = Duration::from_secs(60);
+
+/// Now and then forgets the rate limiters' idle keys (one per client key or
+/// address, API and host): without it they would grow with every client
+/// ever seen.
+async fn housekeeping(app: Arc<App>) {
+    let mut tick = tokio::time::interval(HOUSEKEEPING);
+    loop {
+        tick.tick().await;
+        if let Some(limiter) = &app.limiter {
+            limiter.retain_recent();
+        }
+        if let Ok(engine) = app.engine() {
+            engine.prune_limits();
+        }
+    }
 }
 
 async fn shutdown_signal() {

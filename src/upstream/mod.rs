@@ -197,16 +197,9 @@ impl Upstream {
         Ok(Upstream { backend, limits: Limits::new(c), guard, config: c.clone(), base_url, key })
     }
 
+    /// The rate limits calls go through.
     pub fn limits(&self) -> &Limits {
         &self.limits
-    }
-
-    /// The replay table, in replay mode.
-    pub fn replay_table(&self) -> Option<&ReplayTable> {
-        match &self.backend {
-            Backend::Replay(t) => Some(t),
-            Backend::Live(_) => None,
-        }
     }
 
     /// Calls `api` with validated `arguments` on behalf of `client` (a client key id).
