@@ -3,7 +3,7 @@
 //! an unreachable model (its address never shown), requests still running
 //! when the shutdown grace ends (503).
 
-mod common;
+use crate::common;
 
 /// A raw request without a key: (status, headers, body).
 fn request(url: &str, method: &str, path: &str, body: &str) -> (u16, String, String) {

@@ -6,7 +6,7 @@
 //! come back 200 with the recorded response; one whose recording failed
 //! must come back as the upstream's failure. Real ToolBench data.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

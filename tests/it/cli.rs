@@ -1,6 +1,6 @@
 //! The `toolrouter` binary as users run it: outputs, exit codes, bad input.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};

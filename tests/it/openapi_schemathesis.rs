@@ -19,7 +19,7 @@
 //! `TOOLROUTER_SCHEMATHESIS_EXAMPLES` (default 100 per operation) and
 //! `TOOLROUTER_SCHEMATHESIS_SEED` (default fixed) tune the run.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

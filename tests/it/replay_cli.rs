@@ -3,7 +3,7 @@
 //! path; `--upstream replay` in-process. Real ToolBench catalog and replay
 //! table.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -1,5 +1,4 @@
 //! Helpers shared by the integration tests.
-#![allow(dead_code)] // each test binary uses a different subset
 
 use std::path::PathBuf;
 use std::sync::OnceLock;

@@ -12,7 +12,7 @@
 //! upstream: one task, streaming, parallel and dependent sub-tasks,
 //! argument completion, a question for the user, traces, a failing model.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

@@ -4,7 +4,7 @@
 //! every API's URL template is filled by arguments built from its schema
 //! and read back by the replay server.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 

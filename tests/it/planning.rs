@@ -1,7 +1,7 @@
 //! The tool graph and the planner on the command line, over the real
 //! ToolBench catalog and trajectories (lexical retrieval: no model needed).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

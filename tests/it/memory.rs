@@ -3,7 +3,7 @@
 //! and its path ranks for a similar request in catalog search. Over the
 //! embedded catalog with the real embedding model.
 
-mod common;
+use crate::common;
 
 use toolrouter::config::Config;
 use toolrouter::engine::Engine;

@@ -5,7 +5,7 @@
 //! for bad arguments, plan, an unknown tool; over HTTP with API keys, and
 //! the 2.x high-level client's server/discover fallback.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};

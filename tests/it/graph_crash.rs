@@ -2,7 +2,7 @@
 //! when a snapshot is damaged, the first writer keeps its recovery report,
 //! which `graph stats` and `/metrics` show.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};

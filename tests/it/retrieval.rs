@@ -2,7 +2,7 @@
 //! catalog (the tools of real queries plus a whole category as
 //! distractors), the real embedding model, a temporary state directory.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::path::PathBuf;

@@ -5,7 +5,7 @@
 //! list seen for the first time (lexical) and on an embedded one, and far
 //! better than random picks.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -1,0 +1,24 @@
+//! The integration tests, in one binary (one link of the crate instead of
+//! one per file): each module drives the built `toolrouter` binary, the
+//! library, or real clients (the Python SDKs, the MCP Inspector) over loopback. Tests
+//! over the ToolBench data say SKIPPED without it; CI provides it.
+
+mod common;
+
+mod cli;
+mod faults;
+mod graph_crash;
+mod llm_client;
+mod mcp_python;
+mod memory;
+mod openai_python;
+mod openapi_schemathesis;
+mod planning;
+mod replay_all;
+mod replay_cli;
+mod retrieval;
+mod route_eval;
+mod serve_http;
+mod toolbench_catalog;
+mod upstream_faults;
+mod upstream_limits;
