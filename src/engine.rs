@@ -55,14 +55,34 @@ pub struct Found {
 /// What a call came to.
 #[derive(Debug)]
 pub enum Called {
+    /// No API has that function name (with the closest names).
+    Unknown(UnknownApi),
+    /// The arguments are not a JSON object or are too large: nothing checked or sent.
+    Refused(String),
     /// The arguments do not fit the schema: every problem, nothing sent.
     Invalid(Invalid),
     /// The upstream call failed (classified, with its trace).
     Failed(CallError),
     Done {
+        /// The API's function name, as the catalog spells it.
+        function: String,
         response: Box<Response>,
         compressed: Compressed,
     },
+}
+
+/// A call for [`Engine::call`]: what every face (MCP, HTTP, execute runs) hands over.
+pub struct CallRequest<'a> {
+    /// The function name, in any spelling the catalog resolves.
+    pub function: &'a str,
+    pub arguments: &'a Value,
+    /// The client's key id (its own upstream rate).
+    pub client: Option<&'a str>,
+    /// The request the call serves: ranks the response's fields when compressing.
+    pub purpose: &'a str,
+    /// A call on its own, recorded in the graph's availability at once;
+    /// else a step of a run, recorded with the run ([`Engine::record_run`]).
+    pub standalone: bool,
 }
 
 /// The engine.
@@ -247,49 +267,55 @@ impl Engine {
             .map_err(|e| EngineError::BadInput(e.to_string()))
     }
 
-    /// Validates and calls `api`, compresses the response for `request`
-    /// (the context that ranks its fields). A `standalone` call's outcome
-    /// is recorded in the graph's availability at once; a call that is a
-    /// step of a run is recorded with the run ([`Engine::record_run`]).
-    pub async fn call(
-        &self,
-        api: &Api,
-        arguments: &Value,
-        client: Option<&str>,
-        request: &str,
-        standalone: bool,
-    ) -> Called {
-        let valid = match args::validate(api, arguments, Options::from(&self.config.args)) {
+    /// The one call pipeline: resolves the name (unknown: the closest
+    /// names), checks the arguments' size and shape, validates them once
+    /// (`[args]`), calls the API (rate-limited, guarded), records a
+    /// standalone call's outcome (off the async workers: it fsyncs) and
+    /// compresses the response for the call's purpose.
+    pub async fn call(self: &Arc<Self>, request: CallRequest<'_>) -> Called {
+        let api = match self.catalog.find(request.function) {
+            Ok(api) => api,
+            Err(unknown) => return Called::Unknown(unknown),
+        };
+        if let Err(problem) = Engine::check_arguments(request.arguments) {
+            return Called::Refused(problem);
+        }
+        let valid = match args::validate(api, request.arguments, Options::from(&self.config.args)) {
             Ok(v) => v,
             Err(invalid) => return Called::Invalid(invalid),
         };
-        let result = self.upstream.call(api, &valid.arguments, client).await;
+        let result = self.upstream.call(api, &valid.arguments, request.client).await;
         let (outcome, attempts) = match &result {
             Ok(r) => (r.outcome(), r.trace.attempts.len()),
             Err(e) => (e.outcome(), e.trace.attempts.len()),
         };
         let class = outcome.class.map_or_else(|| "ok".to_string(), |c| c.name());
         crate::metrics::global().tool_call(&api.function_name, &class, attempts.saturating_sub(1) as u64);
-        if standalone {
-            self.record_run(RunRecord {
+        if request.standalone {
+            let run = RunRecord {
                 id: format!("call-{}", api.function_name),
                 task: String::new(),
                 calls: vec![RunCall { function: outcome.function, ok: outcome.ok }],
                 success: outcome.ok,
                 standalone: true,
-            });
+            };
+            let engine = self.clone();
+            if let Err(e) = tokio::task::spawn_blocking(move || engine.record_run(run)).await {
+                tracing::warn!("recording a call in the graph failed: {e}");
+            }
         }
         match result {
             Err(e) => Called::Failed(e),
             Ok(response) => {
-                let context = format!("{} {request} {}", api.description, Value::Object(valid.arguments.clone()));
+                let context =
+                    format!("{} {} {}", api.description, request.purpose, Value::Object(valid.arguments.clone()));
                 let compressed = compress(
                     &response.body,
                     &context,
                     self.config.compress.budget,
                     self.choices.get(&api.function_name),
                 );
-                Called::Done { response: Box::new(response), compressed }
+                Called::Done { function: api.function_name.clone(), response: Box::new(response), compressed }
             }
         }
     }
@@ -377,7 +403,7 @@ impl Engine {
     }
 
     /// Checks that `arguments` is an object of acceptable size.
-    pub fn check_arguments(arguments: &Value) -> Result<&Map<String, Value>, String> {
+    fn check_arguments(arguments: &Value) -> Result<&Map<String, Value>, String> {
         let size = arguments.to_string().len();
         if size > MAX_ARGUMENTS_BYTES {
             return Err(format!("the arguments are {size} bytes; the limit is {MAX_ARGUMENTS_BYTES}"));

@@ -25,7 +25,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::catalog::Api;
-use crate::engine::{Called, Engine};
+use crate::engine::{CallRequest, Called, Engine};
 use crate::graph::{RunCall, RunRecord};
 use crate::llm::{LlmClient, LlmError, Usage};
 use crate::planner::llm_decider::clip;
@@ -258,7 +258,7 @@ async fn run_subtask(
 /// Carries out steps through the engine (validation, upstream, compression)
 /// and keeps the calls for the graph.
 struct Calls<'a> {
-    engine: &'a Engine,
+    engine: &'a Arc<Engine>,
     client: Option<&'a str>,
     request: &'a str,
     /// The run's deadline: a call still going then is given up.
@@ -271,7 +271,14 @@ impl Executor for Calls<'_> {
         let started = Instant::now();
         let arguments = Value::Object(arguments.clone());
         let left = self.deadline.saturating_duration_since(Instant::now());
-        let call = self.engine.call(api, &arguments, self.client, self.request, false);
+        let request = CallRequest {
+            function: &api.function_name,
+            arguments: &arguments,
+            client: self.client,
+            purpose: self.request,
+            standalone: false,
+        };
+        let call = self.engine.call(request);
         let Ok(called) = tokio::time::timeout(left, call).await else {
             self.made
                 .lock()
@@ -281,9 +288,11 @@ impl Executor for Calls<'_> {
             return Outcome { ok: false, status, response: None, elapsed_ms: started.elapsed().as_secs_f64() * 1e3 };
         };
         let (ok, status, response) = match called {
+            Called::Unknown(unknown) => (false, unknown.to_string(), None),
+            Called::Refused(problem) => (false, format!("invalid arguments: {problem}"), None),
             Called::Invalid(invalid) => (false, format!("invalid arguments: {invalid}"), None),
             Called::Failed(e) => (false, format!("failed ({}): {e}", e.class.name()), None),
-            Called::Done { response, compressed } => {
+            Called::Done { response, compressed, .. } => {
                 let ok = response.outcome().ok;
                 (ok, format!("HTTP {}", response.status), serde_json::from_str(&compressed.text).ok())
             }

@@ -35,7 +35,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
-use crate::engine::{Called, Engine};
+use crate::engine::{CallRequest, Called, Engine};
 use crate::loading::{Loading, NotReady};
 pub use session::Session;
 
@@ -174,25 +174,22 @@ impl Ready {
 
     /// Calls `name` with `arguments` (from `call_api` or a session tool).
     async fn call(&self, name: &str, arguments: &Value, client: Option<&str>) -> CallToolResult {
-        let api = match self.engine.api(name) {
-            Ok(api) => api,
-            Err(unknown) => {
+        let purpose = self.session.tasks();
+        let call = CallRequest { function: name, arguments, client, purpose: &purpose, standalone: false };
+        match self.engine.call(call).await {
+            Called::Unknown(unknown) => {
                 let hint = if unknown.close.is_empty() { "; find APIs with search_tools" } else { "" };
-                return text_result(format!("{unknown}{hint}"), None, true);
+                text_result(format!("{unknown}{hint}"), None, true)
             }
-        };
-        if let Err(problem) = Engine::check_arguments(arguments) {
-            return text_result(format!("Invalid arguments for `{name}`: {problem}"), None, true);
-        }
-        let request = self.session.tasks();
-        match self.engine.call(api, arguments, client, &request, false).await {
+            Called::Refused(problem) => text_result(format!("Invalid arguments for `{name}`: {problem}"), None, true),
             Called::Invalid(invalid) => {
                 let problems = serde_json::to_value(&invalid.problems).unwrap_or_default();
                 text_result(invalid.to_string(), Some(json!({"problems": problems})), true)
             }
             Called::Failed(e) => {
-                self.session.record_call(&api.function_name, false);
-                let mut text = format!("The call to `{}` failed ({:?}): {}", api.function_name, e.class, e.message);
+                let function = e.outcome().function;
+                self.session.record_call(&function, false);
+                let mut text = format!("The call to `{function}` failed ({:?}): {}", e.class, e.message);
                 if let Some(ms) = e.retry_after_ms {
                     text.push_str(&format!(" Retry after {:.1} s.", ms / 1e3));
                 }
@@ -200,11 +197,11 @@ impl Ready {
                     "retry_after_ms": e.retry_after_ms}});
                 text_result(text, Some(structured), true)
             }
-            Called::Done { response, compressed } => {
-                self.session.record_call(&api.function_name, true);
+            Called::Done { function, response, compressed } => {
+                self.session.record_call(&function, true);
                 let body: Value =
                     serde_json::from_str(&compressed.text).unwrap_or(Value::String(compressed.text.clone()));
-                let structured = json!({"name": api.function_name, "status": response.status, "response": body,
+                let structured = json!({"name": function, "status": response.status, "response": body,
                     "characters": {"before": compressed.chars_before, "after": compressed.chars_after}});
                 text_result(compressed.text, Some(structured), false)
             }

@@ -42,7 +42,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::config::Config;
-use crate::engine::Engine;
+use crate::engine::{CallRequest, Called, Engine};
 use crate::llm::LlmClient;
 use crate::loading::{Loading, NotReady};
 use crate::mcp::{ClientId, McpServer};
@@ -452,9 +452,12 @@ async fn tools_call(
     let Some(name) = request.get("name").and_then(|n| n.as_str()) else {
         return ApiError::invalid("`name` (the API's function name) is required", Some("name")).into_response();
     };
-    let api = match engine.api(name) {
-        Ok(api) => api,
-        Err(unknown) => {
+    let arguments = request.get("arguments").cloned().unwrap_or_else(|| json!({}));
+    let client = client.map(|c| c.0.0);
+    let call =
+        CallRequest { function: name, arguments: &arguments, client: client.as_deref(), purpose: "", standalone: true };
+    match engine.call(call).await {
+        Called::Unknown(unknown) => {
             let err = ApiError {
                 status: StatusCode::NOT_FOUND,
                 code: Some("unknown_tool"),
@@ -462,21 +465,15 @@ async fn tools_call(
             };
             let mut body = err.body();
             body["error"]["suggestions"] = json!(unknown.close);
-            return (err.status, axum::Json(body)).into_response();
+            (err.status, axum::Json(body)).into_response()
         }
-    };
-    let arguments = request.get("arguments").cloned().unwrap_or_else(|| json!({}));
-    if let Err(problem) = Engine::check_arguments(&arguments) {
-        return ApiError::invalid(problem, Some("arguments")).into_response();
-    }
-    let client = client.map(|c| c.0.0);
-    match engine.call(api, &arguments, client.as_deref(), "", true).await {
-        crate::engine::Called::Invalid(invalid) => {
+        Called::Refused(problem) => ApiError::invalid(problem, Some("arguments")).into_response(),
+        Called::Invalid(invalid) => {
             let mut body = ApiError::invalid(invalid.to_string(), Some("arguments")).body();
             body["error"]["problems"] = serde_json::to_value(&invalid.problems).unwrap_or_default();
             (StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
         }
-        crate::engine::Called::Failed(e) => {
+        Called::Failed(e) => {
             use crate::upstream::ErrorClass;
             let (status, kind) = match e.class {
                 ErrorClass::RateLimited => (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error"),
@@ -494,10 +491,10 @@ async fn tools_call(
             }
             response
         }
-        crate::engine::Called::Done { response, compressed } => {
+        Called::Done { function, response, compressed } => {
             let body: serde_json::Value =
                 serde_json::from_str(&compressed.text).unwrap_or(serde_json::Value::String(compressed.text.clone()));
-            axum::Json(json!({"name": api.function_name, "status": response.status, "response": body,
+            axum::Json(json!({"name": function, "status": response.status, "response": body,
                 "characters": {"before": compressed.chars_before, "after": compressed.chars_after},
                 "trace": response.trace}))
             .into_response()
