@@ -31,7 +31,9 @@
 //!   availability learned from trajectories, updated online after every
 //!   run, durable as a snapshot plus an fsync'd run log.
 //! * [`llm`]: the client of an upstream OpenAI-compatible model
-//!   (non-streaming and streaming, timeouts, retries, size caps).
+//!   (non-streaming and streaming, every way a stream ends told apart, one
+//!   time budget per request for its retries and `Retry-After` waits, size
+//!   caps).
 //! * [`planner`]: graph-guided depth-first search for a chain of API calls,
 //!   with backtracking, budgets, reflection, short- and long-term memory,
 //!   argument completion from earlier outputs and repair; `Decider` and
@@ -41,8 +43,9 @@
 //!   the replay table of recorded responses.
 //! * [`compress`]: shortens responses to a character budget for a model,
 //!   always as valid JSON.
-//! * [`engine`]: what the faces share: search, plan, call (validate, call
-//!   upstream, compress, learn) and recording runs in the graph.
+//! * [`engine`]: what the faces share: search, plan, the one call pipeline
+//!   (resolve the name with suggestions, validate, call upstream, compress,
+//!   learn) and recording runs in the graph.
 //! * [`loading`]: the engine loading in the background, so that the faces
 //!   answer at once and say how far a first index build has got.
 //! * [`execute`]: execute mode: a request split into sub-tasks (independent
@@ -55,8 +58,9 @@
 //!   mode: tool narrowing, tool-call checks and repair; plan mode; execute
 //!   mode), `/v1/models` and the traces of execute runs.
 //! * [`server`]: the HTTP servers, thin adapters: `toolrouter serve`
-//!   (health, readiness, API keys, limits, graceful shutdown, `/mcp`) and
-//!   the replay server of recorded responses.
+//!   (connections with header-read, idle and body timeouts, health,
+//!   readiness, API keys, limits, graceful shutdown, `/mcp`) and the replay
+//!   server of recorded responses.
 //! * [`eval`]: measures retrieval (Recall@k, NDCG@k, MRR), planning
 //!   (precision, recall and F1 of the planned APIs, the tool graph built
 //!   leave-one-set-out) and response compression.
