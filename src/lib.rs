@@ -30,6 +30,8 @@
 //! * [`graph`]: the tool graph (petgraph): transition weights and API
 //!   availability learned from trajectories, updated online after every
 //!   run, durable as a snapshot plus an fsync'd run log.
+//! * [`retry`]: exponential backoff with jitter and `Retry-After`, for
+//!   every outbound request (the model's and the APIs').
 //! * [`llm`]: the client of an upstream OpenAI-compatible model
 //!   (non-streaming and streaming, every way a stream ends told apart, one
 //!   time budget per request for its retries and `Retry-After` waits, size
@@ -84,6 +86,7 @@ pub mod metrics;
 pub mod openai;
 pub mod planner;
 pub mod retrieval;
+pub mod retry;
 pub mod server;
 pub mod trajectory;
 pub mod upstream;

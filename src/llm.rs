@@ -175,10 +175,7 @@ impl LlmClient {
             let wait = match retry_after {
                 Some(wait) if wait > Duration::from_millis(self.config.max_retry_wait_ms) => return Err(error),
                 Some(wait) => wait,
-                None => {
-                    let base = self.config.backoff_ms as f64 * 2f64.powi(attempt as i32 - 1);
-                    Duration::from_secs_f64(base * (0.5 + fastrand::f64()) / 1000.0)
-                }
+                None => crate::retry::backoff(self.config.backoff_ms, attempt),
             };
             // A retry that could not start before the deadline is not tried.
             if Instant::now() + wait >= deadline {
@@ -458,12 +455,8 @@ fn sse_events<B: AsRef<[u8]> + Send + 'static>(
 /// `error.message`, else the start of its body) and `Retry-After`.
 async fn status_error(response: reqwest::Response) -> LlmError {
     let status = response.status().as_u16();
-    let retry_after = response
-        .headers()
-        .get("retry-after")
-        .and_then(|v| v.to_str().ok()?.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(|s| Duration::from_secs_f64(s.min(86_400.0)));
+    let retry_after =
+        response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(crate::retry::retry_after);
     let text = read_capped(response, 64 * 1024).await.unwrap_or_default();
     let message = serde_json::from_slice::<Value>(&text)
         .ok()

@@ -283,7 +283,8 @@ impl Upstream {
                     return Ok(Response { status, body, bytes, trace });
                 }
             };
-            let mut retry_in = (failure.retryable && attempt < self.config.max_attempts).then(|| self.backoff(attempt));
+            let mut retry_in = (failure.retryable && attempt < self.config.max_attempts)
+                .then(|| crate::retry::backoff(self.config.backoff_ms, attempt));
             if let Some(after) = failure.retry_after {
                 self.limits.slow_host(&http.api_host, after.min(MAX_RETRY_AFTER));
                 retry_in = retry_in.map(|_| after).filter(|a| *a <= MAX_RETRY_AFTER);
@@ -334,7 +335,7 @@ impl Upstream {
         let content_type =
             response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
         let retry_after =
-            response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
+            response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(crate::retry::retry_after);
         let cap = self.config.max_response_bytes;
         if response.content_length().is_some_and(|n| n as usize > cap) {
             return Err(Failure::fatal(ErrorClass::TooLarge, format!("the response is larger than {cap} bytes")));
@@ -368,12 +369,6 @@ impl Upstream {
         }
         let body = interpret(&bytes, &content_type)?;
         Ok((code, body, bytes.len()))
-    }
-
-    /// Exponential backoff with ±50% jitter: about `backoff_ms`, then twice that…
-    fn backoff(&self, attempt: u32) -> Duration {
-        let base = self.config.backoff_ms as f64 * 2f64.powi(attempt as i32 - 1);
-        Duration::from_secs_f64(base * (0.5 + fastrand::f64()) / 1000.0)
     }
 }
 
@@ -464,15 +459,6 @@ fn interpret(bytes: &[u8], content_type: &str) -> Result<Value, Failure> {
             ))
         }
         Err(_) => Ok(crate::json_text::parse(&text).map_or_else(|| Value::String(text.into_owned()), |(v, _)| v)),
-    }
-}
-
-/// `Retry-After` in seconds (HTTP dates are read as "soon": 1 s).
-fn parse_retry_after(v: &str) -> Option<Duration> {
-    match v.trim().parse::<f64>() {
-        Ok(s) if s >= 0.0 && s.is_finite() => Some(Duration::from_secs_f64(s)),
-        _ if !v.trim().is_empty() => Some(Duration::from_secs(1)),
-        _ => None,
     }
 }
 

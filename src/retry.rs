@@ -1,0 +1,61 @@
+//! When to try an outbound request again: exponential backoff with jitter,
+//! and a server's `Retry-After`. The model client ([`crate::llm`]) and the
+//! API upstream ([`crate::upstream`]) both use it, so they read the header
+//! alike.
+
+use std::time::{Duration, SystemTime};
+
+/// The longest `Retry-After` believed (longer ones are read as this).
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(86_400);
+
+/// The wait before retry `attempt` (1 = the first retry): about
+/// `base_ms`, doubling each time, with ±50% jitter so that clients that
+/// failed together do not retry together.
+pub fn backoff(base_ms: u64, attempt: u32) -> Duration {
+    let base = base_ms as f64 * 2f64.powi(attempt.saturating_sub(1).min(30) as i32);
+    Duration::from_secs_f64(base * (0.5 + fastrand::f64()) / 1000.0)
+}
+
+/// A `Retry-After` header's wait: delay-seconds (fractions accepted) or an
+/// HTTP date (a date already past: no wait), capped at [`MAX_RETRY_AFTER`].
+/// Anything else (empty, negative, garbage): `None`.
+pub fn retry_after(value: &str) -> Option<Duration> {
+    let value = value.trim();
+    let wait = match value.parse::<f64>() {
+        Ok(s) if s.is_finite() && s >= 0.0 => Duration::from_secs_f64(s.min(MAX_RETRY_AFTER.as_secs_f64())),
+        Ok(_) => return None,
+        Err(_) => {
+            let at = httpdate::parse_http_date(value).ok()?;
+            at.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO)
+        }
+    };
+    Some(wait.min(MAX_RETRY_AFTER))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_reads_seconds_and_dates() {
+        assert_eq!(retry_after(" 2 "), Some(Duration::from_secs(2)));
+        assert_eq!(retry_after("0.5"), Some(Duration::from_millis(500)));
+        assert_eq!(retry_after("99999999"), Some(MAX_RETRY_AFTER));
+        assert_eq!(retry_after("-1"), None);
+        assert_eq!(retry_after("soon"), None);
+        assert_eq!(retry_after(""), None);
+        let in_a_minute = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(60));
+        let wait = retry_after(&in_a_minute).unwrap();
+        assert!(wait > Duration::from_secs(55) && wait <= Duration::from_secs(60), "{wait:?}");
+        assert_eq!(retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn backoff_doubles_with_jitter() {
+        for attempt in 1..=4 {
+            let wait = backoff(100, attempt).as_secs_f64() * 1000.0;
+            let base = 100.0 * 2f64.powi(attempt as i32 - 1);
+            assert!((0.5 * base..1.5 * base).contains(&wait), "attempt {attempt}: {wait} ms");
+        }
+    }
+}
