@@ -28,8 +28,8 @@ use crate::catalog::Api;
 use crate::engine::{CallRequest, Called, Engine};
 use crate::graph::{RunCall, RunRecord};
 use crate::llm::{LlmClient, LlmError, Usage};
-use crate::planner::llm_decider::clip;
 use crate::planner::{Ending, Executor, LlmDecider, Outcome, PlanRun, Settings};
+use crate::text::clip;
 
 /// Sub-tasks a request is split into, at most.
 pub const MAX_SUBTASKS: usize = 5;

@@ -30,6 +30,7 @@
 //! * [`graph`]: the tool graph (petgraph): transition weights and API
 //!   availability learned from trajectories, updated online after every
 //!   run, durable as a snapshot plus an fsync'd run log.
+//! * [`text`]: text cut short for a person or a model (`clip`).
 //! * [`retry`]: exponential backoff with jitter and `Retry-After`, for
 //!   every outbound request (the model's and the APIs').
 //! * [`llm`]: the client of an upstream OpenAI-compatible model
@@ -88,5 +89,6 @@ pub mod planner;
 pub mod retrieval;
 pub mod retry;
 pub mod server;
+pub mod text;
 pub mod trajectory;
 pub mod upstream;

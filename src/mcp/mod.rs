@@ -128,7 +128,7 @@ impl Ready {
                 f.function,
                 f.tool,
                 f.category,
-                tools::clip(&f.description, 200)
+                crate::text::clip(&f.description, 200)
             ));
         }
         if found.is_empty() {

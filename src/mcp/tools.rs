@@ -87,12 +87,3 @@ pub fn unknown(args: &Map<String, Value>, known: &[&str]) -> Result<(), String> 
         None => Ok(()),
     }
 }
-
-/// The first `max` characters of `text`.
-pub fn clip(text: &str, max: usize) -> String {
-    let mut out: String = text.chars().take(max).collect();
-    if text.chars().count() > max {
-        out.push('…');
-    }
-    out
-}

@@ -218,7 +218,7 @@ impl DeterministicDecider {
                 .filter(|&t| best.similarity.get(t).copied().unwrap_or(0.0) >= MIN_GAIN)
                 .max_by(|a, b| best.similarity[*a].total_cmp(&best.similarity[*b]));
             let what = match part {
-                Some(t) if t > 0 => format!("serves \"{}\"", clip(&view.texts[t])),
+                Some(t) if t > 0 => format!("serves \"{}\"", crate::text::clip(&view.texts[t], 60)),
                 _ => "relevant to the task".to_string(),
             };
             let via = if best.w > 0.0 { format!(", w {:.2} from the last step", best.w) } else { String::new() };
@@ -267,12 +267,4 @@ pub fn judge(path: &[Step]) -> Reflection {
         Some(k) => Reflection::Partial { first_bad: k },
         None => Reflection::Success,
     }
-}
-
-fn clip(text: &str) -> String {
-    let mut out: String = text.chars().take(60).collect();
-    if text.chars().count() > 60 {
-        out.push('…');
-    }
-    out
 }

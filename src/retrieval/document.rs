@@ -24,7 +24,7 @@ const MAX_API_DESCRIPTION: usize = 600;
 fn head(catalog: &Catalog, api: &Api, capacity: usize) -> String {
     let mut doc = String::with_capacity(capacity);
     doc.push_str(&api.name);
-    let description = clip(&api.description, MAX_API_DESCRIPTION);
+    let description = cut_at_word(&api.description, MAX_API_DESCRIPTION);
     if !description.is_empty() && description != api.name {
         doc.push_str(": ");
         doc.push_str(description);
@@ -52,7 +52,7 @@ pub fn lexical_document(catalog: &Catalog, api: &Api) -> String {
 pub fn api_document(catalog: &Catalog, api: &Api) -> String {
     let tool = catalog.tool_of(api);
     let mut doc = head(catalog, api, 256);
-    let tool_description = clip(&tool.description, MAX_TOOL_DESCRIPTION);
+    let tool_description = cut_at_word(&tool.description, MAX_TOOL_DESCRIPTION);
     if !tool_description.is_empty() {
         doc.push_str(": ");
         doc.push_str(tool_description);
@@ -99,7 +99,7 @@ pub fn catalog_hash(catalog: &Catalog, documents: &Documents) -> String {
 }
 
 /// The first `max` characters of `text`, trimmed, cut at a word boundary.
-fn clip(text: &str, max: usize) -> &str {
+fn cut_at_word(text: &str, max: usize) -> &str {
     let text = text.trim();
     match text.char_indices().nth(max) {
         None => text,
@@ -133,8 +133,8 @@ mod tests {
     }
 
     #[test]
-    fn clip_cuts_at_words() {
-        assert_eq!(clip("  one two three  ", 9), "one two");
-        assert_eq!(clip("short", 10), "short");
+    fn cut_at_word_cuts_at_words() {
+        assert_eq!(cut_at_word("  one two three  ", 9), "one two");
+        assert_eq!(cut_at_word("short", 10), "short");
     }
 }
