@@ -293,7 +293,7 @@ impl Engine {
         crate::metrics::global().tool_call(&api.function_name, &class, attempts.saturating_sub(1) as u64);
         if request.standalone {
             let run = RunRecord {
-                id: format!("call-{}", api.function_name),
+                id: crate::graph::run_id("call"),
                 task: String::new(),
                 calls: vec![RunCall { function: outcome.function, ok: outcome.ok }],
                 success: outcome.ok,

@@ -238,7 +238,7 @@ async fn run_subtask(
                 let success =
                     matches!(run.ending, Ending::Finished { .. }) && report.error.is_none() && !run.steps.is_empty();
                 let record = RunRecord {
-                    id: format!("execute-{}", fastrand::u64(..)),
+                    id: crate::graph::run_id("execute"),
                     task: sub.task.clone(),
                     calls,
                     success,

@@ -178,7 +178,7 @@ fn print_trace(t: &crate::upstream::CallTrace) {
 fn report_outcome(config: &Config, catalog: &crate::catalog::Catalog, outcome: &Outcome) {
     let dir = store::graph_dir(&config.state.dir());
     let run = RunRecord {
-        id: format!("call-{}", std::process::id()),
+        id: crate::graph::run_id("call"),
         task: String::new(),
         calls: vec![RunCall { function: outcome.function.clone(), ok: outcome.ok }],
         success: outcome.ok,

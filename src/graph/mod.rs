@@ -134,10 +134,16 @@ pub struct RunCall {
     pub ok: bool,
 }
 
+/// A fresh run id: where the run came from (`call`, `execute`,
+/// `mcp-session`…) and 64 random bits, so that no two runs share one.
+pub fn run_id(kind: &str) -> String {
+    format!("{kind}-{:016x}", fastrand::u64(..))
+}
+
 /// A finished run: the input of an online update.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunRecord {
-    /// The caller's id for the run (kept in the log).
+    /// The run's id ([`run_id`]; kept in the log).
     pub id: String,
     pub task: String,
     pub calls: Vec<RunCall>,

@@ -98,7 +98,7 @@ impl Session {
             return;
         }
         let success = calls.last().is_some_and(|c| c.ok);
-        let id = format!("mcp-session-{}", std::process::id());
+        let id = crate::graph::run_id("mcp-session");
         self.engine.record_run(RunRecord { id, task, calls, success, standalone: false });
     }
 }
