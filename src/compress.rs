@@ -1,4 +1,4 @@
-//! Response compression (DESIGN §8): an API response shortened to a
+//! Response compression (docs/architecture.md §8): an API response shortened to a
 //! character budget so that it fits in a model's context, always as valid
 //! JSON.
 //!

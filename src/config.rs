@@ -63,11 +63,11 @@ pub const DEFAULT_EMBED_BATCH: usize = 256;
 /// Tokens an embedded text is cut to (`embedding.max_length`). all-MiniLM-L6-v2
 /// was trained on 128-token sequences; twice that makes indexing ~1.7x slower.
 pub const DEFAULT_EMBED_MAX_LENGTH: usize = 128;
-/// `graph.a`: the `a` of `f(x)` in the online update (DESIGN §4).
+/// `graph.a`: the `a` of `f(x)` in the online update (docs/architecture.md §4).
 pub const DEFAULT_GRAPH_A: f64 = 0.1;
-/// `graph.beta`: the share of static weights kept by online updates (DESIGN §4).
+/// `graph.beta`: the share of static weights kept by online updates (docs/architecture.md §4).
 pub const DEFAULT_GRAPH_BETA: f64 = 0.8;
-/// `graph.max_calls`: longer trajectories are not used for transitions (DESIGN §4: 8).
+/// `graph.max_calls`: longer trajectories are not used for transitions (docs/architecture.md §4).
 pub const DEFAULT_GRAPH_MAX_CALLS: usize = 8;
 /// `graph.snapshot_every`: runs recorded between two graph snapshots.
 pub const DEFAULT_SNAPSHOT_EVERY: u64 = 100;
@@ -81,10 +81,10 @@ pub const DEFAULT_MAX_RESTARTS: usize = 2;
 pub const DEFAULT_PLAN_DEADLINE_MS: u64 = 10_000;
 /// `planner.roots`: first steps offered.
 pub const DEFAULT_ROOTS: usize = 10;
-/// `planner.neighbors`: successors offered per step (DESIGN §5's K).
+/// `planner.neighbors`: successors offered per step (K in docs/architecture.md §5).
 pub const DEFAULT_NEIGHBORS: usize = 5;
 /// `planner.alpha_min`: APIs whose availability learned from runs is lower
-/// are not offered (DESIGN §5's α_min; the catalog's prior alone excludes none).
+/// are not offered (α_min in docs/architecture.md §5; the catalog's prior alone excludes none).
 pub const DEFAULT_ALPHA_MIN: f64 = 0.2;
 /// `planner.hints`: remembered tasks consulted.
 pub const DEFAULT_HINTS: usize = 3;

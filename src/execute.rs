@@ -1,4 +1,4 @@
-//! Execute mode (DESIGN §5, §9): toolrouter carries out a request itself
+//! Execute mode (docs/architecture.md §5, §9): toolrouter carries out a request itself
 //! and writes the answer.
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! Argument validation (DESIGN §6, first bullet).
+//! Argument validation (docs/architecture.md §6, validation).
 //!
 //! A call's arguments are checked against its API's JSON Schema with the
 //! `jsonschema` crate. Before that, safe coercions are applied and reported

@@ -1,4 +1,4 @@
-//! The host/URL check of a call that carries a URL (DESIGN §6): the URL must
+//! The host/URL check of a call that carries a URL (docs/architecture.md §6): the URL must
 //! be the API's own — same scheme, host and port as its catalog template,
 //! a path the template matches — or point at an explicitly allowed host
 //! (`upstream.allowed_hosts`, e.g. a replay server on loopback).

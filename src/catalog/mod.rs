@@ -1,6 +1,6 @@
 //! The API catalog: every callable API, its JSON Schema and how to reach it.
 //!
-//! Sources (DESIGN §2), all read by [`Catalog::load`]:
+//! Sources (docs/architecture.md §2), all read by [`Catalog::load`]:
 //!
 //! * ToolBench tool JSON files (`tools/<Category>/<tool>.json`), one [`Api`]
 //!   per `api_list` entry, URL templates recovered from `convert_code`;
@@ -34,7 +34,7 @@ pub use loader::{LoadError, LoadReport, Skipped, Sources};
 pub use resolve::{Resolution, ResolvedBy};
 pub use stats::CatalogStats;
 
-/// Availability prior of an API whose tool has no RapidAPI success rate (DESIGN §4).
+/// Availability prior of an API whose tool has no RapidAPI success rate (docs/architecture.md §4).
 pub const DEFAULT_AVAILABILITY_PRIOR: f64 = 0.5;
 
 /// Index of an API in its catalog. Stable for a given set of sources; use

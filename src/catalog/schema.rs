@@ -2,14 +2,14 @@
 //!
 //! ToolBench parameter types are free text (`STRING`, `NUMBER`, `ENUM`,
 //! `DATE (YYYY-MM-DD)`, `GEOPOINT (latitude, longitude)`, lower-case
-//! variants, missing). [`toolbench_param`] maps them to JSON Schema (DESIGN
-//! §2) and normalizes the documented default to that schema: an empty
+//! variants, missing). [`toolbench_param`] maps them to JSON Schema
+//! (docs/architecture.md §2) and normalizes the documented default to that schema: an empty
 //! default means "none", a default the declared type cannot hold (`"integer"`
 //! for a `NUMBER`, a sentence for a `BOOLEAN`) is a junk sample and is
 //! dropped, with the reason reported.
 //!
 //! [`coerce`] holds the safe coercions that argument validation applies
-//! (DESIGN §6): numeric and boolean strings to numbers and booleans, numbers
+//! (docs/architecture.md §6): numeric and boolean strings to numbers and booleans, numbers
 //! and booleans to strings, JSON text to arrays and objects, a single value
 //! to a one-element array. Defaults go through the same function, so a
 //! default the catalog keeps is one a caller could have sent.

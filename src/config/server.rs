@@ -29,7 +29,7 @@ pub const DEFAULT_PAGE_SIZE: usize = 50;
 /// `mcp.session_idle_s`: an HTTP session idle this long is closed (and its run recorded).
 pub const DEFAULT_SESSION_IDLE_S: u64 = 300;
 
-/// `openai.max_tools`: tools forwarded to the model in route mode (DESIGN §9).
+/// `openai.max_tools`: tools forwarded to the model in route mode (docs/architecture.md §9).
 pub const DEFAULT_MAX_TOOLS: usize = 20;
 /// `openai.max_request_tools`: tools one request may carry; more get 400.
 pub const DEFAULT_MAX_REQUEST_TOOLS: usize = 5_000;
@@ -49,7 +49,7 @@ pub const DEFAULT_KEEP_ALIVE_MS: u64 = 15_000;
 /// `openai.traces`: execute traces kept in memory for `GET /v1/traces/{id}` (oldest dropped).
 pub const DEFAULT_TRACES_KEPT: usize = 1_000;
 
-/// How a chat-completions request is served (DESIGN §9).
+/// How a chat-completions request is served (docs/architecture.md §9).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ChatMode {

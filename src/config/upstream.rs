@@ -28,7 +28,7 @@ pub const DEFAULT_CLIENT_RATE: f64 = 20.0;
 pub const DEFAULT_BURST: u32 = 5;
 /// `upstream.max_redirects`: redirects followed (each target checked by the guard).
 pub const DEFAULT_MAX_REDIRECTS: usize = 5;
-/// `compress.budget`: characters of a compressed response (DESIGN §8).
+/// `compress.budget`: characters of a compressed response (docs/architecture.md §8).
 pub const DEFAULT_COMPRESS_BUDGET: usize = 1024;
 
 /// Where calls go.
@@ -141,7 +141,7 @@ impl UpstreamConfig {
     }
 }
 
-/// `[compress]`: responses shortened for an LLM (DESIGN §8).
+/// `[compress]`: responses shortened for an LLM (docs/architecture.md §8).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CompressConfig {

@@ -1,4 +1,4 @@
-//! Evaluation on ToolBench query files (DESIGN §12): how well toolrouter
+//! Evaluation on ToolBench query files (docs/architecture.md §12): how well toolrouter
 //! finds the `relevant APIs` of real requests.
 //!
 //! * [`queries`] reads the query files;

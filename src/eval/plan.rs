@@ -1,4 +1,4 @@
-//! Plan quality on ToolBench query files (DESIGN §12): the APIs a plan
+//! Plan quality on ToolBench query files (docs/architecture.md §12): the APIs a plan
 //! uses against the queries' `relevant APIs`.
 //!
 //! Per query: precision (planned APIs that are relevant), recall (relevant

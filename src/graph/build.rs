@@ -1,5 +1,5 @@
-//! Building the static tool graph from trajectories (DESIGN §4, thesis 3.3.2
-//! and 3.4.1).
+//! Building the static tool graph from trajectories (docs/architecture.md §4;
+//! thesis 3.3.2 and 3.4.1).
 //!
 //! Cleaning: keep successful trajectories only (a success label, or with
 //! none a `give_answer` finish); drop those whose final path has more than

@@ -1,4 +1,4 @@
-//! The tool graph (DESIGN §4): which API tends to follow which, and how
+//! The tool graph (docs/architecture.md §4): which API tends to follow which, and how
 //! available each API is, learned from tool-call trajectories and updated
 //! after every run.
 //!
@@ -292,7 +292,7 @@ impl ToolGraph {
         self.successors(from).into_iter().find(|s| &s.key == to).map_or(0.0, |s| s.w)
     }
 
-    /// The online update of one finished run (DESIGN §4). `catalog` gives
+    /// The online update of one finished run (docs/architecture.md §4). `catalog` gives
     /// the priors of APIs new to the graph.
     pub fn apply(&mut self, run: &RunRecord, catalog: Option<&Catalog>) {
         for call in &run.calls {

@@ -1,4 +1,4 @@
-//! The MCP face (DESIGN §10): the whole catalog through three tools, for
+//! The MCP face (docs/architecture.md §10): the whole catalog through three tools, for
 //! any MCP-aware agent, over stdio (`toolrouter mcp`) or streamable HTTP
 //! (`/mcp` on `toolrouter serve`).
 //!

@@ -1,4 +1,4 @@
-//! The OpenAI-compatible face (DESIGN §9): `POST /v1/chat/completions`
+//! The OpenAI-compatible face (docs/architecture.md §9): `POST /v1/chat/completions`
 //! and `GET /v1/models`, so that OpenAI SDK and LangChain clients work by
 //! pointing `base_url` at toolrouter.
 //!

@@ -1,4 +1,4 @@
-//! Filling a planned step's arguments without a model (DESIGN §5,
+//! Filling a planned step's arguments without a model (docs/architecture.md §5,
 //! deterministic decider): explicit values of the request first, then the
 //! parameter's documented default.
 //!
@@ -10,7 +10,7 @@
 //! still empty are reported as missing: the caller (or a model) must supply
 //! them.
 //!
-//! [`complete`] is Reverse Chain's completion (DESIGN §6): a required
+//! [`complete`] is Reverse Chain's completion (docs/architecture.md §6): a required
 //! parameter still empty takes a value from an earlier call's output — a
 //! field of the same name (ignoring case and punctuation) whose value fits
 //! the parameter's type, the latest output first.

@@ -8,7 +8,7 @@
 //! it judges the path ([`Reflection`]). The methods are async so that an
 //! LLM decider (which asks a model) fits the same trait.
 //!
-//! [`DeterministicDecider`] (DESIGN §5) needs no model. A candidate's score
+//! [`DeterministicDecider`] (docs/architecture.md §5) needs no model. A candidate's score
 //! is a weighted mix of its relevance to the task (its retrieval score over
 //! the best one), its similarity to the parts of the task not served yet,
 //! `w` and `α`, plus a memory hint. It takes the best candidate while that
@@ -157,7 +157,7 @@ pub trait Decider: Sync {
     }
 }
 
-/// The deterministic decider of DESIGN §5.
+/// The deterministic decider (docs/architecture.md §5).
 #[derive(Debug, Clone)]
 pub struct DeterministicDecider {
     /// Never follow graph edges on their own account.

@@ -1,4 +1,4 @@
-//! The LLM decider (DESIGN §5): the upstream model chooses each move.
+//! The LLM decider (docs/architecture.md §5): the upstream model chooses each move.
 //!
 //! Every decision is one chat-completions request. The candidates go to
 //! the model as OpenAI tools — the catalog's definitions, each description

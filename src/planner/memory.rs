@@ -1,4 +1,4 @@
-//! Long-term memory (DESIGN §5): successful (task, API path) pairs,
+//! Long-term memory (docs/architecture.md §5): successful (task, API path) pairs,
 //! embedded and searched by similarity. The paths of the most similar
 //! remembered tasks are hints: the deterministic decider boosts their APIs,
 //! the LLM decider shows them as worked examples.

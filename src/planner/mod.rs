@@ -1,4 +1,4 @@
-//! The graph-guided depth-first planner (DESIGN §5, thesis 4.3.2).
+//! The graph-guided depth-first planner (docs/architecture.md §5, thesis 4.3.2).
 //!
 //! ```text
 //! roots = retrieval top-N for the task, minus APIs with α < α_min

@@ -2,7 +2,7 @@
 //!
 //! Requests often ask for several things ("Find X. Also, I need Y and the
 //! Z of it."); retrieved as one text, the strongest intent drowns the
-//! others (DESIGN §3). A request is split into its sentences (and
+//! others (docs/architecture.md §3). A request is split into its sentences (and
 //! `;`-separated clauses); pieces with fewer than [`MIN_INTENT_TERMS`]
 //! content words are dropped; at most [`MAX_INTENTS`] are kept.
 

@@ -1,5 +1,5 @@
 //! Retrieval: finding the few APIs, out of the whole catalog, that could
-//! serve a request (DESIGN §3).
+//! serve a request (docs/architecture.md §3).
 //!
 //! Two signals over the same API documents ([`document`]): dense cosine
 //! similarity of fastembed embeddings ([`embedder`], [`dense`]: exact scan

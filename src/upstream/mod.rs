@@ -1,4 +1,4 @@
-//! Calls to the APIs themselves (DESIGN §7).
+//! Calls to the APIs themselves (docs/architecture.md §7).
 //!
 //! [`Upstream::call`] takes an API and validated arguments and returns the
 //! response or a classified [`CallError`], with a [`CallTrace`] of every
