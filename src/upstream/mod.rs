@@ -354,7 +354,8 @@ impl Upstream {
         if status.as_u16() == 429 {
             let mut f = Failure::retry(ErrorClass::RateLimited, format!("{}: {}", status_text(code), snippet(&bytes)));
             f.status = Some(code);
-            f.retry_after = Some(retry_after.unwrap_or(Duration::ZERO));
+            // Without a Retry-After the retry backs off like any other.
+            f.retry_after = retry_after;
             return Err(f);
         }
         if status.is_server_error() {

@@ -186,7 +186,9 @@ async fn every_fault_is_a_classified_error_within_the_deadline() {
     assert_eq!(e.status, Some(500));
     assert!(e.message.contains("after 3 attempts"), "{}", e.message);
     assert!(e.trace.attempts[..2].iter().all(|a| a.retry_in_ms.is_some()));
-    failure(port, "429", ErrorClass::RateLimited, 3).await;
+    // A 429 without Retry-After backs off like a 5xx (it used to retry at once).
+    let e = failure(port, "429", ErrorClass::RateLimited, 3).await;
+    assert!(e.trace.attempts[..2].iter().all(|a| a.retry_in_ms.is_some_and(|ms| ms > 0.0)), "{:#?}", e.trace.attempts);
     failure(port, "endless", ErrorClass::Timeout, 3).await;
     let e = failure(port, "reset", ErrorClass::Connect, 3).await;
     assert!(!e.message.contains("panicked"));
