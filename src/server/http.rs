@@ -153,6 +153,11 @@ impl App {
 /// for answering.
 const BUDGET_MARGIN_MS: u64 = 200;
 
+/// When a request arrived (before its body was read): its time budget
+/// counts from then, as `observe`'s limit does.
+#[derive(Clone, Copy)]
+struct Arrived(std::time::Instant);
+
 /// The router of `toolrouter serve`.
 pub fn router(app: Arc<App>) -> axum::Router {
     let protected = axum::Router::new()
@@ -262,10 +267,11 @@ fn limited(app: &App, client: &str) -> Option<Response> {
 
 /// Gives every request an id (`x-request-id`), a time limit, and a log
 /// line (method, path, status, time; never a key or a body).
-async fn observe(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+async fn observe(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
     let id = format!("{:016x}", fastrand::u64(..));
     let (method, path) = (request.method().clone(), request.uri().path().to_string());
     let started = std::time::Instant::now();
+    request.extensions_mut().insert(Arrived(started));
     let limit = Duration::from_millis(app.config.server.request_timeout_ms);
     let mut cut_off = app.cut_off.subscribe();
     let mut response = tokio::select! {
@@ -346,6 +352,7 @@ async fn models(State(app): State<Arc<App>>) -> Response {
 async fn chat_completions(
     State(app): State<Arc<App>>,
     client: Option<axum::Extension<ClientId>>,
+    arrived: Option<axum::Extension<Arrived>>,
     headers: axum::http::HeaderMap,
     body: Result<axum::body::Bytes, BytesRejection>,
 ) -> Response {
@@ -356,7 +363,8 @@ async fn chat_completions(
     let header_mode = headers.get("x-toolrouter-mode").and_then(|v| v.to_str().ok());
     // The request's time budget: model requests end by then, so that
     // retries and repairs fit and the answer says why (504), not `observe`.
-    let budget = app.config.server.request_timeout_ms.saturating_sub(BUDGET_MARGIN_MS).max(1);
+    let spent = arrived.map_or(0, |a| a.0.0.elapsed().as_millis() as u64);
+    let budget = app.config.server.request_timeout_ms.saturating_sub(BUDGET_MARGIN_MS + spent).max(1);
     let mut request =
         match crate::openai::validate::parse(&body, &app.config.openai, header_mode, &app.tool_lists, budget) {
             Ok(r) => r,
