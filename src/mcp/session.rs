@@ -98,8 +98,14 @@ impl Session {
             return;
         }
         let success = calls.last().is_some_and(|c| c.ok);
-        let id = crate::graph::run_id("mcp-session");
-        self.engine.record_run(RunRecord { id, task, calls, success, standalone: false });
+        let run = RunRecord { id: crate::graph::run_id("mcp-session"), task, calls, success, standalone: false };
+        // Recording fsyncs and embeds: off the async workers when on one
+        // (a session often ends by being dropped inside the runtime).
+        let engine = self.engine.clone();
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(move || engine.record_run(run))),
+            Err(_) => drop(engine.record_run(run)),
+        }
     }
 }
 
