@@ -15,7 +15,7 @@ use crate::planner::{DeterministicDecider, DryRun, Ending, LongTermMemory, Plann
 pub(super) struct PlanArgs {
     /// What the agent should do, in plain words.
     request: String,
-    /// Most steps (default `planner.max_steps`).
+    /// Most steps (default and ceiling: `planner.max_steps`).
     #[arg(long)]
     max_steps: Option<usize>,
     /// Plan without the tool graph.
@@ -47,7 +47,8 @@ pub(super) fn run(args: &PlanArgs, config: &Config) -> Result<ExitCode, CliError
         if n == 0 {
             return Err(CliError::Usage("--max-steps must be at least 1".into()));
         }
-        settings.budget.max_steps = n;
+        // As the server's plan does: never past `planner.max_steps`.
+        settings.budget.max_steps = n.min(settings.budget.max_steps.max(1));
     }
     let planner = Planner::new(&retriever, graph.as_ref(), Some(&memory), settings);
     let runtime =

@@ -1,7 +1,7 @@
 //! Who carries out a planned step. The planner calls an [`Executor`] for
-//! every step it takes; [`DryRun`] carries out nothing (plans only), and the
-//! upstream layer will provide one that really calls the API. The method
-//! is async because a real call is.
+//! every step it takes; [`DryRun`] carries out nothing (plans only), and
+//! execute mode's `Calls` (in [`crate::execute`]) really calls the API
+//! through the engine. The method is async because a real call is.
 
 use std::future::Future;
 

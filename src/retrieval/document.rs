@@ -4,9 +4,11 @@
 //! An API's document leads with what it does (API name and description),
 //! then its tool (name, description, category), then its parameter names:
 //! many API descriptions are terse or empty, and the tool's text and the
-//! parameter names carry the rest (docs/architecture.md §3). Both the embedding and BM25
-//! use the same document. The catalog hash covers every function name and
-//! document, so an index built for other texts is recognised as stale.
+//! parameter names carry the rest (docs/architecture.md §3). The BM25
+//! document ([`lexical_document`]) leaves out the tool's description and
+//! category, which the tool-level index carries. The catalog hash covers
+//! every function name and document, so an index built for other texts is
+//! recognised as stale.
 
 use sha2::{Digest, Sha256};
 

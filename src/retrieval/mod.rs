@@ -1,7 +1,8 @@
 //! Retrieval: finding the few APIs, out of the whole catalog, that could
 //! serve a request (docs/architecture.md §3).
 //!
-//! Two signals over the same API documents ([`document`]): dense cosine
+//! Two signals over each API's documents ([`document`]: the embedded one
+//! with its tool's description, the BM25 one without): dense cosine
 //! similarity of fastembed embeddings ([`embedder`], [`dense`]: exact scan
 //! or instant-distance HNSW) and BM25 ([`bm25`]). A search fuses them with
 //! weighted reciprocal rank fusion: each ranked list adds
