@@ -89,6 +89,14 @@ pub fn serve(env: &[(&str, &str)]) -> (Killed, String) {
     start(cmd, std::process::Stdio::null())
 }
 
+/// The scripted model server (`tests/python/scripted_model.py`) run by
+/// `python`: the process and its URL.
+pub fn scripted_model(python: &std::path::Path) -> (Killed, String) {
+    let mut model = std::process::Command::new(python);
+    model.arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/scripted_model.py"));
+    start(model, std::process::Stdio::null())
+}
+
 /// `program` (e.g. `bin/python`) of the test environment `env` made by
 /// `scripts/python-env.sh` (under `$TOOLROUTER_PYENVS`, else
 /// `~/.cache/toolrouter`); `None`, saying SKIPPED, when it is not there.

@@ -13,21 +13,19 @@
 use crate::common;
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
-use common::{python_env, serve, start};
+use common::{python_env, serve};
 
 #[test]
 fn every_model_fault_reaches_the_sdk_as_something_it_can_act_on() {
     let Some(python) = python_env("py-openai", "bin/python") else { return };
     let scripts = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python");
-    let mut model = Command::new(&python);
-    model.arg(scripts.join("scripted_model.py"));
-    let (_model, model_url) = start(model, Stdio::null());
+    let (_model, model_url) = common::scripted_model(&python);
     let key = "faults-key";
     let hashes = format!("[\"{}\"]", toolrouter::server::http::hash_key(key));
     let (budget_s, llm_timeout_s) = (6, 2);
@@ -156,10 +154,7 @@ async fn idle_slow_and_stalled_connections_are_closed_while_others_are_served() 
 #[test]
 fn a_long_streamed_execute_run_sends_keep_alive_comments() {
     let Some(python) = python_env("py-openai", "bin/python") else { return };
-    let scripts = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python");
-    let mut model = Command::new(&python);
-    model.arg(scripts.join("scripted_model.py"));
-    let (_model, model_url) = start(model, Stdio::null());
+    let (_model, model_url) = common::scripted_model(&python);
     let (_server, url) =
         serve(&[("TOOLROUTER_LLM_BASE_URL", &format!("{model_url}/v1")), ("TOOLROUTER_OPENAI_KEEP_ALIVE_MS", "200")]);
     common::wait_ready(&url, None);

@@ -26,9 +26,7 @@ const OTHER_KEY: &str = "openai-other-key";
 fn openai_sdk_and_langchain_in_route_plan_and_execute_mode() {
     let Some(python) = python_env("py-openai", "bin/python") else { return };
     let scripts = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python");
-    let mut model = Command::new(&python);
-    model.arg(scripts.join("scripted_model.py"));
-    let (_model, model_url) = start(model, Stdio::null());
+    let (_model, model_url) = common::scripted_model(&python);
 
     let state = tempfile::tempdir().unwrap();
     let key = "openai-test-key";

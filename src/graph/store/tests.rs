@@ -36,14 +36,19 @@ fn recorded_runs_survive_reopening_and_snapshots() {
     assert_eq!((calls(&g, "a"), calls(&g, "b"), g.meta.online_runs), (3, 1, 4));
 }
 
-#[test]
-fn a_torn_tail_is_cut_and_damaged_lines_are_skipped() {
+/// A store that logged `n` successful runs of `a` (no snapshot yet), closed.
+fn logged_runs(n: u64) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let (mut store, mut g, _) = GraphStore::open(dir.path(), Params::default(), None).unwrap();
-    for i in 0..3 {
+    for i in 0..n {
         store.record(&mut g, &run(&i.to_string(), "a", true), None).unwrap();
     }
-    drop(store);
+    dir
+}
+
+#[test]
+fn a_torn_tail_is_cut_and_damaged_lines_are_skipped() {
+    let dir = logged_runs(3);
     let log = dir.path().join(LOG);
     let text = std::fs::read_to_string(&log).unwrap();
     let lines: Vec<&str> = text.lines().collect();
@@ -170,12 +175,7 @@ fn runs_the_log_still_holds_are_not_lost() {
 
 #[test]
 fn a_last_record_without_its_newline_is_replayed_not_dropped() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut store, mut g, _) = GraphStore::open(dir.path(), Params::default(), None).unwrap();
-    for i in 0..3 {
-        store.record(&mut g, &run(&i.to_string(), "a", true), None).unwrap();
-    }
-    drop(store);
+    let dir = logged_runs(3);
     let log = dir.path().join(LOG);
     let text = std::fs::read_to_string(&log).unwrap();
     std::fs::write(&log, text.strip_suffix('\n').unwrap()).unwrap();
