@@ -29,9 +29,9 @@ use serde_json::{Value, json};
 use super::CliError;
 use crate::config::Config;
 use crate::eval::retrieval::Latency;
-use crate::openai::validate::{ClientTool, client_tool};
 use crate::retrieval::Embedder;
-use crate::server::http::{App, hash_key, router};
+use crate::server::openai::tools::{ClientTool, client_tool};
+use crate::server::{App, hash_key, router};
 
 /// The API key the bench's client presents.
 const KEY: &str = "bench-key";

@@ -203,10 +203,10 @@ pub(super) fn replay(a: &ReplayArgs, config: &Config) -> Result<ExitCode, CliErr
         r.unresolved.len(),
         r.bad_entries
     );
-    let router = crate::server::replay::router(catalog, table);
+    let router = crate::server::replay_server::router(catalog, table);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(anyhow::Error::from)?;
     runtime
-        .block_on(crate::server::replay::serve(router, a.listen))
+        .block_on(crate::server::replay_server::serve(router, a.listen))
         .map_err(|e| CliError::Usage(format!("cannot serve on {}: {e}", a.listen)))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -8,8 +8,8 @@ use rmcp::ServiceExt;
 
 use super::CliError;
 use crate::config::Config;
-use crate::loading::{Loading, NotReady};
-use crate::mcp::McpServer;
+use crate::engine::loading::{Loading, NotReady};
+use crate::server::mcp::McpServer;
 
 #[derive(Debug, Args)]
 pub(super) struct ServeArgs {
@@ -37,7 +37,7 @@ pub(super) fn serve(args: &ServeArgs, config: &Config) -> Result<ExitCode, CliEr
         config.server.listen = listen;
     }
     runtime()?
-        .block_on(crate::server::http::serve(&config))
+        .block_on(crate::server::serve(&config))
         .map_err(|e| CliError::Usage(format!("cannot serve on {}: {e:#}", config.server.listen)))?;
     Ok(ExitCode::SUCCESS)
 }
@@ -92,6 +92,6 @@ pub(super) fn key(command: &KeyCommand) -> Result<ExitCode, CliError> {
     if key.is_empty() {
         return Err(CliError::Usage("the key is empty".into()));
     }
-    println!("{}", crate::server::http::hash_key(&key));
+    println!("{}", crate::server::hash_key(&key));
     Ok(ExitCode::SUCCESS)
 }

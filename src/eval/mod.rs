@@ -15,8 +15,8 @@
 
 pub mod compress;
 pub mod learning;
-pub mod metrics;
 pub mod plan;
 pub mod queries;
 pub mod retrieval;
 pub mod route;
+pub mod scores;

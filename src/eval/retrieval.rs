@@ -9,8 +9,8 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::metrics::{ndcg_at, recall_at, reciprocal_rank};
 use super::queries::QueryRecord;
+use super::scores::{ndcg_at, recall_at, reciprocal_rank};
 use crate::catalog::ApiId;
 use crate::config::SearchMode;
 use crate::retrieval::{Filters, RetrievalError, Retriever, SearchOptions};

@@ -3,7 +3,7 @@
 //! (APIs of other queries' lists, then catalog APIs from a fixed random
 //! pool) up to `tools` tools, shuffled with a fixed seed, as OpenAI tool
 //! definitions. The server's own narrowing ([`crate::retrieval::tool_list`],
-//! the steps of [`crate::openai::route::Narrowing::narrow`]) keeps `k` of them,
+//! the steps of [`crate::server::openai::route::Narrowing::narrow`]) keeps `k` of them,
 //! once as a list seen for the first time (lexical) and once embedded;
 //! so do a plain BM25 top-`k` over the tools' names and descriptions and
 //! a random `k`, in the same run. Reported: the recall of the query's
@@ -22,11 +22,11 @@ use serde_json::{Value, json};
 use super::queries::QueryRecord;
 use super::retrieval::Latency;
 use crate::catalog::{ApiId, Catalog};
-use crate::openai::route::Asked;
-use crate::openai::validate::{ClientTool, client_tool};
 use crate::retrieval::Embedder;
 use crate::retrieval::bm25::Bm25;
 use crate::retrieval::tool_list::{self, ListWeights, ToolListRanker};
+use crate::server::openai::route::Asked;
+use crate::server::openai::tools::{ClientTool, client_tool};
 
 /// Catalog APIs the random distractors are drawn from (a fixed pool keeps
 /// the texts to embed within a few thousand).

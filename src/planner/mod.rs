@@ -21,8 +21,8 @@
 //! the candidates shown, reasons and timings.
 
 pub mod arguments;
+pub mod caller;
 pub mod decider;
-pub mod executor;
 pub mod llm_decider;
 pub mod memory;
 
@@ -31,8 +31,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+pub use caller::{Caller, DryRun, StepOutcome};
 pub use decider::{Candidate, Decider, DeterministicDecider, Move, Reflection, Source, View};
-pub use executor::{DryRun, Executor, Outcome};
 pub use llm_decider::LlmDecider;
 pub use memory::{LongTermMemory, Memory, MemoryWriter};
 
@@ -74,7 +74,7 @@ pub struct Settings {
     /// Commit to every choice: no retry after a failure, no backtracking, no restart.
     pub greedy: bool,
     /// Times the decider is asked to fix arguments that break the schema
-    /// (only with a real executor; a deterministic decider cannot).
+    /// (only with a real caller; a deterministic decider cannot).
     pub repair_attempts: usize,
     /// How arguments are validated (`[args]`: strict mode, coercions).
     pub args: args::Options,
@@ -124,7 +124,7 @@ pub struct Step {
     pub missing: Vec<String>,
     /// What validation found wrong with the arguments (missing ones included).
     pub problems: Vec<Problem>,
-    pub outcome: Outcome,
+    pub outcome: StepOutcome,
     /// The other candidates and their scores, best first.
     pub alternatives: Vec<(String, f64)>,
 }
@@ -145,7 +145,7 @@ pub enum Ending {
         limit: String,
     },
     /// A chosen API needs values that neither the request nor an earlier
-    /// output gives: the user must be asked (only with a real executor).
+    /// output gives: the user must be asked (only with a real caller).
     NeedsInput {
         function: String,
         missing: Vec<String>,
@@ -242,26 +242,26 @@ impl<'a> Planner<'a> {
         self.retriever.catalog()
     }
 
-    /// Plans (and, with a real executor, carries out) `task`.
-    pub async fn run<D: Decider, E: Executor>(
+    /// Plans (and, with a real caller, carries out) `task`.
+    pub async fn run<D: Decider, E: Caller>(
         &self,
         task: &str,
         decider: &D,
-        executor: &E,
+        caller: &E,
     ) -> Result<PlanRun, RetrievalError> {
         let started = Instant::now();
         let prepared = self.retriever.prepare(task, self.search)?;
-        self.run_prepared(task, &prepared, started, decider, executor).await
+        self.run_prepared(task, &prepared, started, decider, caller).await
     }
 
     /// [`Planner::run`] with the task already prepared (embedded) for retrieval.
-    pub async fn run_prepared<D: Decider, E: Executor>(
+    pub async fn run_prepared<D: Decider, E: Caller>(
         &self,
         task: &str,
         prepared: &Prepared,
         started: Instant,
         decider: &D,
-        executor: &E,
+        caller: &E,
     ) -> Result<PlanRun, RetrievalError> {
         let examples = self.examples(prepared.vectors.first());
         let hints = hints(&examples, self.catalog());
@@ -379,10 +379,10 @@ impl<'a> Planner<'a> {
                         .chain(run.steps.iter().filter_map(|s| s.outcome.response.as_ref()))
                         .collect();
                     let given = Given { reason, arguments, explicit: &explicit, earlier: &earlier };
-                    let step = self.take_step(c, given, &view, &shown, decider, executor).await;
+                    let step = self.take_step(c, given, &view, &shown, decider, caller).await;
                     event.note = Some(step.outcome.status.clone());
                     run.trace.push(event);
-                    if !step.outcome.ok && !step.missing.is_empty() && !executor.plans_only() {
+                    if !step.outcome.ok && !step.missing.is_empty() && !caller.plans_only() {
                         run.memory.push(format!("{} needs {} from the user", step.function, step.missing.join(", ")));
                         break Ending::NeedsInput { function: step.function, missing: step.missing };
                     }
@@ -461,14 +461,14 @@ impl<'a> Planner<'a> {
 
     /// Fills, completes and validates the arguments of a chosen candidate
     /// (asking the decider to repair them), then executes it.
-    async fn take_step<D: Decider, E: Executor>(
+    async fn take_step<D: Decider, E: Caller>(
         &self,
         c: &Candidate,
         given: Given<'_>,
         view: &View<'_>,
         shown: &[ShownCandidate],
         decider: &D,
-        executor: &E,
+        caller: &E,
     ) -> Step {
         let api = self.catalog().api(c.api);
         let mut arguments = match given.arguments {
@@ -486,7 +486,7 @@ impl<'a> Planner<'a> {
         };
         let mut problems = check(&arguments);
         let mut repairs = 0;
-        while !problems.is_empty() && !executor.plans_only() && repairs < self.settings.repair_attempts {
+        while !problems.is_empty() && !caller.plans_only() && repairs < self.settings.repair_attempts {
             let Some(fixed) = decider.repair(view, api, &arguments, &problems).await else { break };
             repairs += 1;
             arguments = fixed;
@@ -503,15 +503,15 @@ impl<'a> Planner<'a> {
             .filter(|p| p.required && !arguments.contains_key(&p.key))
             .map(|p| p.key.clone())
             .collect();
-        let outcome = if problems.is_empty() || executor.plans_only() {
-            executor.execute(api, &arguments).await
+        let outcome = if problems.is_empty() || caller.plans_only() {
+            caller.call(api, &arguments).await
         } else {
             let status = if missing.is_empty() {
                 format!("not called: {} argument problem(s)", problems.len())
             } else {
                 format!("not called: needs {}", missing.join(", "))
             };
-            Outcome { ok: false, status, response: None, elapsed_ms: 0.0 }
+            StepOutcome { ok: false, status, response: None, elapsed_ms: 0.0 }
         };
         Step {
             api: c.api,

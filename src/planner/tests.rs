@@ -111,10 +111,10 @@ fn the_graph_adds_the_step_runs_usually_take_next() {
 /// Fails every call of one API.
 struct FailOn(&'static str);
 
-impl Executor for FailOn {
-    async fn execute(&self, api: &Api, _arguments: &Map<String, Value>) -> Outcome {
+impl Caller for FailOn {
+    async fn call(&self, api: &Api, _arguments: &Map<String, Value>) -> StepOutcome {
         let ok = api.function_name != self.0;
-        Outcome {
+        StepOutcome {
             ok,
             status: if ok { "200 OK".into() } else { "503 Service Unavailable".into() },
             response: None,

@@ -20,7 +20,7 @@ use super::cache::{self, EmbeddingCache};
 use super::dense::Dense;
 use super::document::Documents;
 use super::embedder::Embedder;
-use super::store::Index;
+use super::index_files::Index;
 use super::tools::tool_bm25;
 use crate::catalog::Catalog;
 use crate::config::EmbeddingConfig;

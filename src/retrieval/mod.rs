@@ -35,9 +35,9 @@ pub mod cache;
 pub mod dense;
 pub mod document;
 pub mod embedder;
+pub mod index_files;
 pub mod intents;
 pub mod names;
-pub mod store;
 pub mod tool_list;
 mod tools;
 
@@ -84,7 +84,7 @@ pub enum RetrievalError {
     #[error(transparent)]
     Embed(#[from] EmbedError),
     #[error("{problem}; run `toolrouter index` to build it (retrieval.auto_index is off)")]
-    NoIndex { problem: store::Unusable },
+    NoIndex { problem: index_files::Unusable },
     #[error("{context}: {source}")]
     Io { context: String, source: std::io::Error },
     #[error("the query is empty")]
@@ -204,7 +204,7 @@ pub struct SearchResults {
 pub struct Retriever {
     catalog: Arc<Catalog>,
     embedder: Option<Arc<Embedder>>,
-    index: store::Index,
+    index: index_files::Index,
     tool_apis: HashMap<u32, Vec<u32>>,
     /// APIs by their function name and (several-word, specific) API name.
     names: names::NameIndex,
@@ -260,12 +260,12 @@ impl Retriever {
         let documents = document::documents(&catalog);
         let hash = document::catalog_hash(&catalog, &documents);
         tracing::debug!(ms = t.elapsed().as_millis() as u64, "documents and hash");
-        let dir = store::index_dir(&config.state.dir(), &hash);
+        let dir = index_files::index_dir(&config.state.dir(), &hash);
         let model_id = embedder.as_ref().map(|e| e.id().to_string());
         let loaded = if force_build {
-            Err(store::Unusable::Missing(dir.clone()))
+            Err(index_files::Unusable::Missing(dir.clone()))
         } else {
-            store::load(&dir, &hash, model_id.as_deref())
+            index_files::load(&dir, &hash, model_id.as_deref())
         };
         let (index, built) = match loaded {
             Ok((_, index)) => (index, None),
@@ -276,7 +276,7 @@ impl Retriever {
                 // Lexical search needs no model: index BM25 in memory (not
                 // stored, so it is never taken for a full index).
                 tracing::info!("{problem}; lexical mode: indexing BM25 in memory");
-                let index = store::Index {
+                let index = index_files::Index {
                     dense: dense::Dense::new(1, Vec::new(), None),
                     bm25: bm25::Bm25::build(&documents.lexical),
                     tools: tools::tool_bm25(&catalog),
@@ -284,7 +284,7 @@ impl Retriever {
                 (index, None)
             }
             Err(problem) => {
-                if !matches!(problem, store::Unusable::Missing(_)) {
+                if !matches!(problem, index_files::Unusable::Missing(_)) {
                     tracing::warn!("{problem}; rebuilding it");
                 }
                 let embedder = match &embedder {
@@ -292,7 +292,7 @@ impl Retriever {
                     None => Arc::new(Embedder::load(&config.embedding)?),
                 };
                 let (index, report) = build::build(&catalog, &documents, &embedder, &config.embedding, progress)?;
-                store::save(&dir, &hash, embedder.id(), &index).map_err(|source| RetrievalError::Io {
+                index_files::save(&dir, &hash, embedder.id(), &index).map_err(|source| RetrievalError::Io {
                     context: format!("writing the index to {}", dir.display()),
                     source,
                 })?;

@@ -1,12 +1,23 @@
-//! HTTP servers: thin adapters between a protocol and the engine.
+//! Everything that speaks a protocol: thin adapters between the wire and
+//! the engine.
 //!
-//! * [`http`]: `toolrouter serve`: health, readiness, API keys, body
-//!   limits, graceful shutdown, and the MCP face at `/mcp`;
-//! * [`conn`]: accepting its connections, with header-read and idle
-//!   timeouts;
-//! * [`replay`]: recorded API responses over HTTP in RapidAPI's request
-//!   shape (`toolrouter replay`).
+//! * [`app`]: `toolrouter serve`: the listener's routes, its start,
+//!   housekeeping and graceful shutdown;
+//! * [`middleware`]: request ids, time limits, log lines, API keys, client
+//!   rates and body limits, before any handler;
+//! * [`conn`]: accepting connections, with header-read and idle timeouts;
+//! * [`openai`]: the OpenAI-compatible face (one file per mode and per
+//!   handler);
+//! * [`mcp`]: the MCP face (rmcp; stdio and `/mcp`);
+//! * [`replay_server`]: recorded API responses over HTTP in RapidAPI's
+//!   request shape (`toolrouter replay`).
 
+pub mod app;
 pub mod conn;
-pub mod http;
-pub mod replay;
+pub mod mcp;
+pub mod middleware;
+pub mod openai;
+pub mod replay_server;
+
+pub use app::{App, router, serve};
+pub use middleware::hash_key;

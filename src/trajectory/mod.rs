@@ -19,7 +19,7 @@
 //!
 //! [`load_path`] never fails and never panics: files that are not JSON or not
 //! trajectories, and records that are malformed, are listed in the
-//! [`LoadReport`] with a reason. Function names are kept exactly as recorded
+//! [`ParseReport`] with a reason. Function names are kept exactly as recorded
 //! (spaces, case, hallucinated names); resolving them is the catalog's job.
 
 mod calls;
@@ -134,7 +134,7 @@ pub struct Skipped {
 
 /// What [`load_path`] read.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct LoadReport {
+pub struct ParseReport {
     /// Files examined.
     pub files: usize,
     /// Trajectories loaded.
@@ -146,10 +146,10 @@ pub struct LoadReport {
 }
 
 /// Loads every trajectory in a file, or in a directory walked recursively in
-/// sorted order. Never fails: problems end up in [`LoadReport::skipped`].
-pub fn load_path(path: &Path) -> (Vec<Trajectory>, LoadReport) {
+/// sorted order. Never fails: problems end up in [`ParseReport::skipped`].
+pub fn load_path(path: &Path) -> (Vec<Trajectory>, ParseReport) {
     let mut out = Vec::new();
-    let mut report = LoadReport::default();
+    let mut report = ParseReport::default();
     if path.is_file() {
         load_file(path, &mut out, &mut report);
     } else if path.is_dir() {
@@ -170,7 +170,7 @@ pub fn load_path(path: &Path) -> (Vec<Trajectory>, LoadReport) {
     (out, report)
 }
 
-fn load_file(path: &Path, out: &mut Vec<Trajectory>, report: &mut LoadReport) {
+fn load_file(path: &Path, out: &mut Vec<Trajectory>, report: &mut ParseReport) {
     report.files += 1;
     let location = path.display().to_string();
     let text = match std::fs::read(path) {

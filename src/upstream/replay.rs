@@ -46,7 +46,7 @@ pub enum Match {
 
 /// What loading found besides the recordings.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct LoadReport {
+pub struct ReplayReport {
     pub files: usize,
     pub recordings: usize,
     /// Files whose API the catalog does not know.
@@ -59,7 +59,7 @@ pub struct LoadReport {
 #[derive(Debug, Default)]
 pub struct ReplayTable {
     by_api: HashMap<ApiId, Vec<Recording>>,
-    pub report: LoadReport,
+    pub report: ReplayReport,
 }
 
 #[derive(Deserialize)]

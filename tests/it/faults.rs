@@ -27,7 +27,7 @@ fn every_model_fault_reaches_the_sdk_as_something_it_can_act_on() {
     let scripts = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python");
     let (_model, model_url) = common::scripted_model(&python);
     let key = "faults-key";
-    let hashes = format!("[\"{}\"]", toolrouter::server::http::hash_key(key));
+    let hashes = format!("[\"{}\"]", toolrouter::server::hash_key(key));
     let (budget_s, llm_timeout_s) = (6, 2);
     let (_server, url) = serve(&[
         ("TOOLROUTER_LLM_BASE_URL", &format!("{model_url}/v1")),

@@ -175,7 +175,7 @@ fn sdk_2_and_1_over_http_with_api_keys() {
     let (Some(py2), Some(py1)) = (python("py-mcp2"), python("py-mcp1")) else { return };
     let state = tempfile::tempdir().unwrap();
     let key = "test-key-7f3a";
-    let hash = toolrouter::server::http::hash_key(key);
+    let hash = toolrouter::server::hash_key(key);
     let mut env = engine_env(&data, state.path());
     env.push(("TOOLROUTER_SERVER_API_KEY_HASHES", format!("[\"{hash}\"]")));
     let server = Server::start(&env);
@@ -310,7 +310,7 @@ fn the_mcp_inspector_cli_lists_and_calls_tools_over_http() {
     let state = tempfile::tempdir().unwrap();
     let key = "inspector-key";
     let mut env = engine_env(&data, state.path());
-    env.push(("TOOLROUTER_SERVER_API_KEY_HASHES", format!("[\"{}\"]", toolrouter::server::http::hash_key(key))));
+    env.push(("TOOLROUTER_SERVER_API_KEY_HASHES", format!("[\"{}\"]", toolrouter::server::hash_key(key))));
     let server = Server::start(&env);
     server.wait_ready(key);
     let url = format!("{}/mcp", server.url);

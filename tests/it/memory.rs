@@ -23,7 +23,7 @@ async fn successful_runs_are_remembered_and_reused() {
     let task = "Help me plan the budget of my trip to Tokyo.";
     let rates = "latest_rates_for_frankfurter";
     let similar = "I need a budget plan for a Tokyo trip.";
-    let position = |found: &[toolrouter::engine::Found]| found.iter().position(|f| f.function == rates);
+    let position = |found: &[toolrouter::engine::SearchHit]| found.iter().position(|f| f.function == rates);
     let before = engine.search(similar, 10, None).await.unwrap();
     assert_ne!(position(&before), Some(0), "the test needs a request whose best match is another API");
     let calls = vec![RunCall { function: rates.into(), ok: true }];

@@ -39,11 +39,7 @@ fn openai_sdk_and_langchain_in_route_plan_and_execute_mode() {
         .env("TOOLROUTER_LLM_BASE_URL", format!("{model_url}/v1"))
         .env(
             "TOOLROUTER_SERVER_API_KEY_HASHES",
-            format!(
-                "[\"{}\", \"{}\"]",
-                toolrouter::server::http::hash_key(key),
-                toolrouter::server::http::hash_key(OTHER_KEY)
-            ),
+            format!("[\"{}\", \"{}\"]", toolrouter::server::hash_key(key), toolrouter::server::hash_key(OTHER_KEY)),
         )
         .env("TOOLROUTER_LOG_LEVEL", "warn");
     // Plan mode and /v1/tools/call over the ToolBench catalog (plus the

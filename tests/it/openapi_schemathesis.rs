@@ -55,7 +55,7 @@ fn serve(state: &Path, replay: &Path, model_url: &str, env: &[(&str, &str)]) -> 
         .env("TOOLROUTER_STATE_DIR", state)
         .env("TOOLROUTER_RETRIEVAL_MODE", "lexical")
         .env("TOOLROUTER_LLM_BASE_URL", format!("{model_url}/v1"))
-        .env("TOOLROUTER_SERVER_API_KEY_HASHES", format!("[\"{}\"]", toolrouter::server::http::hash_key(KEY)))
+        .env("TOOLROUTER_SERVER_API_KEY_HASHES", format!("[\"{}\"]", toolrouter::server::hash_key(KEY)))
         .env("TOOLROUTER_UPSTREAM_MODE", "replay")
         .env("TOOLROUTER_UPSTREAM_REPLAY_DIR", replay)
         .env("TOOLROUTER_LOG_LEVEL", "warn");

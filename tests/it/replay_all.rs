@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use toolrouter::args::{self, Options};
 use toolrouter::catalog::Api;
 use toolrouter::catalog::{Catalog, Sources};
-use toolrouter::server::replay::Routes;
+use toolrouter::server::replay_server::Routes;
 use toolrouter::upstream::replay::Recording;
 use toolrouter::upstream::request::{self, UrlTemplate};
 use toolrouter::upstream::{Match, ReplayTable, replay_body};

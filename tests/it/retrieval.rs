@@ -12,7 +12,7 @@ use std::sync::Arc;
 use toolrouter::catalog::{ApiId, Catalog, Sources};
 use toolrouter::config::{Config, SearchMode};
 use toolrouter::eval::queries;
-use toolrouter::retrieval::{Filters, RetrievalError, Retriever, store};
+use toolrouter::retrieval::{Filters, RetrievalError, Retriever, index_files};
 
 /// Queries of G1_instruction with the tool files of their relevant APIs.
 fn sample() -> Option<(Vec<queries::QueryRecord>, Vec<PathBuf>)> {
@@ -134,7 +134,7 @@ fn stale_and_damaged_indexes_are_never_used() {
     std::fs::write(&vectors, &bytes).unwrap();
     cfg.retrieval.auto_index = false;
     let err = Retriever::open(catalog.clone(), &cfg).unwrap_err();
-    assert!(matches!(err, RetrievalError::NoIndex { problem: store::Unusable::Damaged { .. } }), "{err}");
+    assert!(matches!(err, RetrievalError::NoIndex { problem: index_files::Unusable::Damaged { .. } }), "{err}");
     assert!(err.to_string().contains("run `toolrouter index`"), "{err}");
     // With auto_index the index is rebuilt (from the embedding cache) and works.
     cfg.retrieval.auto_index = true;

@@ -13,7 +13,7 @@ use toolrouter::args::{self, Options, ProblemKind};
 use toolrouter::catalog::names::is_openai_name;
 use toolrouter::catalog::schema::{Coerced, coerce, declared_types};
 use toolrouter::catalog::{Api, Catalog, Param, ParamLocation, Resolution, Sources};
-use toolrouter::server::replay::Routes;
+use toolrouter::server::replay_server::Routes;
 use toolrouter::upstream::request::{self, UrlTemplate};
 
 #[test]

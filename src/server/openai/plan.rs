@@ -8,7 +8,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::ApiError;
-use super::validate::{ChatRequest, ClientTool, catalog_tool};
+use super::request::ChatRequest;
+use super::tools::{ClientTool, catalog_tool};
 use crate::engine::Engine;
 
 /// The latest user message's text.

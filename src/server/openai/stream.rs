@@ -27,8 +27,8 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use super::ApiError;
-use super::route::{Narrowing, Prepared, Repaired, normalize_tool_calls, prepare, repaired, report, set_tokens};
-use super::validate::ChatRequest;
+use super::request::ChatRequest;
+use super::route::{Narrowed, Narrowing, Repaired, normalize_tool_calls, prepare, repaired, report, set_tokens};
 use crate::config::OpenAiConfig;
 use crate::llm::{LlmClient, Usage};
 
@@ -200,7 +200,7 @@ async fn relay(
     req: ChatRequest,
     llm: std::sync::Arc<LlmClient>,
     config: OpenAiConfig,
-    prepared: Prepared,
+    prepared: Narrowed,
     planned: Option<Value>,
 ) {
     let mut seen = Seen::default();

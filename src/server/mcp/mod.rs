@@ -21,6 +21,7 @@
 //! 2026-07-28, which has no sessions) is answered with -32601 so that newer
 //! clients fall back to `initialize`.
 
+pub mod http;
 pub mod session;
 mod tools;
 
@@ -35,8 +36,8 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
+use crate::engine::loading::{Loading, NotReady};
 use crate::engine::{CallRequest, Called, Engine};
-use crate::loading::{Loading, NotReady};
 pub use session::Session;
 
 /// The tools every session has.

@@ -19,11 +19,14 @@ use crate::graph::build::clean_path;
 use crate::graph::store::{self, GraphStore};
 use crate::graph::{NodeKey, Params, RunCall, RunRecord, ToolGraph};
 use crate::planner::{
-    Decider, DeterministicDecider, DryRun, Executor, LongTermMemory, Memory, MemoryWriter, PlanRun, Planner, Settings,
+    Caller, Decider, DeterministicDecider, DryRun, LongTermMemory, Memory, MemoryWriter, PlanRun, Planner, Settings,
     memory,
 };
 use crate::retrieval::{Embedder, Filters, Progress, Retriever};
 use crate::upstream::{CallError, Response, Upstream};
+
+pub mod loading;
+pub mod solve;
 
 /// Largest serialized arguments accepted by [`Engine::call`].
 pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
@@ -39,7 +42,7 @@ pub enum EngineError {
 
 /// One search hit.
 #[derive(Debug, Clone, Serialize)]
-pub struct Found {
+pub struct SearchHit {
     pub function: String,
     pub tool: String,
     pub category: String,
@@ -179,7 +182,7 @@ impl Engine {
         query: &str,
         k: usize,
         category: Option<&str>,
-    ) -> Result<Vec<Found>, EngineError> {
+    ) -> Result<Vec<SearchHit>, EngineError> {
         if query.trim().is_empty() {
             return Err(EngineError::BadInput("the query is empty".into()));
         }
@@ -206,7 +209,7 @@ impl Engine {
                 let tool = self.catalog.tool(api.tool);
                 let alpha =
                     graph.alpha(&NodeKey::Api(api.function_name.clone())).unwrap_or_else(|| tool.availability_prior());
-                Found {
+                SearchHit {
                     function: api.function_name.clone(),
                     tool: tool.name.clone(),
                     category: tool.category.clone(),
@@ -241,16 +244,16 @@ impl Engine {
         .map_err(|e| EngineError::BadInput(e.to_string()))
     }
 
-    /// Runs the planner on `task` with `decider` and `executor` over a
+    /// Runs the planner on `task` with `decider` and `caller` over a
     /// snapshot of the graph (the task is embedded on the blocking pool).
     /// `outputs`: responses of calls made before, for argument completion.
-    pub async fn run<D: Decider, E: Executor>(
+    pub async fn run<D: Decider, E: Caller>(
         self: &Arc<Self>,
         task: &str,
         mut settings: Settings,
         outputs: Vec<Value>,
         decider: &D,
-        executor: &E,
+        caller: &E,
     ) -> Result<PlanRun, EngineError> {
         settings.args = Options::from(&self.config.args);
         let started = std::time::Instant::now();
@@ -262,7 +265,7 @@ impl Engine {
         let (graph, memory) = (self.graph(), self.memory());
         let planner = Planner::new(&self.retriever, Some(&graph), Some(&memory), settings).with_outputs(outputs);
         planner
-            .run_prepared(task, &prepared, started, decider, executor)
+            .run_prepared(task, &prepared, started, decider, caller)
             .await
             .map_err(|e| EngineError::BadInput(e.to_string()))
     }

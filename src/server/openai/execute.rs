@@ -1,4 +1,4 @@
-//! Execute mode's face: the request goes to [`crate::execute`], the answer
+//! Execute mode's face: the request goes to [`crate::engine::solve`], the answer
 //! comes back as a chat completion (or its chunks), the trace rides in the
 //! `toolrouter` field and is kept for `GET /v1/traces/{id}`.
 //!
@@ -14,12 +14,12 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::ApiError;
+use super::request::ChatRequest;
 use super::stream::{data, done, event_stream};
 use super::traces::Traces;
-use super::validate::ChatRequest;
 use crate::config::OpenAiConfig;
 use crate::engine::Engine;
-use crate::execute::{self, Execution};
+use crate::engine::solve::{self, Solution};
 use crate::llm::{LlmClient, LlmError};
 
 /// What execute runs share: the upstream model, the kept traces and the
@@ -58,7 +58,7 @@ pub async fn respond(
         );
         return Ok(([("retry-after", "1")], e).into_response());
     };
-    let request = execute::Request {
+    let request = solve::Request {
         messages,
         model: req.upstream_model.clone(),
         client: client.clone(),
@@ -70,14 +70,14 @@ pub async fn respond(
     let id = format!("chatcmpl-{trace_id}");
     let created = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let run = tokio::spawn(async move {
-        let result = execute::execute(&engine, &runner.llm, &request).await;
+        let result = solve::solve(&engine, &runner.llm, &request).await;
         drop(permit);
         if let Ok(execution) = &result {
             runner.traces.insert(trace_id.clone(), client, report(&trace_id, execution));
         }
         result.map(|execution| (trace_id, execution))
     });
-    let finished = |joined: Result<Result<(String, Execution), LlmError>, tokio::task::JoinError>| match joined {
+    let finished = |joined: Result<Result<(String, Solution), LlmError>, tokio::task::JoinError>| match joined {
         Ok(Ok(done)) => Ok(done),
         Ok(Err(e)) => Err(ApiError::from(e)),
         Err(e) => Err(ApiError::new(
@@ -125,7 +125,7 @@ pub async fn respond(
 }
 
 /// The `toolrouter` field: the mode, the trace's id, how it ended and the trace.
-fn report(trace_id: &str, execution: &Execution) -> Value {
+fn report(trace_id: &str, execution: &Solution) -> Value {
     json!({"mode": "execute", "trace_id": trace_id, "status": execution.status, "trace": execution})
 }
 

@@ -1,6 +1,6 @@
-//! Who carries out a planned step. The planner calls an [`Executor`] for
+//! Who carries out a planned step. The planner calls a [`Caller`] for
 //! every step it takes; [`DryRun`] carries out nothing (plans only), and
-//! execute mode's `Calls` (in [`crate::execute`]) really calls the API
+//! execute mode's `Calls` (in [`crate::engine::solve`]) really calls the API
 //! through the engine. The method is async because a real call is.
 
 use std::future::Future;
@@ -12,7 +12,7 @@ use crate::catalog::Api;
 
 /// What came of a step.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Outcome {
+pub struct StepOutcome {
     /// The step did what it should (for a dry run: it was planned).
     pub ok: bool,
     /// In words: `planned`, `200 OK`, `timeout after 10 s`…
@@ -23,10 +23,10 @@ pub struct Outcome {
 }
 
 /// Carries out steps.
-pub trait Executor: Sync {
-    fn execute(&self, api: &Api, arguments: &Map<String, Value>) -> impl Future<Output = Outcome> + Send;
+pub trait Caller: Sync {
+    fn call(&self, api: &Api, arguments: &Map<String, Value>) -> impl Future<Output = StepOutcome> + Send;
 
-    /// Whether this executor only plans. A real one is never called with
+    /// Whether this caller only plans. A real one is never called with
     /// arguments that fail validation; a planning one sees every step.
     fn plans_only(&self) -> bool {
         false
@@ -37,9 +37,9 @@ pub trait Executor: Sync {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DryRun;
 
-impl Executor for DryRun {
-    async fn execute(&self, _api: &Api, _arguments: &Map<String, Value>) -> Outcome {
-        Outcome { ok: true, status: "planned (dry run, not executed)".into(), response: None, elapsed_ms: 0.0 }
+impl Caller for DryRun {
+    async fn call(&self, _api: &Api, _arguments: &Map<String, Value>) -> StepOutcome {
+        StepOutcome { ok: true, status: "planned (dry run, not executed)".into(), response: None, elapsed_ms: 0.0 }
     }
 
     fn plans_only(&self) -> bool {

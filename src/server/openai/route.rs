@@ -16,7 +16,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
 use super::ApiError;
-use super::validate::{ChatRequest, ClientTool};
+use super::request::ChatRequest;
+use super::tools::ClientTool;
 use crate::config::OpenAiConfig;
 use crate::llm::{LlmClient, Usage};
 use crate::retrieval::Embedder;
@@ -190,14 +191,14 @@ fn repair_note(id: &str, wrong: &[Wrong], offered: &[&str]) -> String {
 }
 
 /// A request made ready for the model: tools narrowed, model renamed.
-pub struct Prepared {
+pub struct Narrowed {
     pub body: Map<String, Value>,
     /// Indexes of the client's tools offered.
     pub keep: Vec<usize>,
     pub messages: Vec<Value>,
 }
 
-pub async fn prepare(req: &ChatRequest, config: &OpenAiConfig, narrowing: &Narrowing) -> Prepared {
+pub async fn prepare(req: &ChatRequest, config: &OpenAiConfig, narrowing: &Narrowing) -> Narrowed {
     let messages: Vec<Value> = req.body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
     let forced = req.body.get("tool_choice").and_then(|c| c["function"]["name"].as_str());
     let keep = narrowing.narrow(&req.tools, &messages, config.max_tools, forced).await;
@@ -206,7 +207,7 @@ pub async fn prepare(req: &ChatRequest, config: &OpenAiConfig, narrowing: &Narro
     if !req.tools.is_empty() {
         body.insert("tools".into(), Value::Array(keep.iter().map(|&i| req.tools[i].definition.clone()).collect()));
     }
-    Prepared { body, keep, messages }
+    Narrowed { body, keep, messages }
 }
 
 /// An answer whose tool calls passed their checks.
@@ -222,7 +223,7 @@ pub struct Repaired {
 /// what was wrong and asks again (non-streaming), up to `repair_attempts`.
 pub async fn repaired(
     llm: &LlmClient,
-    prepared: &Prepared,
+    prepared: &Narrowed,
     mut answer: Value,
     req: &ChatRequest,
     config: &OpenAiConfig,
@@ -278,7 +279,7 @@ pub fn set_tokens(usage: &mut Value, tokens: Usage) {
 }
 
 /// toolrouter's report on a request, for the answer's `toolrouter` field.
-pub fn report(req: &ChatRequest, prepared: &Prepared, repairs: usize, planned: Option<Value>) -> Value {
+pub fn report(req: &ChatRequest, prepared: &Narrowed, repairs: usize, planned: Option<Value>) -> Value {
     let mode = if planned.is_some() { "plan" } else { "route" };
     let mut r =
         json!({"mode": mode, "tools_offered": prepared.keep.len(), "tools_total": req.tools.len(), "repairs": repairs});
@@ -323,7 +324,9 @@ mod tests {
             name: name.into(),
             text: format!("{name} {description} city"),
             definition: json!({"type": "function", "function": {"name": name, "parameters": schema.clone()}}),
-            check: crate::openai::validate::Check::Schema(crate::openai::validate::Schema::new(schema, true).unwrap()),
+            check: crate::server::openai::tools::Check::Schema(
+                crate::server::openai::tools::Schema::new(schema, true).unwrap(),
+            ),
         }
     }
 

@@ -19,12 +19,16 @@
 //! request's time budget, so it says `x-should-retry: false` (the header
 //! the OpenAI SDKs obey): retries at two layers would multiply the wait.
 
+pub mod chat;
 pub mod execute;
+pub mod models;
 pub mod plan;
+pub mod request;
 pub mod route;
 pub mod stream;
+pub mod tools;
+pub mod tools_call;
 pub mod traces;
-pub mod validate;
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};

@@ -28,7 +28,7 @@ use crate::catalog::Api;
 use crate::engine::{CallRequest, Called, Engine};
 use crate::graph::{RunCall, RunRecord};
 use crate::llm::{LlmClient, LlmError, Usage};
-use crate::planner::{Ending, Executor, LlmDecider, Outcome, PlanRun, Settings};
+use crate::planner::{Caller, Ending, LlmDecider, PlanRun, Settings, StepOutcome};
 use crate::text::clip;
 
 /// Sub-tasks a request is split into, at most.
@@ -101,7 +101,7 @@ pub struct Subtask {
 
 /// A finished execution: the answer and its trace.
 #[derive(Debug, Clone, Serialize)]
-pub struct Execution {
+pub struct Solution {
     pub status: Status,
     pub answer: String,
     pub needs: Vec<Need>,
@@ -113,7 +113,7 @@ pub struct Execution {
 
 /// Executes `request`. Errors are the model's (without it there is no
 /// answer); an API that fails is part of the trace, not an error.
-pub async fn execute(engine: &Arc<Engine>, llm: &Arc<LlmClient>, request: &Request) -> Result<Execution, LlmError> {
+pub async fn solve(engine: &Arc<Engine>, llm: &Arc<LlmClient>, request: &Request) -> Result<Solution, LlmError> {
     let started = Instant::now();
     let deadline = started + request.deadline;
     let text = user_text(&request.messages);
@@ -163,7 +163,7 @@ pub async fn execute(engine: &Arc<Engine>, llm: &Arc<LlmClient>, request: &Reque
         usage.add(&answer);
         (done, answer["choices"][0]["message"]["content"].as_str().unwrap_or("").to_string())
     };
-    Ok(Execution {
+    Ok(Solution {
         status,
         answer,
         needs,
@@ -218,14 +218,14 @@ async fn run_subtask(
         opening.push(json!({"role": "user", "content": part}));
     }
     let decider = LlmDecider::new(llm.clone(), engine.catalog.clone(), request.model.clone(), opening, deadline);
-    let executor =
+    let caller =
         Calls { engine, client: request.client.as_deref(), request: &sub.task, deadline, made: Mutex::default() };
     let mut settings = Settings::from(&engine.config);
     settings.budget.deadline = deadline.saturating_duration_since(Instant::now());
     settings.repair_attempts = request.repair_attempts;
-    let result = engine.run(&sub.task, settings, outputs, &decider, &executor).await;
+    let result = engine.run(&sub.task, settings, outputs, &decider, &caller).await;
     let report = decider.into_report();
-    sub.calls = executor.made.into_inner().unwrap_or_else(|e| e.into_inner());
+    sub.calls = caller.made.into_inner().unwrap_or_else(|e| e.into_inner());
     sub.answer = report.answer.clone();
     match result {
         Ok(run) => {
@@ -266,8 +266,8 @@ struct Calls<'a> {
     made: Mutex<Vec<RunCall>>,
 }
 
-impl Executor for Calls<'_> {
-    async fn execute(&self, api: &Api, arguments: &Map<String, Value>) -> Outcome {
+impl Caller for Calls<'_> {
+    async fn call(&self, api: &Api, arguments: &Map<String, Value>) -> StepOutcome {
         let started = Instant::now();
         let arguments = Value::Object(arguments.clone());
         let left = self.deadline.saturating_duration_since(Instant::now());
@@ -285,7 +285,12 @@ impl Executor for Calls<'_> {
                 .unwrap_or_else(|e| e.into_inner())
                 .push(RunCall { function: api.function_name.clone(), ok: false });
             let status = "not finished: the run's deadline passed".to_string();
-            return Outcome { ok: false, status, response: None, elapsed_ms: started.elapsed().as_secs_f64() * 1e3 };
+            return StepOutcome {
+                ok: false,
+                status,
+                response: None,
+                elapsed_ms: started.elapsed().as_secs_f64() * 1e3,
+            };
         };
         let (ok, status, response) = match called {
             Called::Unknown(unknown) => (false, unknown.to_string(), None),
@@ -298,7 +303,7 @@ impl Executor for Calls<'_> {
             }
         };
         self.made.lock().unwrap_or_else(|e| e.into_inner()).push(RunCall { function: api.function_name.clone(), ok });
-        Outcome { ok, status, response, elapsed_ms: started.elapsed().as_secs_f64() * 1e3 }
+        StepOutcome { ok, status, response, elapsed_ms: started.elapsed().as_secs_f64() * 1e3 }
     }
 }
 

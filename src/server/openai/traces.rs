@@ -8,7 +8,15 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
+use axum::extract::State;
+use axum::extract::rejection::PathRejection;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use serde_json::Value;
+
+use super::ApiError;
+use crate::server::app::App;
+use crate::server::mcp::ClientId;
 
 /// The kept traces.
 pub struct Traces {
@@ -45,6 +53,28 @@ impl Traces {
         let kept = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let (owner, trace) = kept.by_id.get(id)?;
         (owner.as_deref() == client).then(|| trace.clone())
+    }
+}
+
+/// `GET /v1/traces/{id}`: an execute run's trace (the client's own, while kept).
+pub(crate) async fn trace(
+    State(app): State<Arc<App>>,
+    client: Option<axum::Extension<ClientId>>,
+    id: Result<axum::extract::Path<String>, PathRejection>,
+) -> Response {
+    let id = match id {
+        Ok(axum::extract::Path(id)) => id,
+        Err(e) => return ApiError::invalid(format!("bad trace id: {}", e.body_text()), Some("id")).into_response(),
+    };
+    let client = client.map(|c| c.0.0);
+    match app.runner.as_ref().and_then(|r| r.traces.get(&id, client.as_deref())) {
+        Some(trace) => axum::Json(trace.as_ref().clone()).into_response(),
+        None => {
+            let mut e = ApiError::invalid(format!("no trace `{id}` (traces are kept for a while, per key)"), None);
+            e.status = StatusCode::NOT_FOUND;
+            e.code = Some("trace_not_found");
+            e.into_response()
+        }
     }
 }
 

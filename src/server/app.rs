@@ -1,0 +1,248 @@
+//! `toolrouter serve`: the HTTP listener the faces share, its routes and
+//! its life (start, housekeeping, graceful shutdown).
+//!
+//! * `GET /healthz`: 200 while the process runs;
+//! * `GET /readyz`: 200 once the engine (catalog, index, graph) is loaded,
+//!   503 before (saying how far loading has got);
+//! * `/mcp`: the MCP face over streamable HTTP (POST, GET for the event
+//!   stream, DELETE to close a session);
+//! * `GET /metrics`: Prometheus counters ([`crate::metrics`]);
+//! * `POST /v1/chat/completions`, `GET /v1/models`: the OpenAI face
+//!   ([`crate::server::openai`]); `POST /v1/tools/call`: a catalog API called for
+//!   the client; `GET /v1/traces/{id}`: an execute run's trace.
+//!
+//! The listener opens at once and the engine loads in the background
+//! ([`crate::engine::loading`]), so health checks and MCP's `initialize` answer
+//! during a long first indexing. Every route but `/healthz` and `/readyz`
+//! (probes carry no key) needs `Authorization: Bearer KEY` when
+//! `server.api_key_hashes` is set (keys are kept as SHA-256 hashes; the
+//! key's hash prefix names the client for rate limits and logs, the key
+//! itself is never logged). Each
+//! key has a request rate (`server.client_rate`, 429 with `Retry-After`
+//! over it); every request gets an `x-request-id`, a log line and a time
+//! limit (`server.request_timeout_ms`, 504). Bodies over
+//! `server.max_body_bytes` get 413. SIGINT/SIGTERM stop accepting and
+//! let in-flight requests finish for up to `server.shutdown_grace_ms`;
+//! those still waiting for their answer then are answered 503 (a stream
+//! already under way ends with the process).
+
+use std::collections::HashSet;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+
+use super::mcp::McpServer;
+use super::mcp::http::mcp;
+use super::middleware::{auth, error, not_ready, observe, read_body};
+use super::openai::chat::chat_completions;
+use super::openai::execute::Runner;
+use super::openai::models::models;
+use super::openai::route::Narrowing;
+use super::openai::tools::ToolLists;
+use super::openai::tools_call::tools_call;
+use super::openai::traces::trace;
+use crate::config::Config;
+use crate::engine::Engine;
+use crate::engine::loading::{Loading, NotReady};
+use crate::llm::LlmClient;
+use crate::retrieval::tool_list::ToolListRanker;
+
+type McpService = StreamableHttpService<McpServer, LocalSessionManager>;
+
+/// What the routes share.
+pub struct App {
+    pub(super) config: Config,
+    pub(super) key_hashes: HashSet<String>,
+    /// The engine, loading or loaded (`None` in a server without one, such
+    /// as the overhead bench's).
+    pub(super) loading: OnceLock<Arc<Loading>>,
+    pub(super) mcp: OnceLock<McpService>,
+    /// The upstream model (`None` without `llm.base_url`).
+    pub(super) llm: Option<Arc<LlmClient>>,
+    /// Requests per client key.
+    pub(super) limiter: Option<governor::DefaultKeyedRateLimiter<String>>,
+    /// Execute runs: the model, the cap on runs in flight, the traces
+    /// (`None` without a model).
+    pub(super) runner: Option<Arc<Runner>>,
+    /// Set when the shutdown grace is over: requests still running get 503.
+    pub(super) cut_off: tokio::sync::watch::Sender<bool>,
+    /// Route mode's tool-list indexes and vectors.
+    pub(super) ranker: Arc<ToolListRanker>,
+    /// Client tool lists parsed before.
+    pub(super) tool_lists: ToolLists,
+    /// The embedding model route mode uses when no engine is loaded (the
+    /// overhead bench's server).
+    pub(super) route_embedder: OnceLock<Arc<crate::retrieval::Embedder>>,
+}
+
+impl App {
+    pub fn new(config: &Config) -> Arc<App> {
+        let key_hashes = config.server.api_key_hashes.iter().map(|h| h.to_ascii_lowercase()).collect();
+        let llm = LlmClient::new(config).ok().map(Arc::new);
+        let runner = llm.clone().map(|llm| Arc::new(Runner::new(llm, &config.openai)));
+        let limiter = (config.server.client_rate > 0.0)
+            .then(|| governor::Quota::with_period(Duration::from_secs_f64(1.0 / config.server.client_rate)))
+            .flatten()
+            .map(|q| q.allow_burst(std::num::NonZeroU32::new(config.server.client_burst.max(1)).expect("at least 1")))
+            .map(governor::RateLimiter::keyed);
+        Arc::new(App {
+            config: config.clone(),
+            key_hashes,
+            loading: OnceLock::new(),
+            mcp: OnceLock::new(),
+            llm,
+            limiter,
+            runner,
+            cut_off: tokio::sync::watch::Sender::new(false),
+            ranker: Arc::default(),
+            tool_lists: ToolLists::new(config.args.strict),
+            route_embedder: OnceLock::new(),
+        })
+    }
+
+    /// Route mode ranks with `embedder` while no engine is loaded.
+    pub fn set_route_embedder(&self, embedder: Arc<crate::retrieval::Embedder>) {
+        let _ = self.route_embedder.set(embedder);
+    }
+
+    /// Route mode's narrowing with this server's ranker, without a graph
+    /// (the handler adds the engine's graph and model when it is loaded).
+    pub fn narrowing(&self) -> Narrowing {
+        Narrowing { embedder: self.route_embedder.get().cloned(), ..Narrowing::lexical(self.ranker.clone()) }
+    }
+
+    /// The loaded engine, or why there is none yet.
+    pub(super) fn engine(&self) -> Result<&Arc<Engine>, NotReady> {
+        let Some(loading) = self.loading.get() else {
+            return Err(NotReady::Failed("this server has no engine".into()));
+        };
+        loading.engine()
+    }
+
+    /// Serves the engine `loading` loads (MCP sessions open at once).
+    pub fn set_loading(&self, loading: Arc<Loading>) {
+        // Both structs are non-exhaustive: set the idle timeout on defaults.
+        let mut session_manager = LocalSessionManager::default();
+        session_manager.session_config.keep_alive = Some(Duration::from_secs(self.config.mcp.session_idle_s.max(1)));
+        let listen = self.config.server.listen.ip().to_string();
+        let mcp_config = StreamableHttpServerConfig::default()
+            .with_allowed_hosts(["localhost".to_string(), "127.0.0.1".into(), "::1".into(), listen])
+            .with_max_request_body_bytes(self.config.server.max_body_bytes);
+        let factory_loading = loading.clone();
+        let service = StreamableHttpService::new(
+            move || Ok(McpServer::new(factory_loading.clone())),
+            Arc::new(session_manager),
+            mcp_config,
+        );
+        let _ = self.mcp.set(service);
+        let _ = self.loading.set(loading);
+    }
+}
+
+/// The router of `toolrouter serve`.
+pub fn router(app: Arc<App>) -> axum::Router {
+    let protected = axum::Router::new()
+        .route("/mcp", axum::routing::any(mcp))
+        .route("/v1/models", get(models))
+        .route("/v1/chat/completions", axum::routing::post(chat_completions))
+        .route("/v1/tools/call", axum::routing::post(tools_call))
+        .route("/v1/traces/{id}", get(trace))
+        .route(
+            "/metrics",
+            get(|| async { ([("content-type", "text/plain; version=0.0.4")], crate::metrics::global().render()) }),
+        )
+        .layer(axum::middleware::from_fn_with_state(app.clone(), read_body))
+        .layer(axum::middleware::from_fn_with_state(app.clone(), auth));
+    axum::Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .merge(protected)
+        .fallback(|| async { error(StatusCode::NOT_FOUND, "no such route") })
+        .layer(axum::middleware::from_fn_with_state(app.clone(), observe))
+        .layer(axum::extract::DefaultBodyLimit::max(app.config.server.max_body_bytes))
+        .with_state(app)
+}
+
+async fn readyz(State(app): State<Arc<App>>) -> Response {
+    match app.engine() {
+        Ok(_) => (StatusCode::OK, "ready").into_response(),
+        Err(e) => not_ready(e),
+    }
+}
+
+/// Serves until SIGINT or SIGTERM, then drains for up to the grace period.
+pub async fn serve(config: &Config) -> anyhow::Result<()> {
+    let app = App::new(config);
+    if app.key_hashes.is_empty() {
+        tracing::warn!(listen = %config.server.listen, "no API keys configured (server.api_key_hashes): anyone who can reach the listener can use it");
+    }
+    let listener = tokio::net::TcpListener::bind(config.server.listen).await?;
+    let addr = listener.local_addr()?;
+    println!("toolrouter listening on http://{addr}");
+    use std::io::Write;
+    std::io::stdout().flush()?;
+    app.set_loading(Loading::start(config));
+    tokio::spawn(housekeeping(app.clone()));
+    let grace = Duration::from_millis(config.server.shutdown_grace_ms);
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let header_read_timeout = Duration::from_millis(config.server.header_read_timeout_ms);
+    let mut server = tokio::spawn(super::conn::serve(listener, router(app.clone()), header_read_timeout, async {
+        let _ = rx.await;
+    }));
+    shutdown_signal().await;
+    tracing::info!("shutting down: draining in-flight requests");
+    let _ = tx.send(());
+    if tokio::time::timeout(grace, &mut server).await.is_err() {
+        tracing::warn!("in-flight requests did not finish within {grace:?}: answering them 503");
+        app.cut_off.send_replace(true);
+        // Time to write the 503s; streams already under way are cut.
+        let _ = tokio::time::timeout(Duration::from_secs(1), &mut server).await;
+    }
+    Ok(())
+}
+
+/// How often idle rate-limiter keys are forgotten.
+const HOUSEKEEPING: Duration = Duration::from_secs(60);
+
+/// Now and then forgets the rate limiters' idle keys (one per client key or
+/// address, API and host): without it they would grow with every client
+/// ever seen.
+async fn housekeeping(app: Arc<App>) {
+    let mut tick = tokio::time::interval(HOUSEKEEPING);
+    loop {
+        tick.tick().await;
+        if let Some(limiter) = &app.limiter {
+            limiter.retain_recent();
+        }
+        if let Ok(engine) = app.engine() {
+            engine.prune_limits();
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}

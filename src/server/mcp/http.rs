@@ -1,0 +1,78 @@
+//! `/mcp`: rmcp's streamable HTTP service behind toolrouter's middleware,
+//! with the fixes clients need: malformed JSON and rmcp's plain-text
+//! refusals answered as JSON-RPC errors, `server/discover` refused so
+//! clients fall back to `initialize`, a closed session answered 204.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::engine::loading::NotReady;
+use crate::server::app::App;
+use crate::server::middleware::{error, not_ready};
+
+pub(crate) async fn mcp(State(app): State<Arc<App>>, request: Request) -> Response {
+    let Some(service) = app.mcp.get() else {
+        return not_ready(NotReady::Failed("this server has no engine".into()));
+    };
+    // The body was read (and its size capped) by `read_body`.
+    let closing = request.method() == axum::http::Method::DELETE;
+    let request = if request.method() == axum::http::Method::POST {
+        // Malformed JSON gets JSON-RPC's own parse error (rmcp would answer in plain text).
+        let (parts, body) = request.into_parts();
+        let Ok(bytes) = axum::body::to_bytes(body, app.config.server.max_body_bytes).await else {
+            return error(StatusCode::PAYLOAD_TOO_LARGE, "the request body is larger than server.max_body_bytes");
+        };
+        let message = match serde_json::from_slice::<serde_json::Value>(&bytes) {
+            Ok(message) => message,
+            Err(e) => {
+                return jsonrpc_error(StatusCode::BAD_REQUEST, &json!(null), -32700, &format!("parse error: {e}"));
+            }
+        };
+        // The sessionless 2026-07-28 protocol is not served: whatever its
+        // params, `server/discover` is an unknown method, so clients fall
+        // back to `initialize`.
+        if message["method"] == "server/discover" {
+            let text = "server/discover is not supported: send initialize (protocol 2025-11-25)";
+            return jsonrpc_error(StatusCode::NOT_FOUND, &message["id"], -32601, text);
+        }
+        Request::from_parts(parts, Body::from(bytes))
+    } else {
+        request
+    };
+    let response = service.handle(request).await.map(Body::new);
+    let mut response = as_jsonrpc(response).await;
+    // rmcp answers a session's DELETE with 202; the Python SDK (both
+    // majors) expects 200 or 204 and warns otherwise. The session is gone
+    // either way, so say so plainly.
+    if closing && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::NO_CONTENT;
+    }
+    response
+}
+
+/// A JSON-RPC error response.
+fn jsonrpc_error(status: StatusCode, id: &serde_json::Value, code: i64, message: &str) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
+    (status, axum::Json(body)).into_response()
+}
+
+/// rmcp's plain-text refusals (415 for a body that is not JSON, 406 for a
+/// wrong `Accept`…) as JSON-RPC errors, the protocol's own shape.
+async fn as_jsonrpc(response: Response) -> Response {
+    let plain = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_none_or(|t| t.starts_with("text/plain"));
+    let status = response.status();
+    if !(status.is_client_error() || status.is_server_error()) || !plain {
+        return response;
+    }
+    let text = axum::body::to_bytes(response.into_body(), 64 * 1024).await.unwrap_or_default();
+    jsonrpc_error(status, &json!(null), -32600, String::from_utf8_lossy(&text).trim())
+}

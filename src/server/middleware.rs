@@ -1,0 +1,181 @@
+//! What every request of `toolrouter serve` passes through before its
+//! handler: an id, a time limit and a log line ([`observe`]), the API key
+//! and the client's request rate ([`auth`]), and the body read whole
+//! within its time and size limits ([`read_body`]). Their refusals are in
+//! OpenAI's error shape.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use super::app::App;
+use super::mcp::ClientId;
+use super::openai::ApiError;
+use crate::engine::loading::NotReady;
+
+/// The SHA-256 of a key, in hex (what `server.api_key_hashes` holds).
+pub fn hash_key(key: &str) -> String {
+    Sha256::digest(key.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// When a request arrived (before its body was read): its time budget
+/// counts from then, as `observe`'s limit does.
+#[derive(Clone, Copy)]
+pub(crate) struct Arrived(pub(crate) std::time::Instant);
+
+/// An error in OpenAI's shape (the MCP routes use it too, outside JSON-RPC).
+pub(super) fn error(status: StatusCode, message: &str) -> Response {
+    let kind = if status == StatusCode::UNAUTHORIZED { "authentication_error" } else { "invalid_request_error" };
+    let code = status.canonical_reason().unwrap_or("error").to_ascii_lowercase().replace(' ', "_");
+    (status, axum::Json(json!({"error": {"message": message, "type": kind, "param": null, "code": code}})))
+        .into_response()
+}
+
+pub(super) async fn auth(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
+    if app.key_hashes.is_empty() {
+        // Without keys each peer address has its own rate: one client's
+        // requests (stalled ones too) do not use up everyone's.
+        let client = match super::conn::peer(&request) {
+            Some(peer) => format!("anonymous@{}", peer.ip()),
+            None => "anonymous".to_string(),
+        };
+        return match limited(&app, &client) {
+            Some(refused) => refused,
+            None => next.run(request).await,
+        };
+    }
+    let key = request
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(str::trim);
+    let Some(key) = key else {
+        return error(StatusCode::UNAUTHORIZED, "missing API key: send `Authorization: Bearer KEY`");
+    };
+    let hash = hash_key(key);
+    if !app.key_hashes.contains(&hash) {
+        return error(StatusCode::UNAUTHORIZED, "invalid API key");
+    }
+    let client = hash[..12].to_string();
+    if let Some(refused) = limited(&app, &client) {
+        return refused;
+    }
+    request.extensions_mut().insert(ClientId(client));
+    next.run(request).await
+}
+
+/// Reads the whole request body within `server.body_timeout_ms` and up to
+/// `server.max_body_bytes`, before the handler runs: a body that never
+/// comes gets 408 and frees its connection, instead of holding it (and a
+/// task) until the request's time limit.
+pub(super) async fn read_body(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+    use axum::extract::FromRequest;
+    let declared = request.headers().get("content-length").and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > app.config.server.max_body_bytes) {
+        // Refused before it is read: the client need not send it all.
+        return error(StatusCode::PAYLOAD_TOO_LARGE, "the request body is larger than server.max_body_bytes");
+    }
+    let (parts, body) = request.into_parts();
+    let limit = Duration::from_millis(app.config.server.body_timeout_ms);
+    let read = axum::body::Bytes::from_request(Request::from_parts(parts.clone(), body), &());
+    match tokio::time::timeout(limit, read).await {
+        Ok(Ok(bytes)) => next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await,
+        Ok(Err(rejection)) => unreadable(rejection),
+        Err(_) => {
+            let message =
+                format!("the request body did not arrive within {} ms (server.body_timeout_ms)", limit.as_millis());
+            let mut response = error(StatusCode::REQUEST_TIMEOUT, &message);
+            response.headers_mut().insert("connection", axum::http::HeaderValue::from_static("close"));
+            response
+        }
+    }
+}
+
+/// 429 with `Retry-After` when `client` is over its request rate.
+fn limited(app: &App, client: &str) -> Option<Response> {
+    let limiter = app.limiter.as_ref()?;
+    let not_until = limiter.check_key(&client.to_string()).err()?;
+    crate::metrics::global().rate_limited("incoming");
+    use governor::clock::Clock;
+    let wait = not_until.wait_time_from(governor::clock::DefaultClock::default().now());
+    let body = json!({"error": {"message": format!("rate limited: this key may make {} requests per second; retry after {:.2} s",
+        app.config.server.client_rate, wait.as_secs_f64()), "type": "rate_limit_error", "param": null, "code": "rate_limited"}});
+    let mut response = (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
+    response.headers_mut().insert("retry-after", (wait.as_secs_f64().ceil().max(1.0) as u64).into());
+    Some(response)
+}
+
+/// Gives every request an id (`x-request-id`), a time limit, and a log
+/// line (method, path, status, time; never a key or a body).
+pub(super) async fn observe(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
+    let id = format!("{:016x}", fastrand::u64(..));
+    let (method, path) = (request.method().clone(), request.uri().path().to_string());
+    let started = std::time::Instant::now();
+    request.extensions_mut().insert(Arrived(started));
+    let limit = Duration::from_millis(app.config.server.request_timeout_ms);
+    let mut cut_off = app.cut_off.subscribe();
+    let mut response = tokio::select! {
+        answered = tokio::time::timeout(limit, next.run(request)) => match answered {
+            Ok(r) => r,
+            Err(_) => ApiError::new(StatusCode::GATEWAY_TIMEOUT, "server_error", "timeout",
+                format!("no answer within {} ms", limit.as_millis())).into_response(),
+        },
+        _ = cut_off.wait_for(|cut| *cut) => {
+            let mut r = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", "shutting_down",
+                "the server is shutting down and its grace period is over; retry on another instance").into_response();
+            r.headers_mut().insert("retry-after", 1.into());
+            r
+        }
+    };
+    if let Ok(v) = id.parse() {
+        response.headers_mut().insert("x-request-id", v);
+    }
+    // Known routes only, so that arbitrary paths cannot blow up the label set.
+    const ROUTES: [&str; 7] =
+        ["/healthz", "/readyz", "/mcp", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/tools/call"];
+    let route = match ROUTES.iter().find(|r| **r == path) {
+        Some(r) => r,
+        None if path.starts_with("/v1/traces/") => "/v1/traces/{id}",
+        None => "other",
+    };
+    crate::metrics::global().request(route, response.status().as_u16(), started.elapsed().as_secs_f64());
+    tracing::info!(request_id = %id, %method, %path, status = response.status().as_u16(),
+        ms = format!("{:.1}", started.elapsed().as_secs_f64() * 1e3), "request");
+    response
+}
+
+/// A body that could not be read, in OpenAI's shape rather than axum's
+/// plain text: over `server.max_body_bytes` it is 413.
+pub(super) fn unreadable(rejection: BytesRejection) -> Response {
+    match rejection.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => {
+            error(StatusCode::PAYLOAD_TOO_LARGE, "the request body is larger than server.max_body_bytes")
+        }
+        status => {
+            let mut e =
+                ApiError::invalid(format!("the request body could not be read: {}", rejection.body_text()), None);
+            e.status = status;
+            e.into_response()
+        }
+    }
+}
+
+/// 503 while the engine loads, saying how far it has got. Why a load
+/// failed (paths, configuration) is for the log, not for whoever asks.
+pub(super) fn not_ready(why: NotReady) -> Response {
+    let why = match why {
+        NotReady::Failed(_) => "toolrouter's engine failed to load; the server's log says why".to_string(),
+        loading => loading.to_string(),
+    };
+    let mut r = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", "not_ready", why).into_response();
+    r.headers_mut().insert("retry-after", 5.into());
+    r
+}

@@ -1,0 +1,88 @@
+//! `POST /v1/chat/completions`: the request parsed and checked, then
+//! handed to its mode — execute ([`super::execute`]), plan
+//! ([`super::plan`], then answered as route mode is), route
+//! ([`super::route`], [`super::stream`]).
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::response::{IntoResponse, Response};
+
+use super::ApiError;
+use super::request::Mode;
+use crate::server::app::App;
+use crate::server::mcp::ClientId;
+use crate::server::middleware::{Arrived, not_ready, unreadable};
+
+/// Of `server.request_timeout_ms`, what a request's model requests leave
+/// for answering.
+const BUDGET_MARGIN_MS: u64 = 200;
+
+pub(crate) async fn chat_completions(
+    State(app): State<Arc<App>>,
+    client: Option<axum::Extension<ClientId>>,
+    arrived: Option<axum::Extension<Arrived>>,
+    headers: axum::http::HeaderMap,
+    body: Result<axum::body::Bytes, BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => return unreadable(e),
+    };
+    let header_mode = headers.get("x-toolrouter-mode").and_then(|v| v.to_str().ok());
+    // The request's time budget: model requests end by then, so that
+    // retries and repairs fit and the answer says why (504), not `observe`.
+    let spent = arrived.map_or(0, |a| a.0.0.elapsed().as_millis() as u64);
+    let budget = app.config.server.request_timeout_ms.saturating_sub(BUDGET_MARGIN_MS + spent).max(1);
+    let mut request =
+        match crate::server::openai::request::parse(&body, &app.config.openai, header_mode, &app.tool_lists, budget) {
+            Ok(r) => r,
+            Err(e) => return e.into_response(),
+        };
+    let Some(llm) = &app.llm else {
+        return ApiError::from(crate::llm::LlmError::NotConfigured).into_response();
+    };
+    let engine = app.engine().ok().cloned();
+    if request.mode == Mode::Execute
+        && let Some(runner) = &app.runner
+    {
+        let engine = match app.engine() {
+            Ok(engine) => engine.clone(),
+            Err(e) => return not_ready(e),
+        };
+        let client = client.map(|c| c.0.0);
+        return crate::server::openai::execute::respond(engine, runner.clone(), request, client, &app.config.openai)
+            .await
+            .unwrap_or_else(IntoResponse::into_response);
+    }
+    let mut planned = None;
+    if request.mode == Mode::Plan {
+        let engine = match app.engine() {
+            Ok(engine) => engine,
+            Err(e) => return not_ready(e),
+        };
+        match crate::server::openai::plan::offer(engine, &request, app.config.openai.max_tools).await {
+            Ok((tools, steps)) => {
+                request.tools = tools.into();
+                planned = Some(steps);
+            }
+            Err(e) => return e.into_response(),
+        }
+    }
+    let mut narrowing = app.narrowing();
+    if let Some(engine) = engine {
+        narrowing.embedder = engine.embedder();
+        narrowing.weight = Arc::new(move |from: &str, to: &str| engine.transition_weight(from, to));
+    }
+    let result = if request.stream {
+        crate::server::openai::stream::stream(request, llm.clone(), app.config.openai.clone(), &narrowing, planned)
+            .await
+    } else {
+        crate::server::openai::route::complete(&request, llm, &app.config.openai, &narrowing, planned).await
+    };
+    match result {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}

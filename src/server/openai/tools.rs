@@ -1,0 +1,308 @@
+//! The tools a request offers the model — the client's own (route mode)
+//! or catalog APIs (plan mode) — and the checking of the calls the model
+//! makes to them.
+//!
+//! A client sends the same tool list turn after turn, often hundreds of
+//! tools: a list seen before (same JSON text) is taken from [`ToolLists`]
+//! instead of being parsed and checked again. Each tool's parameter schema
+//! is checked against the JSON Schema meta-schema when its list is first
+//! seen; its validator is compiled only when the model calls the tool,
+//! and kept by a hash of the schema.
+//!
+//! With `args.strict` (the default) a call's arguments may hold only the
+//! parameters its tool declares, as for catalog APIs: client schemas
+//! rarely say `additionalProperties: false`, and a model that invents an
+//! argument would otherwise reach the client's function, which fails on
+//! it. Every object schema that lists its `properties` and says nothing
+//! of others is read as closed ([`closed`]); unknown parameters become
+//! problems to repair like any other.
+
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
+use std::num::NonZeroUsize;
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
+
+use lru::LruCache;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::ApiError;
+use super::request::unparsable;
+use crate::args;
+use crate::catalog::Api;
+
+/// A tool offered to the model: one of the client's, or a catalog API (plan mode).
+pub struct ClientTool {
+    pub name: String,
+    /// Name, description and parameter names, for relevance.
+    pub text: String,
+    pub definition: Value,
+    pub check: Check,
+}
+
+/// How a tool's call arguments are checked.
+pub enum Check {
+    /// A client's tool: against its JSON Schema.
+    Schema(Schema),
+    /// A catalog API: as `/v1/tools/call` checks them (strict mode,
+    /// coercions), so that what plan mode accepts the call accepts.
+    Api(Box<Api>, args::Options),
+}
+
+impl ClientTool {
+    /// What is wrong with `arguments` (an object), in words for the model.
+    pub fn issues(&self, arguments: &Value) -> Vec<String> {
+        match &self.check {
+            Check::Schema(schema) => schema.validator().iter_errors(arguments).map(|e| schema.describe(&e)).collect(),
+            Check::Api(api, options) => match args::validate(api, arguments, *options) {
+                Ok(_) => Vec::new(),
+                Err(invalid) => invalid.problems.iter().map(ToString::to_string).collect(),
+            },
+        }
+    }
+}
+
+/// A client tool's parameter schema (meta-schema checked), its validator
+/// compiled on first use; in strict mode the schema checked is [`closed`].
+pub struct Schema {
+    value: Value,
+    validator: OnceLock<Arc<jsonschema::Validator>>,
+}
+
+/// Enum values listed in full in a message for the model (more are counted).
+const ENUM_LISTED: usize = 40;
+
+/// Compiled validators kept, by a hash of their schema's JSON text.
+const VALIDATORS: usize = 4_096;
+
+impl Schema {
+    /// `value` checked against the JSON Schema meta-schema; `strict`:
+    /// calls may hold only the parameters it declares.
+    pub fn new(value: Value, strict: bool) -> Result<Schema, String> {
+        jsonschema::meta::validate(&value).map_err(|e| e.to_string())?;
+        let value = if strict { closed(value) } else { value };
+        Ok(Schema { value, validator: OnceLock::new() })
+    }
+
+    /// A validation error in words for the model: where, what, and what
+    /// would be right (the parameters a tool takes, every enum value).
+    fn describe(&self, e: &jsonschema::ValidationError) -> String {
+        use jsonschema::error::ValidationErrorKind as Kind;
+        let at = e.instance_path().to_string();
+        let what = match e.kind() {
+            Kind::AdditionalProperties { unexpected } => {
+                let names: Vec<String> = unexpected.iter().map(|n| format!("`{n}`")).collect();
+                // The object schema the keyword belongs to lists what is known.
+                let keyword = e.schema_path().to_string();
+                let object = keyword.strip_suffix("/additionalProperties").and_then(|p| self.value.pointer(p));
+                let known: Vec<String> = object
+                    .and_then(|o| o.get("properties")?.as_object())
+                    .map(|p| p.keys().map(|k| format!("`{k}`")).collect())
+                    .unwrap_or_default();
+                let takes = if known.is_empty() { "none".to_string() } else { known.join(", ") };
+                format!("unknown parameter {}: remove it (the parameters here are: {takes})", names.join(", "))
+            }
+            Kind::Enum { options } => {
+                let all = options.as_array().map(Vec::as_slice).unwrap_or_default();
+                let mut listed: Vec<String> = all.iter().take(ENUM_LISTED).map(Value::to_string).collect();
+                if all.len() > ENUM_LISTED {
+                    listed.push(format!("and {} more", all.len() - ENUM_LISTED));
+                }
+                format!("{} is not one of {}", e.instance(), listed.join(", "))
+            }
+            _ => e.to_string(),
+        };
+        if at.is_empty() { what } else { format!("{at}: {what}") }
+    }
+
+    /// The compiled validator: from this schema, from another with the
+    /// same text, or compiled now.
+    pub fn validator(&self) -> &jsonschema::Validator {
+        // A process-wide cache: clients send the same tools in many lists.
+        static CACHE: LazyLock<Mutex<LruCache<u64, Arc<jsonschema::Validator>>>> =
+            LazyLock::new(|| Mutex::new(LruCache::new(NonZeroUsize::new(VALIDATORS).expect("not zero"))));
+        self.validator.get_or_init(|| {
+            let mut h = std::hash::DefaultHasher::new();
+            self.value.to_string().hash(&mut h);
+            let key = h.finish();
+            if let Some(v) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+                return v.clone();
+            }
+            // The meta-schema check passed. What compiling can still refuse
+            // (an unresolvable `$ref`, a regex the engine cannot compile)
+            // leaves the arguments unchecked, as they would be without
+            // toolrouter: the client's function sees them as the model wrote them.
+            let compiled = jsonschema::validator_for(&self.value).unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "a client tool's parameter schema does not compile; its calls pass unchecked");
+                jsonschema::validator_for(&Value::Bool(true)).expect("`true` is a valid schema")
+            });
+            let v = Arc::new(compiled);
+            CACHE.lock().unwrap_or_else(|e| e.into_inner()).put(key, v.clone());
+            v
+        })
+    }
+}
+
+/// Object-schema keywords that decide about other properties themselves
+/// (or combine schemas, where `additionalProperties: false` would refuse
+/// what a sibling allows): a schema with one of them is left open.
+const OPEN_ENDED: [&str; 9] = [
+    "additionalProperties",
+    "patternProperties",
+    "unevaluatedProperties",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "$ref",
+    "if",
+    "dependentSchemas",
+];
+
+/// `schema` with `additionalProperties: false` on every object schema
+/// that lists `properties` and none of [`OPEN_ENDED`], through
+/// `properties`, `items`, `$defs` and `definitions`.
+pub fn closed(mut schema: Value) -> Value {
+    fn close(s: &mut Value, depth: usize) {
+        let Some(map) = s.as_object_mut().filter(|_| depth < 64) else { return };
+        if map.get("properties").is_some_and(Value::is_object) && !OPEN_ENDED.iter().any(|k| map.contains_key(*k)) {
+            map.insert("additionalProperties".into(), Value::Bool(false));
+        }
+        for key in ["properties", "$defs", "definitions"] {
+            for child in map.get_mut(key).and_then(Value::as_object_mut).into_iter().flat_map(|m| m.values_mut()) {
+                close(child, depth + 1);
+            }
+        }
+        if let Some(items) = map.get_mut("items") {
+            close(items, depth + 1);
+        }
+    }
+    close(&mut schema, 0);
+    schema
+}
+
+/// Tool lists parsed before, by a hash of their JSON text.
+pub struct ToolLists {
+    lists: Mutex<LruCache<u64, Arc<[ClientTool]>>>,
+    /// `args.strict`: client tools take only the parameters they declare.
+    strict: bool,
+}
+
+/// Tool lists kept.
+const TOOL_LISTS: usize = 256;
+
+impl ToolLists {
+    /// An empty cache; `strict`: `args.strict`.
+    pub fn new(strict: bool) -> ToolLists {
+        ToolLists { lists: Mutex::new(LruCache::new(NonZeroUsize::new(TOOL_LISTS).expect("not zero"))), strict }
+    }
+
+    /// The tools of a `tools` array (raw JSON), parsed and checked, or as
+    /// parsed before.
+    pub(super) fn get_or_parse(&self, raw: &RawValue, max: usize) -> Result<Arc<[ClientTool]>, ApiError> {
+        let mut h = std::hash::DefaultHasher::new();
+        raw.get().hash(&mut h);
+        let key = h.finish();
+        if let Some(tools) = self.lists.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Ok(tools.clone());
+        }
+        let items: Vec<&RawValue> = serde_json::from_str(raw.get())
+            .map_err(|_| ApiError::invalid("`tools` must be an array", Some("tools")))?;
+        if items.len() > max {
+            return Err(ApiError::invalid(
+                format!(
+                    "this request carries {} tools; at most {max} are accepted (openai.max_request_tools); \
+                     send the tools the conversation could use",
+                    items.len()
+                ),
+                Some("tools"),
+            ));
+        }
+        let mut tools = Vec::with_capacity(items.len());
+        for (i, item) in items.into_iter().enumerate() {
+            let value: Value = serde_json::from_str(item.get())
+                .map_err(|e| ApiError::invalid(unparsable(&format!("tools[{i}]"), &e), Some(&format!("tools[{i}]"))))?;
+            tools.push(tool(i, &value, self.strict)?);
+        }
+        let mut names = HashSet::new();
+        for (i, t) in tools.iter().enumerate() {
+            if !names.insert(t.name.as_str()) {
+                return Err(ApiError::invalid(
+                    format!("two tools are named `{}`", t.name),
+                    Some(&format!("tools[{i}].function.name")),
+                ));
+            }
+        }
+        let tools: Arc<[ClientTool]> = tools.into();
+        self.lists.lock().unwrap_or_else(|e| e.into_inner()).put(key, tools.clone());
+        Ok(tools)
+    }
+}
+
+/// A catalog API as a tool (plan mode). In strict mode its schema says
+/// `additionalProperties: false`, as validation will.
+pub fn catalog_tool(mut definition: Value, api: &Api, options: args::Options) -> ClientTool {
+    if options.strict {
+        definition["function"]["parameters"]["additionalProperties"] = Value::Bool(false);
+    }
+    let name = api.function_name.clone();
+    let description = definition["function"]["description"].as_str().unwrap_or("");
+    let text = tool_text(&name, description, &definition["function"]["parameters"]);
+    ClientTool { text, name, definition, check: Check::Api(Box::new(api.clone()), options) }
+}
+
+/// What a tool is about, for ranking: its name (split into words by the
+/// tokenizer), its description, and each parameter's name and description.
+fn tool_text(name: &str, description: &str, schema: &Value) -> String {
+    let mut text = format!("{name} {description}");
+    for (key, property) in schema.get("properties").and_then(Value::as_object).into_iter().flatten() {
+        text.push(' ');
+        text.push_str(key);
+        if let Some(d) = property.get("description").and_then(Value::as_str) {
+            text.push(' ');
+            text.push_str(d);
+        }
+    }
+    text
+}
+
+/// A client's tool definition (`{"type": "function", "function": {...}}`) checked and read.
+pub fn client_tool(definition: &Value, strict: bool) -> Result<ClientTool, ApiError> {
+    tool(0, definition, strict)
+}
+
+fn tool(i: usize, t: &Value, strict: bool) -> Result<ClientTool, ApiError> {
+    let param = |p: &str| format!("tools[{i}].{p}");
+    if t.get("type").and_then(Value::as_str) != Some("function") {
+        return Err(ApiError::invalid("only tools of type `function` are supported", Some(&param("type"))));
+    }
+    let f = t
+        .get("function")
+        .and_then(Value::as_object)
+        .ok_or_else(|| ApiError::invalid("a tool needs `function`", Some(&param("function"))))?;
+    let name = f.get("name").and_then(Value::as_str).unwrap_or("");
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !valid {
+        return Err(ApiError::invalid(
+            format!("tool name {name:?} must be 1-64 letters, digits, `_` or `-`"),
+            Some(&param("function.name")),
+        ));
+    }
+    let schema =
+        f.get("parameters").cloned().unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}));
+    if !schema.is_object() {
+        return Err(ApiError::invalid(
+            "`parameters` must be a JSON Schema object",
+            Some(&param("function.parameters")),
+        ));
+    }
+    let text = tool_text(name, f.get("description").and_then(Value::as_str).unwrap_or(""), &schema);
+    let schema = Schema::new(schema, strict).map_err(|e| {
+        ApiError::invalid(
+            format!("the parameters of `{name}` are not a valid JSON Schema: {e}"),
+            Some(&param("function.parameters")),
+        )
+    })?;
+    Ok(ClientTool { name: name.to_string(), text, definition: t.clone(), check: Check::Schema(schema) })
+}

@@ -1,0 +1,89 @@
+//! `POST /v1/tools/call`: plan mode's calls, made by toolrouter for the
+//! client through the engine's one call pipeline; each way a call can end
+//! mapped to an OpenAI-shaped answer or error.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use super::ApiError;
+use crate::engine::{CallRequest, Called};
+use crate::server::app::App;
+use crate::server::mcp::ClientId;
+use crate::server::middleware::{not_ready, unreadable};
+
+/// `POST /v1/tools/call {name, arguments}`: a catalog API called for the
+/// client (plan mode's calls), the compressed response back.
+pub(crate) async fn tools_call(
+    State(app): State<Arc<App>>,
+    client: Option<axum::Extension<ClientId>>,
+    body: Result<axum::body::Bytes, BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => return unreadable(e),
+    };
+    let engine = match app.engine() {
+        Ok(engine) => engine,
+        Err(e) => return not_ready(e),
+    };
+    let request: serde_json::Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => return ApiError::invalid(format!("the request body is not valid JSON: {e}"), None).into_response(),
+    };
+    let Some(name) = request.get("name").and_then(|n| n.as_str()) else {
+        return ApiError::invalid("`name` (the API's function name) is required", Some("name")).into_response();
+    };
+    let arguments = request.get("arguments").cloned().unwrap_or_else(|| json!({}));
+    let client = client.map(|c| c.0.0);
+    let call =
+        CallRequest { function: name, arguments: &arguments, client: client.as_deref(), purpose: "", standalone: true };
+    match engine.call(call).await {
+        Called::Unknown(unknown) => {
+            let err = ApiError {
+                status: StatusCode::NOT_FOUND,
+                code: Some("unknown_tool"),
+                ..ApiError::invalid(unknown.to_string(), Some("name"))
+            };
+            let mut body = err.body();
+            body["error"]["suggestions"] = json!(unknown.close);
+            (err.status, axum::Json(body)).into_response()
+        }
+        Called::Refused(problem) => ApiError::invalid(problem, Some("arguments")).into_response(),
+        Called::Invalid(invalid) => {
+            let mut body = ApiError::invalid(invalid.to_string(), Some("arguments")).body();
+            body["error"]["problems"] = serde_json::to_value(&invalid.problems).unwrap_or_default();
+            (StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
+        }
+        Called::Failed(e) => {
+            use crate::upstream::ErrorClass;
+            let (status, kind) = match e.class {
+                ErrorClass::RateLimited => (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error"),
+                ErrorClass::Timeout | ErrorClass::Deadline => (StatusCode::GATEWAY_TIMEOUT, "server_error"),
+                ErrorClass::Refused | ErrorClass::Request => (StatusCode::BAD_REQUEST, "invalid_request_error"),
+                _ => (StatusCode::BAD_GATEWAY, "server_error"),
+            };
+            let code = e.class.name();
+            let body = json!({"error": {"message": e.message, "type": kind, "param": null, "code": code,
+                "retry_after_ms": e.retry_after_ms, "trace": e.trace}});
+            let mut response = (status, axum::Json(body)).into_response();
+            if let Some(ms) = e.retry_after_ms {
+                let secs = (ms / 1000.0).ceil().max(1.0) as u64;
+                response.headers_mut().insert("retry-after", secs.into());
+            }
+            response
+        }
+        Called::Done { function, response, compressed } => {
+            let body: serde_json::Value =
+                serde_json::from_str(&compressed.text).unwrap_or(serde_json::Value::String(compressed.text.clone()));
+            axum::Json(json!({"name": function, "status": response.status, "response": body,
+                "characters": {"before": compressed.chars_before, "after": compressed.chars_after},
+                "trace": response.trace}))
+            .into_response()
+        }
+    }
+}
