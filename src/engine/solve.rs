@@ -27,7 +27,7 @@ use serde_json::{Map, Value, json};
 use crate::catalog::Api;
 use crate::engine::{CallRequest, Called, Engine};
 use crate::graph::{RunCall, RunRecord};
-use crate::llm::{LlmClient, LlmError, Usage};
+use crate::llm::{ChatModel, LlmError, Usage};
 use crate::planner::{Caller, Ending, LlmDecider, PlanRun, Settings, StepOutcome};
 use crate::text::clip;
 
@@ -113,7 +113,7 @@ pub struct Solution {
 
 /// Executes `request`. Errors are the model's (without it there is no
 /// answer); an API that fails is part of the trace, not an error.
-pub async fn solve(engine: &Arc<Engine>, llm: &Arc<LlmClient>, request: &Request) -> Result<Solution, LlmError> {
+pub async fn solve(engine: &Arc<Engine>, llm: &Arc<dyn ChatModel>, request: &Request) -> Result<Solution, LlmError> {
     let started = Instant::now();
     let deadline = started + request.deadline;
     let text = user_text(&request.messages);
@@ -121,7 +121,7 @@ pub async fn solve(engine: &Arc<Engine>, llm: &Arc<LlmClient>, request: &Request
     let mut model_requests = 0;
     let mut subtasks = if request.decompose {
         model_requests += 1;
-        let answer = ask(llm, request, deadline, DECOMPOSE, None).await?;
+        let answer = ask(llm.as_ref(), request, deadline, DECOMPOSE, None).await?;
         usage.add(&answer);
         parse_subtasks(answer["choices"][0]["message"]["content"].as_str().unwrap_or(""))
     } else {
@@ -159,7 +159,7 @@ pub async fn solve(engine: &Arc<Engine>, llm: &Arc<LlmClient>, request: &Request
         (done, answer)
     } else {
         model_requests += 1;
-        let answer = ask(llm, request, deadline, SUMMARIZE, Some(results(&subtasks))).await?;
+        let answer = ask(llm.as_ref(), request, deadline, SUMMARIZE, Some(results(&subtasks))).await?;
         usage.add(&answer);
         (done, answer["choices"][0]["message"]["content"].as_str().unwrap_or("").to_string())
     };
@@ -195,7 +195,7 @@ fn ready(subtasks: &[Subtask]) -> Option<Vec<usize>> {
 /// Runs sub-task `i`, given the results of those it needs, and records it in the graph.
 async fn run_subtask(
     engine: &Arc<Engine>,
-    llm: &Arc<LlmClient>,
+    llm: &Arc<dyn ChatModel>,
     request: &Request,
     subtasks: &[Subtask],
     i: usize,
@@ -309,7 +309,7 @@ impl Caller for Calls<'_> {
 
 /// One plain request to the model: `instructions`, the conversation, then `extra`.
 async fn ask(
-    llm: &LlmClient,
+    llm: &dyn ChatModel,
     request: &Request,
     deadline: Instant,
     instructions: &str,

@@ -36,6 +36,7 @@ use std::collections::BTreeMap;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
+use futures_util::future::BoxFuture;
 use futures_util::{Stream, StreamExt};
 use serde_json::{Value, json};
 
@@ -100,6 +101,36 @@ impl Usage {
 
 /// A stream of chat-completion chunks.
 pub type Chunks = Pin<Box<dyn Stream<Item = Result<Value, LlmError>> + Send>>;
+
+/// A chat model, as the faces and the engine use it: [`LlmClient`] (a
+/// model server over HTTP) in production; a scripted model in tests, so
+/// that the OpenAI face and execute mode are tested in process.
+///
+/// Boxed futures rather than `async fn`: the faces hold an
+/// `Arc<dyn ChatModel>`, and a trait with `async fn` is not object-safe.
+pub trait ChatModel: Send + Sync {
+    /// A non-streaming chat completion of `body`, given up at `deadline`.
+    fn complete<'a>(&'a self, body: &'a Value, deadline: Instant) -> BoxFuture<'a, Result<Value, LlmError>>;
+    /// A streaming chat completion of `body`: its chunks; the stream must
+    /// start by `deadline`.
+    fn stream<'a>(&'a self, body: &'a Value, deadline: Instant) -> BoxFuture<'a, Result<Chunks, LlmError>>;
+    /// The model server's list of models (`{"object": "list", "data": [...]}`).
+    fn models(&self) -> BoxFuture<'_, Result<Value, LlmError>>;
+}
+
+impl ChatModel for LlmClient {
+    fn complete<'a>(&'a self, body: &'a Value, deadline: Instant) -> BoxFuture<'a, Result<Value, LlmError>> {
+        Box::pin(LlmClient::complete(self, body, deadline))
+    }
+
+    fn stream<'a>(&'a self, body: &'a Value, deadline: Instant) -> BoxFuture<'a, Result<Chunks, LlmError>> {
+        Box::pin(LlmClient::stream(self, body, deadline))
+    }
+
+    fn models(&self) -> BoxFuture<'_, Result<Value, LlmError>> {
+        Box::pin(LlmClient::models(self))
+    }
+}
 
 /// The model client: one per process.
 pub struct LlmClient {

@@ -30,7 +30,7 @@ use super::decider::{Decider, Move, Reflection, View, judge};
 use super::{Candidate, Step};
 use crate::args::Problem;
 use crate::catalog::{Api, Catalog};
-use crate::llm::{LlmClient, LlmError, Usage};
+use crate::llm::{ChatModel, LlmError, Usage};
 
 /// The instructions: the stable head of every decision request.
 const INSTRUCTIONS: &str = "You carry out the user's request by calling APIs, one call at a time. \
@@ -83,7 +83,7 @@ pub struct Report {
 
 /// Chooses moves through the upstream model.
 pub struct LlmDecider {
-    llm: Arc<LlmClient>,
+    llm: Arc<dyn ChatModel>,
     catalog: Arc<Catalog>,
     /// The upstream model's name.
     model: String,
@@ -95,7 +95,7 @@ pub struct LlmDecider {
 
 impl LlmDecider {
     pub fn new(
-        llm: Arc<LlmClient>,
+        llm: Arc<dyn ChatModel>,
         catalog: Arc<Catalog>,
         model: String,
         opening: Vec<Value>,

@@ -50,7 +50,7 @@ use super::openai::traces::trace;
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::engine::loading::{Loading, NotReady};
-use crate::llm::LlmClient;
+use crate::llm::{ChatModel, LlmClient};
 use crate::retrieval::tool_list::ToolListRanker;
 
 type McpService = StreamableHttpService<McpServer, LocalSessionManager>;
@@ -64,7 +64,7 @@ pub struct App {
     pub(super) loading: OnceLock<Arc<Loading>>,
     pub(super) mcp: OnceLock<McpService>,
     /// The upstream model (`None` without `llm.base_url`).
-    pub(super) llm: Option<Arc<LlmClient>>,
+    pub(super) llm: Option<Arc<dyn ChatModel>>,
     /// Requests per client key.
     pub(super) limiter: Option<governor::DefaultKeyedRateLimiter<String>>,
     /// Execute runs: the model, the cap on runs in flight, the traces
@@ -82,9 +82,15 @@ pub struct App {
 }
 
 impl App {
+    /// The app of `config`, its model the server at `llm.base_url` (none without one).
     pub fn new(config: &Config) -> Arc<App> {
+        let llm = LlmClient::new(config).ok().map(|client| Arc::new(client) as Arc<dyn ChatModel>);
+        App::with_model(config, llm)
+    }
+
+    /// The app of `config` with `llm` as its model (tests script one).
+    pub fn with_model(config: &Config, llm: Option<Arc<dyn ChatModel>>) -> Arc<App> {
         let key_hashes = config.server.api_key_hashes.iter().map(|h| h.to_ascii_lowercase()).collect();
-        let llm = LlmClient::new(config).ok().map(Arc::new);
         let runner = llm.clone().map(|llm| Arc::new(Runner::new(llm, &config.openai)));
         let limiter = (config.server.client_rate > 0.0)
             .then(|| governor::Quota::with_period(Duration::from_secs_f64(1.0 / config.server.client_rate)))

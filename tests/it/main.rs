@@ -11,6 +11,7 @@ mod graph_crash;
 mod llm_client;
 mod mcp_python;
 mod memory;
+mod openai_inprocess;
 mod openai_python;
 mod openapi_schemathesis;
 mod planning;

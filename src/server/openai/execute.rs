@@ -20,18 +20,18 @@ use super::traces::Traces;
 use crate::config::OpenAiConfig;
 use crate::engine::Engine;
 use crate::engine::solve::{self, Solution};
-use crate::llm::{LlmClient, LlmError};
+use crate::llm::{ChatModel, LlmError};
 
 /// What execute runs share: the upstream model, the kept traces and the
 /// cap on runs in flight.
 pub struct Runner {
-    pub llm: Arc<LlmClient>,
+    pub llm: Arc<dyn ChatModel>,
     pub traces: Traces,
     runs: Arc<tokio::sync::Semaphore>,
 }
 
 impl Runner {
-    pub fn new(llm: Arc<LlmClient>, config: &OpenAiConfig) -> Runner {
+    pub fn new(llm: Arc<dyn ChatModel>, config: &OpenAiConfig) -> Runner {
         Runner { llm, traces: Traces::new(config.traces), runs: Arc::new(tokio::sync::Semaphore::new(config.max_runs)) }
     }
 }

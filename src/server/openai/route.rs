@@ -19,7 +19,7 @@ use super::ApiError;
 use super::request::ChatRequest;
 use super::tools::ClientTool;
 use crate::config::OpenAiConfig;
-use crate::llm::{LlmClient, Usage};
+use crate::llm::{ChatModel, Usage};
 use crate::retrieval::Embedder;
 use crate::retrieval::tool_list::{self, Conversation, ListIndex, ListWeights, ToolListRanker};
 
@@ -222,7 +222,7 @@ pub struct Repaired {
 /// Checks `answer`'s tool calls; while some are invalid, shows the model
 /// what was wrong and asks again (non-streaming), up to `repair_attempts`.
 pub async fn repaired(
-    llm: &LlmClient,
+    llm: &dyn ChatModel,
     prepared: &Narrowed,
     mut answer: Value,
     req: &ChatRequest,
@@ -293,7 +293,7 @@ pub fn report(req: &ChatRequest, prepared: &Narrowed, repairs: usize, planned: O
 /// calls. `planned`: in plan mode, the planner's steps (reported).
 pub async fn complete(
     req: &ChatRequest,
-    llm: &LlmClient,
+    llm: &dyn ChatModel,
     config: &OpenAiConfig,
     narrowing: &Narrowing,
     planned: Option<Value>,

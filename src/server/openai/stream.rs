@@ -30,7 +30,7 @@ use super::ApiError;
 use super::request::ChatRequest;
 use super::route::{Narrowed, Narrowing, Repaired, normalize_tool_calls, prepare, repaired, report, set_tokens};
 use crate::config::OpenAiConfig;
-use crate::llm::{LlmClient, Usage};
+use crate::llm::{ChatModel, Usage};
 
 /// Events buffered between the model and a slow client.
 const BUFFER: usize = 64;
@@ -46,7 +46,7 @@ struct Gathered {
 /// Streams the answer to `req`.
 pub async fn stream(
     req: ChatRequest,
-    llm: std::sync::Arc<LlmClient>,
+    llm: std::sync::Arc<dyn ChatModel>,
     config: OpenAiConfig,
     narrowing: &Narrowing,
     planned: Option<Value>,
@@ -198,7 +198,7 @@ async fn relay(
     mut chunks: crate::llm::Chunks,
     tx: mpsc::Sender<Event>,
     req: ChatRequest,
-    llm: std::sync::Arc<LlmClient>,
+    llm: std::sync::Arc<dyn ChatModel>,
     config: OpenAiConfig,
     prepared: Narrowed,
     planned: Option<Value>,
@@ -223,13 +223,14 @@ async fn relay(
     let mut calls: Vec<Value> = Vec::new();
     if !seen.calls.is_empty() {
         let answer = json!({"choices": [{"index": 0, "message": seen.message(), "finish_reason": finish}]});
-        let Repaired { mut answer, repairs: n, usage } = match repaired(&llm, &prepared, answer, &req, &config).await {
-            Ok(r) => r,
-            Err(e) => {
-                let _ = tx.send(data(&e.body())).await;
-                return;
-            }
-        };
+        let Repaired { mut answer, repairs: n, usage } =
+            match repaired(llm.as_ref(), &prepared, answer, &req, &config).await {
+                Ok(r) => r,
+                Err(e) => {
+                    let _ = tx.send(data(&e.body())).await;
+                    return;
+                }
+            };
         (repairs, repair_usage) = (n, usage);
         finish = answer["choices"][0]["finish_reason"].take();
         let message = &mut answer["choices"][0]["message"];
