@@ -30,9 +30,8 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-pub use loader::{LoadError, LoadReport, Skipped, Sources};
+pub use loader::{LoadReport, Sources};
 pub use resolve::{Resolution, ResolvedBy};
-pub use stats::CatalogStats;
 
 /// Availability prior of an API whose tool has no RapidAPI success rate (docs/architecture.md §4).
 pub const DEFAULT_AVAILABILITY_PRIOR: f64 = 0.5;

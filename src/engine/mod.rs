@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::args::{self, Invalid, Options};
-use crate::catalog::{Api, ApiId, Catalog, Sources, UnknownApi};
+use crate::catalog::{Api, Catalog, Sources, UnknownApi};
 use crate::compress::{Compressed, FieldChoices, compress};
 use crate::config::Config;
 use crate::graph::build::clean_path;
@@ -51,8 +51,6 @@ pub struct SearchHit {
     /// Availability α: the graph's, else the tool's RapidAPI success-rate prior.
     pub alpha: f64,
     pub input_schema: Value,
-    #[serde(skip)]
-    pub api: ApiId,
 }
 
 /// What a call came to.
@@ -217,7 +215,6 @@ impl Engine {
                     score: h.score,
                     alpha,
                     input_schema: api.input_schema(),
-                    api: h.api,
                 }
             })
             .collect())

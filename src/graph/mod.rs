@@ -195,10 +195,6 @@ impl ToolGraph {
         g
     }
 
-    pub fn params(&self) -> Params {
-        self.params
-    }
-
     pub fn set_params(&mut self, params: Params) {
         self.params = params;
     }

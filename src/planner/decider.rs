@@ -124,7 +124,6 @@ pub enum Reflection {
 /// What the decider sees.
 #[derive(Debug)]
 pub struct View<'a> {
-    pub task: &'a str,
     /// The task's texts: the whole task, then its parts (intents).
     pub texts: &'a [String],
     /// Text indexes the path does not serve yet (parts, or the whole task if it has none).

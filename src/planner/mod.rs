@@ -339,7 +339,6 @@ impl<'a> Planner<'a> {
                 _ => 0.0,
             };
             let view = View {
-                task,
                 texts: &texts,
                 unserved: &unserved,
                 path: &run.steps,

@@ -99,6 +99,7 @@ impl Dense {
     }
 
     /// The vector of document `i`.
+    #[cfg(test)]
     pub fn vector(&self, i: usize) -> &[f32] {
         &self.vectors[i * self.dims..(i + 1) * self.dims]
     }

@@ -48,7 +48,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-pub use build::{BuildReport, Progress, ProgressReport};
+pub use build::{BuildReport, Progress};
 pub use embedder::{EmbedError, Embedder};
 
 use crate::catalog::{ApiId, Catalog, names::category_dir_name, names::standardize};

@@ -40,7 +40,7 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::Value;
 
-pub use calls::{FINISH, finish_kind, is_finish, judge_failure, return_type};
+pub use calls::{is_finish, judge_failure};
 
 /// One run of a model on one query.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -38,7 +38,7 @@ use url::Url;
 use crate::catalog::{Api, Catalog};
 use crate::config::{Config, Secret, UpstreamConfig, UpstreamMode};
 pub use guard::Guard;
-pub use limits::{Limit, Limits, RateLimited};
+pub use limits::{Limit, Limits};
 pub use replay::{Match, ReplayTable};
 
 /// The `User-Agent` of upstream calls.

@@ -2,7 +2,8 @@
 
 use std::fs;
 
-use crate::trajectory::{Finish, Format, finish_kind, judge_failure, load_path, parse_document, return_type};
+use crate::trajectory::calls::{finish_kind, return_type};
+use crate::trajectory::{Finish, Format, judge_failure, load_path, parse_document};
 
 #[test]
 fn judging_responses() {
