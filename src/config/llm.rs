@@ -1,9 +1,12 @@
 //! `[llm]`: the upstream OpenAI-compatible model toolrouter asks (the
-//! OpenAI face forwards to it; the LLM decider and field chooser use it).
+//! OpenAI face forwards to it; the LLM decider and field chooser use it),
+//! with the section's defaults and checks.
 
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+
+use super::secret::secret;
 
 /// Environment variable holding the model API key (never in the file).
 pub const LLM_KEY_ENV: &str = "TOOLROUTER_LLM_API_KEY";
@@ -50,18 +53,21 @@ impl Default for LlmConfig {
 }
 
 impl LlmConfig {
-    pub(super) fn problems(&self) -> Option<(String, String)> {
+    /// The URL is http(s), the limits are at least 1 and a configured key
+    /// is readable, as (key, problem).
+    pub(super) fn validate(&self) -> Result<(), (String, String)> {
         if !self.base_url.is_empty() {
             match url::Url::parse(&self.base_url) {
                 Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => {}
-                _ => return Some(("llm.base_url".into(), format!("{:?} is not an http(s) URL", self.base_url))),
+                _ => return Err(("llm.base_url".into(), format!("{:?} is not an http(s) URL", self.base_url))),
             }
         }
         for (key, n) in [("timeout_ms", self.timeout_ms), ("max_attempts", u64::from(self.max_attempts))] {
             if n == 0 {
-                return Some((format!("llm.{key}"), "must be at least 1".into()));
+                return Err((format!("llm.{key}"), "must be at least 1".into()));
             }
         }
-        None
+        secret(LLM_KEY_ENV, &self.api_key_file).map_err(|message| ("llm.api_key_file".into(), message))?;
+        Ok(())
     }
 }

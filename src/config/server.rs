@@ -1,4 +1,7 @@
-//! `[server]` and `[mcp]`: the HTTP listener and the MCP face.
+//! `[server]`, `[mcp]` and `[openai]`: the HTTP listener and the two faces
+//! served on it, with the sections' defaults and checks. The one check
+//! across sections (`openai.execute_deadline_ms` below
+//! `server.request_timeout_ms`) is in `Config::validate`.
 
 use std::net::SocketAddr;
 
@@ -90,6 +93,24 @@ pub struct OpenAiConfig {
     pub keep_alive_ms: u64,
 }
 
+impl OpenAiConfig {
+    /// The limits are at least 1, as (key, problem).
+    pub(super) fn validate(&self) -> Result<(), (String, String)> {
+        for (key, n) in [
+            ("openai.max_tools", self.max_tools as u64),
+            ("openai.max_request_tools", self.max_request_tools as u64),
+            ("openai.traces", self.traces as u64),
+            ("openai.max_runs", self.max_runs as u64),
+            ("openai.keep_alive_ms", self.keep_alive_ms),
+        ] {
+            if n == 0 {
+                return Err((key.to_string(), "must be at least 1".to_string()));
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Default for OpenAiConfig {
     fn default() -> Self {
         OpenAiConfig {
@@ -141,17 +162,19 @@ impl Default for ServerConfig {
 }
 
 impl ServerConfig {
-    pub(super) fn problems(&self) -> Option<(String, String)> {
+    /// Key hashes are SHA-256 hex, the rate is a rate and the limits are at
+    /// least 1, as (key, problem).
+    pub(super) fn validate(&self) -> Result<(), (String, String)> {
         for (i, h) in self.api_key_hashes.iter().enumerate() {
             if h.len() != 64 || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return Some((
+                return Err((
                     format!("server.api_key_hashes[{i}]"),
                     "must be the 64 hex digits of a SHA-256 (`toolrouter key hash KEY`)".into(),
                 ));
             }
         }
         if !(self.client_rate >= 0.0 && self.client_rate.is_finite()) {
-            return Some(("server.client_rate".into(), "must be 0 (no limit) or a positive rate".into()));
+            return Err(("server.client_rate".into(), "must be 0 (no limit) or a positive rate".into()));
         }
         let positive = [
             ("max_body_bytes", self.max_body_bytes as u64),
@@ -161,9 +184,9 @@ impl ServerConfig {
             ("body_timeout_ms", self.body_timeout_ms),
         ];
         if let Some((key, _)) = positive.iter().find(|(_, n)| *n == 0) {
-            return Some((format!("server.{key}"), "must be at least 1".into()));
+            return Err((format!("server.{key}"), "must be at least 1".into()));
         }
-        None
+        Ok(())
     }
 }
 
@@ -183,5 +206,17 @@ impl Default for McpConfig {
             page_size: DEFAULT_PAGE_SIZE,
             session_idle_s: DEFAULT_SESSION_IDLE_S,
         }
+    }
+}
+
+impl McpConfig {
+    /// The limits are at least 1, as (key, problem).
+    pub(super) fn validate(&self) -> Result<(), (String, String)> {
+        for (key, n) in [("mcp.max_session_tools", self.max_session_tools), ("mcp.page_size", self.page_size)] {
+            if n == 0 {
+                return Err((key.to_string(), "must be at least 1".to_string()));
+            }
+        }
+        Ok(())
     }
 }

@@ -1,3 +1,7 @@
+use std::path::Path;
+
+use toml::{Table, Value};
+
 use super::*;
 
 fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {

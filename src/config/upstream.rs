@@ -1,8 +1,14 @@
-//! `[upstream]` and `[compress]`: calls to APIs and what comes back.
+//! `[upstream]` and `[compress]`: calls to APIs and what comes back, with
+//! the sections' defaults and checks.
 
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+
+use super::secret::secret;
+
+/// Environment variable holding the RapidAPI key.
+pub const RAPIDAPI_KEY_ENV: &str = "TOOLROUTER_UPSTREAM_RAPIDAPI_KEY";
 
 /// `upstream.timeout_ms`: one attempt (connect, send, read the whole response).
 pub const DEFAULT_UPSTREAM_TIMEOUT_MS: u64 = 10_000;
@@ -99,8 +105,21 @@ impl Default for UpstreamConfig {
 }
 
 impl UpstreamConfig {
-    /// What types alone cannot check, as (key, problem).
-    pub(super) fn problems(&self) -> Option<(String, String)> {
+    /// What types alone cannot check, as (key, problem): hosts are
+    /// well-formed, rates are rates, limits are at least 1, a replay has its
+    /// directory, the base URL is http(s) and a configured key is readable.
+    pub(super) fn validate(&self) -> Result<(), (String, String)> {
+        for (i, host) in self.allowed_hosts.iter().enumerate() {
+            let bare = host.strip_prefix("*.").unwrap_or(host);
+            if url::Url::parse(&format!("http://{bare}/")).ok().and_then(|u| u.host_str().map(str::to_string)).is_none()
+                || bare.contains('/')
+            {
+                return Err((
+                    format!("upstream.allowed_hosts[{i}]"),
+                    format!("{host:?} is not a host, host:port or *.domain"),
+                ));
+            }
+        }
         for (key, rate) in [
             ("global_rate", self.global_rate),
             ("host_rate", self.host_rate),
@@ -108,7 +127,7 @@ impl UpstreamConfig {
             ("client_rate", self.client_rate),
         ] {
             if !(rate >= 0.0 && rate.is_finite()) {
-                return Some((
+                return Err((
                     format!("upstream.{key}"),
                     format!("must be 0 (no limit) or a positive rate, got {rate}"),
                 ));
@@ -122,11 +141,11 @@ impl UpstreamConfig {
             ("burst", u64::from(self.burst)),
         ] {
             if n == 0 {
-                return Some((format!("upstream.{key}"), "must be at least 1".into()));
+                return Err((format!("upstream.{key}"), "must be at least 1".into()));
             }
         }
         if self.mode == UpstreamMode::Replay && !self.replay_dir.is_dir() {
-            return Some((
+            return Err((
                 "upstream.replay_dir".into(),
                 format!("mode is \"replay\" but {:?} is not a directory", self.replay_dir.display().to_string()),
             ));
@@ -134,10 +153,12 @@ impl UpstreamConfig {
         if !self.base_url.is_empty() {
             match url::Url::parse(&self.base_url) {
                 Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => {}
-                _ => return Some(("upstream.base_url".into(), format!("{:?} is not an http(s) URL", self.base_url))),
+                _ => return Err(("upstream.base_url".into(), format!("{:?} is not an http(s) URL", self.base_url))),
             }
         }
-        None
+        secret(RAPIDAPI_KEY_ENV, &self.rapidapi_key_file)
+            .map_err(|message| ("upstream.rapidapi_key_file".into(), message))?;
+        Ok(())
     }
 }
 
@@ -152,5 +173,15 @@ pub struct CompressConfig {
 impl Default for CompressConfig {
     fn default() -> Self {
         CompressConfig { budget: DEFAULT_COMPRESS_BUDGET }
+    }
+}
+
+impl CompressConfig {
+    /// The budget is at least 64 characters, as (key, problem).
+    pub(super) fn validate(&self) -> Result<(), (String, String)> {
+        if self.budget < 64 {
+            return Err(("compress.budget".into(), format!("must be at least 64 characters, got {}", self.budget)));
+        }
+        Ok(())
     }
 }
