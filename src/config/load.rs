@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use toml::{Table, Value};
 
 use super::secret::SECRET_KEYS;
-use super::{Config, ConfigError, LLM_KEY_ENV, Origin, RAPIDAPI_KEY_ENV};
+use super::{Config, ConfigError, LLM_KEY_ENV, RAPIDAPI_KEY_ENV, ValueSource};
 
 /// Prefix of environment overrides.
 pub const ENV_PREFIX: &str = "TOOLROUTER_";
@@ -44,7 +44,7 @@ impl Config {
             Some(path) => read_file(path)?,
             None => Table::new(),
         };
-        let mut origins: Vec<(String, Origin)> = Vec::new();
+        let mut origins: Vec<(String, ValueSource)> = Vec::new();
         let mut warnings = Vec::new();
         let defaults = Value::try_from(Config::default()).expect("defaults serialize");
         let defaults = defaults.as_table().expect("config is a table");
@@ -58,7 +58,7 @@ impl Config {
                 warnings.push(format!("ignoring unknown environment variable {var} (no such config key)"));
                 continue;
             };
-            let origin = Origin::Env(var.clone());
+            let origin = ValueSource::Env(var.clone());
             let value = env_value(&raw, default).map_err(|message| ConfigError::Key {
                 key: format!("{section}.{key}"),
                 origin: origin.clone(),
@@ -75,7 +75,7 @@ impl Config {
                 .iter()
                 .find(|(k, _)| key.starts_with(k.as_str()))
                 .map(|(_, o)| o.clone())
-                .unwrap_or_else(|| file.map_or(Origin::Default, |f| Origin::File(f.to_path_buf())))
+                .unwrap_or_else(|| file.map_or(ValueSource::Default, |f| ValueSource::File(f.to_path_buf())))
         };
         let config: Config = serde_path_to_error::deserialize(Value::Table(table)).map_err(|e| {
             let key = e.path().to_string();
@@ -96,7 +96,7 @@ fn read_file(path: &Path) -> Result<Table, ConfigError> {
         if table.get(section).and_then(|s| s.get(key)).is_some() {
             return Err(ConfigError::Key {
                 key: format!("{section}.{key}"),
-                origin: Origin::File(path.to_path_buf()),
+                origin: ValueSource::File(path.to_path_buf()),
                 message: format!("secrets cannot be set in the config file; use {env} or `{instead}`"),
             });
         }

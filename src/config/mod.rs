@@ -15,7 +15,7 @@
 //! `upstream.rapidapi_key_file`, and is never printed. Errors name the key
 //! and where its value came from.
 //!
-//! This file holds [`Config`], [`ConfigError`], [`Origin`] and the
+//! This file holds [`Config`], [`ConfigError`], [`ValueSource`] and the
 //! validation that runs each section's checks (and the one check across
 //! sections). Each section lives in its own file with its `DEFAULT_*`
 //! constants and its checks:
@@ -87,21 +87,22 @@ pub struct Config {
     pub log: LogConfig,
 }
 
-/// Where a value came from, for error messages.
+/// Where a config value came from (the file, the environment or the
+/// default), for error messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Origin {
+pub enum ValueSource {
     File(PathBuf),
     Env(String),
     /// Neither: the built-in default.
     Default,
 }
 
-impl fmt::Display for Origin {
+impl fmt::Display for ValueSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Origin::File(p) => write!(f, "in {}", p.display()),
-            Origin::Env(var) => write!(f, "set by {var}"),
-            Origin::Default => f.write_str("its default"),
+            ValueSource::File(p) => write!(f, "in {}", p.display()),
+            ValueSource::Env(var) => write!(f, "set by {var}"),
+            ValueSource::Default => f.write_str("its default"),
         }
     }
 }
@@ -114,14 +115,14 @@ pub enum ConfigError {
     #[error("config file {} is not valid TOML: {message}", path.display())]
     Syntax { path: PathBuf, message: String },
     #[error("config key `{key}` ({origin}): {message}")]
-    Key { key: String, origin: Origin, message: String },
+    Key { key: String, origin: ValueSource, message: String },
 }
 
 impl Config {
     /// Checks what types alone cannot: paths exist, filters parse, hosts are
     /// well-formed. Each section checks its own keys, in the order the
     /// sections are declared above; the first problem found is reported.
-    fn validate(&self, origin_of: &dyn Fn(&str) -> Origin) -> Result<(), ConfigError> {
+    fn validate(&self, origin_of: &dyn Fn(&str) -> ValueSource) -> Result<(), ConfigError> {
         let fail =
             |key: &str, message: String| ConfigError::Key { key: key.to_string(), origin: origin_of(key), message };
         self.catalog
