@@ -129,3 +129,15 @@ fn secrets_are_refused_in_the_file_and_read_from_key_files() {
         assert!(err.contains("`upstream.rapidapi_key_file`") && err.contains("is empty"), "{err}");
     }
 }
+
+#[test]
+fn sections_are_checked_in_the_order_config_declares_them() {
+    // `[compress]` comes before `[planner]` in `Config`, whatever the file's order.
+    let (_, r) = load_text("[planner]\nmax_steps = 0\n[compress]\nbudget = 1\n", &[]);
+    let err = r.unwrap_err().to_string();
+    assert!(err.starts_with("config key `compress.budget`"), "{err}");
+    // The check across sections runs after every section's own.
+    let (_, r) = load_text("[openai]\nexecute_deadline_ms = 0\n[log]\nlevel = \"loud=!!\"\n", &[]);
+    let err = r.unwrap_err().to_string();
+    assert!(err.starts_with("config key `log.level`"), "{err}");
+}
