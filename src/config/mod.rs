@@ -22,13 +22,16 @@
 //!
 //! - `catalog.rs`: `[catalog]`
 //! - `args.rs`: `[args]`
-//! - `upstream.rs`: `[upstream]` and `[compress]`
+//! - `upstream.rs`: `[upstream]`
+//! - `compress.rs`: `[compress]`
 //! - `state.rs`: `[state]`
 //! - `embedding.rs`: `[embedding]` (and [`models_dir`])
 //! - `retrieval.rs`: `[retrieval]`
 //! - `graph.rs`: `[graph]`
 //! - `planner.rs`: `[planner]`
-//! - `server.rs`: `[server]`, `[mcp]` and `[openai]`
+//! - `server.rs`: `[server]`
+//! - `mcp.rs`: `[mcp]`
+//! - `openai.rs`: `[openai]`
 //! - `llm.rs`: `[llm]`
 //! - `log.rs`: `[log]`
 //!
@@ -42,11 +45,14 @@ use serde::{Deserialize, Serialize};
 
 mod args;
 mod catalog;
+mod compress;
 mod embedding;
 mod graph;
 mod llm;
 mod load;
 mod log;
+mod mcp;
+mod openai;
 mod planner;
 mod retrieval;
 mod secret;
@@ -55,11 +61,14 @@ mod state;
 mod upstream;
 pub use args::*;
 pub use catalog::*;
+pub use compress::*;
 pub use embedding::*;
 pub use graph::*;
 pub use llm::*;
 pub use load::*;
 pub use log::*;
+pub use mcp::*;
+pub use openai::*;
 pub use planner::*;
 pub use retrieval::*;
 pub use secret::*;

@@ -1,5 +1,4 @@
-//! `[upstream]` and `[compress]`: calls to APIs and what comes back, with
-//! the sections' defaults and checks.
+//! `[upstream]`: calls to APIs, with the section's defaults and checks.
 
 use std::path::PathBuf;
 
@@ -34,8 +33,6 @@ pub const DEFAULT_CLIENT_RATE: f64 = 20.0;
 pub const DEFAULT_BURST: u32 = 5;
 /// `upstream.max_redirects`: redirects followed (each target checked by the guard).
 pub const DEFAULT_MAX_REDIRECTS: usize = 5;
-/// `compress.budget`: characters of a compressed response (docs/architecture.md §8).
-pub const DEFAULT_COMPRESS_BUDGET: usize = 1024;
 
 /// Where calls go.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -158,30 +155,6 @@ impl UpstreamConfig {
         }
         secret(RAPIDAPI_KEY_ENV, &self.rapidapi_key_file)
             .map_err(|message| ("upstream.rapidapi_key_file".into(), message))?;
-        Ok(())
-    }
-}
-
-/// `[compress]`: responses shortened for an LLM (docs/architecture.md §8).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct CompressConfig {
-    /// Characters of a compressed response; smaller responses pass unchanged.
-    pub budget: usize,
-}
-
-impl Default for CompressConfig {
-    fn default() -> Self {
-        CompressConfig { budget: DEFAULT_COMPRESS_BUDGET }
-    }
-}
-
-impl CompressConfig {
-    /// The budget is at least 64 characters, as (key, problem).
-    pub(super) fn validate(&self) -> Result<(), (String, String)> {
-        if self.budget < 64 {
-            return Err(("compress.budget".into(), format!("must be at least 64 characters, got {}", self.budget)));
-        }
         Ok(())
     }
 }
