@@ -118,6 +118,7 @@ fn limited(app: &App, client: &str) -> Option<Response> {
 pub(super) async fn observe(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
     let id = format!("{:016x}", fastrand::u64(..));
     let (method, path) = (request.method().clone(), request.uri().path().to_string());
+    let matched = request.extensions().get::<axum::extract::MatchedPath>().cloned();
     let started = std::time::Instant::now();
     request.extensions_mut().insert(Arrived(started));
     let limit = Duration::from_millis(app.config.server.request_timeout_ms);
@@ -138,14 +139,9 @@ pub(super) async fn observe(State(app): State<Arc<App>>, mut request: Request, n
     if let Ok(v) = id.parse() {
         response.headers_mut().insert("x-request-id", v);
     }
-    // Known routes only, so that arbitrary paths cannot blow up the label set.
-    const ROUTES: [&str; 7] =
-        ["/healthz", "/readyz", "/mcp", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/tools/call"];
-    let route = match ROUTES.iter().find(|r| **r == path) {
-        Some(r) => r,
-        None if path.starts_with("/v1/traces/") => "/v1/traces/{id}",
-        None => "other",
-    };
+    // The route's template (`/v1/traces/{id}`), never the raw path, so that
+    // arbitrary paths cannot blow up the label set.
+    let route = matched.as_ref().map_or("other", |m| m.as_str());
     crate::metrics::global().request(route, response.status().as_u16(), started.elapsed().as_secs_f64());
     tracing::info!(request_id = %id, %method, %path, status = response.status().as_u16(),
         ms = format!("{:.1}", started.elapsed().as_secs_f64() * 1e3), "request");

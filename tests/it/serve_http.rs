@@ -43,13 +43,14 @@ fn metrics_count_requests_and_refusals() {
     let addr = &server.1;
     assert_eq!(request(addr, "GET", "/v1/models", "").0, 200);
     assert_eq!(request(addr, "GET", "/no/such/route/123", "").0, 404);
-    assert_eq!(request(addr, "GET", "/v1/models", "").0, 200);
+    assert_eq!(request(addr, "GET", "/v1/traces/no-such-trace", "").0, 404);
     assert_eq!(request(addr, "GET", "/v1/models", "").0, 429);
     // Healthy scrapes would be limited too: wait for a cell (rate 0.5/s).
     std::thread::sleep(std::time::Duration::from_millis(2100));
     let (status, _, text) = request(addr, "GET", "/metrics", "");
     assert_eq!(status, 200, "{text}");
-    assert!(text.contains("toolrouter_requests_total{route=\"/v1/models\",status=\"200\"} 2"), "{text}");
+    assert!(text.contains("toolrouter_requests_total{route=\"/v1/models\",status=\"200\"} 1"), "{text}");
+    assert!(text.contains("route=\"/v1/traces/{id}\",status=\"404\"} 1"), "a route's template is its label: {text}");
     assert!(text.contains("route=\"other\",status=\"404\"} 1"), "unknown paths share one label: {text}");
     assert!(text.contains("toolrouter_rate_limited_total{side=\"incoming\"} 1"), "{text}");
     assert!(text.contains("toolrouter_request_duration_seconds_count{route=\"/v1/models\"}"), "{text}");
