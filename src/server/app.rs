@@ -39,7 +39,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 
 use super::mcp::McpServer;
 use super::mcp::http::mcp;
-use super::middleware::{auth, error, not_ready, observe, read_body};
+use super::middleware::{RandomId, auth, error, not_ready, observe, read_body};
 use super::openai::chat::chat_completions;
 use super::openai::execute::Runner;
 use super::openai::models::models;
@@ -171,6 +171,8 @@ pub fn router(app: Arc<App>) -> axum::Router {
         .merge(protected)
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such route") })
         .layer(axum::middleware::from_fn_with_state(app.clone(), observe))
+        .layer(tower_http::request_id::PropagateRequestIdLayer::x_request_id())
+        .layer(tower_http::request_id::SetRequestIdLayer::x_request_id(RandomId))
         .layer(axum::extract::DefaultBodyLimit::max(app.config.server.max_body_bytes))
         .with_state(app)
 }

@@ -113,17 +113,33 @@ fn limited(app: &App, client: &str) -> Option<Response> {
     Some(response)
 }
 
-/// Gives every request an id (`x-request-id`), a time limit, and a log
-/// line (method, path, status, time; never a key or a body).
+/// Request ids for tower-http's `SetRequestIdLayer`: 16 random hex digits,
+/// unless the client sent its own `x-request-id` (kept, so that a caller's
+/// logs and toolrouter's can be joined).
+#[derive(Clone, Copy)]
+pub(super) struct RandomId;
+
+impl tower_http::request_id::MakeRequestId for RandomId {
+    fn make_request_id<B>(&mut self, _: &axum::http::Request<B>) -> Option<tower_http::request_id::RequestId> {
+        let id = format!("{:016x}", fastrand::u64(..));
+        axum::http::HeaderValue::from_str(&id).ok().map(tower_http::request_id::RequestId::new)
+    }
+}
+
+/// Gives every request a time limit and a log line (id, method, path,
+/// status, time; never a key or a body) and counts it. Hand-written
+/// rather than tower-http's `TimeoutLayer` and `TraceLayer`: the timeout
+/// must answer in OpenAI's error shape, race the shutdown's cut-off, and
+/// the same place counts the request for `/metrics`.
 pub(super) async fn observe(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
-    let id = format!("{:016x}", fastrand::u64(..));
+    let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-").to_string();
     let (method, path) = (request.method().clone(), request.uri().path().to_string());
     let matched = request.extensions().get::<axum::extract::MatchedPath>().cloned();
     let started = std::time::Instant::now();
     request.extensions_mut().insert(Arrived(started));
     let limit = Duration::from_millis(app.config.server.request_timeout_ms);
     let mut cut_off = app.cut_off.subscribe();
-    let mut response = tokio::select! {
+    let response = tokio::select! {
         answered = tokio::time::timeout(limit, next.run(request)) => match answered {
             Ok(r) => r,
             Err(_) => ApiError::new(StatusCode::GATEWAY_TIMEOUT, "server_error", "timeout",
@@ -136,9 +152,6 @@ pub(super) async fn observe(State(app): State<Arc<App>>, mut request: Request, n
             r
         }
     };
-    if let Ok(v) = id.parse() {
-        response.headers_mut().insert("x-request-id", v);
-    }
     // The route's template (`/v1/traces/{id}`), never the raw path, so that
     // arbitrary paths cannot blow up the label set.
     let route = matched.as_ref().map_or("other", |m| m.as_str());

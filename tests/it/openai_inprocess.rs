@@ -245,3 +245,20 @@ async fn a_call_to_a_tool_the_request_did_not_offer_is_repaired_with_the_offered
     let answer: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(answer["choices"][0]["message"]["tool_calls"][0]["function"]["name"], "get_weather");
 }
+
+#[tokio::test]
+async fn every_answer_has_a_request_id_and_a_clients_own_is_kept() {
+    let app = app(ScriptedModel::new([]), |_| {});
+    let get = |id: Option<&str>| {
+        let mut request = Request::get("/v1/models");
+        if let Some(id) = id {
+            request = request.header("x-request-id", id);
+        }
+        app.clone().oneshot(request.body(Body::empty()).unwrap())
+    };
+    let (a, b) = (get(None).await.unwrap(), get(None).await.unwrap());
+    let id = |r: &axum::response::Response| r.headers()["x-request-id"].to_str().unwrap().to_string();
+    assert_eq!(id(&a).len(), 16, "16 hex digits");
+    assert_ne!(id(&a), id(&b), "each request its own id");
+    assert_eq!(id(&get(Some("caller-trace-42")).await.unwrap()), "caller-trace-42");
+}
