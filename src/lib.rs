@@ -16,6 +16,7 @@
 //! * [`journal`]: an append-only, fsync'd, per-line checksummed JSON-lines
 //!   log (the graph's run log, the planner's memory).
 //! * [`text`]: text cut short for a person or a model (`clip`).
+//! * [`units`]: milliseconds, the unit of every reported duration (`ms`).
 //! * [`json_text`]: JSON that arrives as text (JSON or Python literals in
 //!   strings, documents cut short) read as the value it stands for.
 //! * [`catalog`]: loads ToolBench tool JSON, compacted JSONL, OpenAPI 3
@@ -91,4 +92,5 @@ pub mod retry;
 pub mod server;
 pub mod text;
 pub mod trajectory;
+pub mod units;
 pub mod upstream;

@@ -178,7 +178,7 @@ pub async fn evaluate(
                             &planned,
                             &relevant,
                             total,
-                            prepared.embed_ms + started.elapsed().as_secs_f64() * 1e3,
+                            prepared.embed_ms + crate::units::ms(started.elapsed()),
                         )
                     }
                 };

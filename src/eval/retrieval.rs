@@ -98,7 +98,7 @@ pub fn evaluate(
                     q.relevant.iter().filter_map(|(tool, api)| catalog.resolve_pair(tool, api)).collect();
                 let started = Instant::now();
                 let results = retriever.rank(p, depth, &Filters::default(), *options);
-                let rank_ms = started.elapsed().as_secs_f64() * 1e3;
+                let rank_ms = crate::units::ms(started.elapsed());
                 let embed = if options.mode == SearchMode::Lexical { 0.0 } else { p.embed_ms };
                 let ranked: Vec<ApiId> = results.hits.iter().map(|h| h.api).collect();
                 acc.add(&ranked, &found, q.relevant.len(), (embed + rank_ms, rank_ms));

@@ -233,7 +233,7 @@ fn narrow(
     let texts: Vec<&str> = tools.iter().map(|t| t.text.as_str()).collect();
     let index = ranker.index(&names, &texts);
     let first_seen = keep(&index, None);
-    let new_list = started.elapsed().as_secs_f64() * 1e3;
+    let new_list = crate::units::ms(started.elapsed());
     let Some(embedder) = embedder else {
         return Ok(Measured { kept: [Vec::new(), first_seen, Vec::new(), Vec::new()], ms: [new_list, 0.0, 0.0] });
     };
@@ -242,7 +242,7 @@ fn narrow(
         let started = Instant::now();
         let index = ranker.index(&names, &texts);
         let vector = ranker.query_vector(embedder, &asked.latest)?;
-        Ok((keep(&index, Some(&vector)), started.elapsed().as_secs_f64() * 1e3))
+        Ok((keep(&index, Some(&vector)), crate::units::ms(started.elapsed())))
     };
     let (embedded, new_message) = timed()?;
     let (_, seen) = timed()?;

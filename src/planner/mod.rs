@@ -285,7 +285,7 @@ impl<'a> Planner<'a> {
             relevance.insert(h.api, below);
         }
         let ranking: Vec<ApiId> = hits.iter().map(|h| h.api).collect();
-        let retrieval_ms = started.elapsed().as_secs_f64() * 1e3;
+        let retrieval_ms = crate::units::ms(started.elapsed());
 
         let texts = prepared.texts.clone();
         let parts: Vec<usize> = if texts.len() > 1 { (1..texts.len()).collect() } else { vec![0] };
@@ -361,7 +361,7 @@ impl<'a> Planner<'a> {
                 .collect();
             shown.sort_by(|a, b| b.score.total_cmp(&a.score));
             let from = frame.node.map(|a| self.catalog().api(a).function_name.clone());
-            let at_ms = started.elapsed().as_secs_f64() * 1e3;
+            let at_ms = crate::units::ms(started.elapsed());
             let mut event =
                 TraceEvent { at_ms, from, candidates: shown.clone(), decision: decision.clone(), note: None };
             event.candidates.truncate(TRACE_CANDIDATES);
@@ -454,7 +454,7 @@ impl<'a> Planner<'a> {
                 }
             }
         };
-        run.timings = Timings { retrieval_ms, planning_ms: started.elapsed().as_secs_f64() * 1e3 - retrieval_ms };
+        run.timings = Timings { retrieval_ms, planning_ms: crate::units::ms(started.elapsed()) - retrieval_ms };
         Ok(run)
     }
 

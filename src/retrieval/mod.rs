@@ -376,7 +376,7 @@ impl Retriever {
             }
             _ => Vec::new(),
         };
-        let embed_ms = started.elapsed().as_secs_f64() * 1e3;
+        let embed_ms = crate::units::ms(started.elapsed());
         Ok(Prepared { texts, vectors, cut_chars, embed_ms, remembered: Vec::new() })
     }
 
@@ -451,7 +451,7 @@ impl Retriever {
             intents: prepared.texts[1..].to_vec(),
             cut_chars: prepared.cut_chars,
             embed_ms: prepared.embed_ms,
-            search_ms: started.elapsed().as_secs_f64() * 1e3,
+            search_ms: crate::units::ms(started.elapsed()),
         }
     }
 

@@ -157,7 +157,7 @@ pub(super) async fn observe(State(app): State<Arc<App>>, mut request: Request, n
     let route = matched.as_ref().map_or("other", |m| m.as_str());
     crate::metrics::global().request(route, response.status().as_u16(), started.elapsed().as_secs_f64());
     tracing::info!(request_id = %id, %method, %path, status = response.status().as_u16(),
-        ms = format!("{:.1}", started.elapsed().as_secs_f64() * 1e3), "request");
+        ms = format!("{:.1}", crate::units::ms(started.elapsed())), "request");
     response
 }
 

@@ -37,6 +37,7 @@ use url::Url;
 
 use crate::catalog::{Api, Catalog};
 use crate::config::{Config, Secret, UpstreamConfig, UpstreamMode};
+use crate::units::ms;
 pub use guard::Guard;
 pub use limits::{Limit, Limits};
 pub use replay::{Match, ReplayTable};
@@ -530,10 +531,6 @@ fn error(class: ErrorClass, message: String, trace: CallTrace) -> CallError {
 fn finish(mut e: CallError, started: Instant) -> CallError {
     e.trace.elapsed_ms = ms(started.elapsed());
     e
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
 }
 
 fn status_text(code: u16) -> String {
