@@ -57,7 +57,9 @@ enum Expect {
 }
 
 /// `text` cut short, completed so that it parses; `None` when it is not a
-/// prefix of a document at all.
+/// prefix of a document at all. One loop over the bytes with its state
+/// (the expected token, the open containers) in locals: a scanner, long
+/// because JSON has that many cases, each a few lines.
 fn complete(text: &str) -> Option<String> {
     // Closers of the open containers, innermost last.
     let mut closers: Vec<char> = Vec::new();

@@ -35,6 +35,7 @@ pub mod cache;
 pub mod dense;
 pub mod document;
 pub mod embedder;
+mod fusion;
 pub mod index_files;
 pub mod intents;
 pub mod names;
@@ -53,6 +54,7 @@ pub use embedder::{EmbedError, Embedder};
 
 use crate::catalog::{ApiId, Catalog, names::category_dir_name, names::standardize};
 use crate::config::{Config, DenseIndex, RetrievalConfig, SearchMode};
+use fusion::{add_ranks, first, is_identifier, reserve, signals, sorted};
 
 /// Reciprocal rank fusion constant (`weight / (RRF_K + rank)`, rank from 1).
 /// Small: the first few ranks of each list carry most of the evidence here
@@ -571,60 +573,6 @@ struct Masks {
     tools: Vec<bool>,
 }
 
-/// The `k` best entries of a score map, best first.
-fn sorted(scores: HashMap<u32, f32>, k: usize) -> Vec<(u32, f32)> {
-    let mut ranked: Vec<(u32, f32)> = scores.into_iter().collect();
-    bm25::top_k(&mut ranked, k);
-    ranked
-}
-
-/// Whether `name` is written like a code identifier: one token with `_`
-/// or a lower-to-upper case change.
-fn is_identifier(name: &str) -> bool {
-    let chars: Vec<char> = name.chars().collect();
-    !name.contains(char::is_whitespace)
-        && (name.contains('_') || chars.windows(2).any(|w| w[0].is_lowercase() && w[1].is_uppercase()))
-}
-
-/// Puts `named` first, in order (at the best score), the rest after them; at most `k`.
-fn first(ranked: &mut Vec<(u32, f32)>, named: &[u32], k: usize) {
-    if named.is_empty() {
-        return;
-    }
-    let top = ranked.first().map_or(1.0, |e| e.1);
-    ranked.retain(|(d, _)| !named.contains(d));
-    for (i, &doc) in named.iter().enumerate() {
-        ranked.insert(i, (doc, top));
-    }
-    ranked.truncate(k);
-}
-
-/// Moves each of `bests` that ranks below `top` (or is absent) to the last
-/// place within `top`, above the entries already moved; the others shift down.
-fn reserve(ranked: &mut Vec<(u32, f32)>, bests: &[u32], top: usize) {
-    let mut slot = top.min(ranked.len().max(1)).saturating_sub(1);
-    for &doc in bests {
-        match ranked.iter().position(|(d, _)| *d == doc) {
-            Some(at) if at <= slot => continue,
-            Some(at) => {
-                let entry = ranked.remove(at);
-                ranked.insert(slot, entry);
-            }
-            None => ranked.insert(slot.min(ranked.len()), (doc, ranked.get(slot).map_or(0.0, |e| e.1))),
-        }
-        slot = slot.saturating_sub(1);
-    }
-}
-
-fn add_ranks(fused: &mut HashMap<u32, f32>, hits: &[(u32, f32)], weight: f32, rrf_k: f32) {
-    for (rank, (doc, _)) in hits.iter().enumerate() {
-        *fused.entry(*doc).or_default() += weight / (rrf_k + rank as f32 + 1.0);
-    }
-}
-
-fn signals(hits: &[(u32, f32)]) -> HashMap<u32, Signal> {
-    hits.iter().enumerate().map(|(rank, (doc, score))| (*doc, Signal { rank: rank + 1, score: *score })).collect()
-}
 /// The vectors of a query's texts (the whole query, then its intents),
 /// in two batches: a batch is padded to its longest text, and the whole
 /// query is several times longer than any of its sentences, so one batch

@@ -307,6 +307,9 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// One escape sequence of a string literal into `out`: one `match` over
+    /// Python's escapes (`\x`, `\u`, `\U`, octal, line continuations, the
+    /// one-letter ones), long because Python has that many.
     fn escape(&mut self, out: &mut String) -> Result<(), PyLiteralError> {
         let start = self.pos;
         self.pos += 1; // the backslash

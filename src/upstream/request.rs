@@ -52,7 +52,9 @@ fn path_segment(v: &Value) -> String {
 /// Arguments the API does not declare (passed by non-strict validation)
 /// go in the query string, or the JSON body of a method that has one.
 /// `base_url` replaces the scheme, host and port (and prefixes the path)
-/// when calls go through a proxy or replay server.
+/// when calls go through a proxy or replay server. Long: it walks the
+/// parameters once, each location (path, query, header, body, form) a
+/// few lines, and keeps the URL template's fixed pairs in order.
 pub fn build(api: &Api, arguments: &Map<String, Value>, base_url: Option<&Url>) -> Result<HttpCall, String> {
     let template = api
         .url_template
