@@ -68,8 +68,7 @@ pub(super) fn run(args: &OpenAiBenchArgs, config: &Config) -> Result<ExitCode, C
     if !args.rate.is_finite() || args.rate <= 0.0 || args.rate > MAX_RATE || args.seconds == 0 || args.tools == 0 {
         return Err(CliError::Usage("--rate (up to 100000), --seconds and --tools must be positive".into()));
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(anyhow::Error::from)?;
-    runtime.block_on(bench(args, config))
+    super::runtime()?.block_on(bench(args, config))
 }
 
 /// Latencies of one path, in milliseconds.

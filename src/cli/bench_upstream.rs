@@ -32,8 +32,7 @@ pub(super) struct UpstreamBenchArgs {
 }
 
 pub(super) fn run(args: &UpstreamBenchArgs, config: &Config) -> Result<ExitCode, CliError> {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(anyhow::Error::from)?;
-    runtime.block_on(bench(args, config))
+    super::runtime()?.block_on(bench(args, config))
 }
 
 async fn bench(args: &UpstreamBenchArgs, config: &Config) -> Result<ExitCode, CliError> {

@@ -87,7 +87,7 @@ pub(super) fn call(a: &CallArgs, config: &Config) -> Result<ExitCode, CliError> 
         }
     };
     let upstream = Upstream::new(&catalog, &config).map_err(|e| CliError::Usage(format!("{e:#}")))?;
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(anyhow::Error::from)?;
+    let runtime = super::runtime()?;
     let result = runtime.block_on(upstream.call(api, &valid.arguments, None));
     let outcome = match &result {
         Ok(r) => r.outcome(),
@@ -204,7 +204,7 @@ pub(super) fn replay(a: &ReplayArgs, config: &Config) -> Result<ExitCode, CliErr
         r.bad_entries
     );
     let router = crate::server::replay_server::router(catalog, table);
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(anyhow::Error::from)?;
+    let runtime = super::runtime()?;
     runtime
         .block_on(crate::server::replay_server::serve(router, a.listen))
         .map_err(|e| CliError::Usage(format!("cannot serve on {}: {e}", a.listen)))?;

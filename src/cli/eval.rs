@@ -256,8 +256,7 @@ fn learning_curve(
     if window == 0 {
         return Err(CliError::Usage("--window must be at least 1".into()));
     }
-    let runtime =
-        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| CliError::Failure(e.into()))?;
+    let runtime = super::runtime()?;
     let settings = crate::planner::Settings::from(config);
     let params = crate::graph::Params::from(&config.graph);
     let curve = runtime
@@ -322,8 +321,7 @@ fn run_plan(args: &PlanArgs, config: &Config) -> Result<ExitCode, CliError> {
         }
     }
     variants.extend(args.baseline.iter().filter(|&&n| n > 0).map(|&n| Variant::Retrieval { n }));
-    let runtime =
-        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| CliError::Failure(e.into()))?;
+    let runtime = super::runtime()?;
     let settings = crate::planner::Settings::from(&config);
     let params = crate::graph::Params::from(&config.graph);
     let reports = runtime

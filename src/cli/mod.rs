@@ -173,6 +173,13 @@ fn init_logging(config: &Config) {
     };
 }
 
+/// The tokio runtime every subcommand runs its async work on: one kind,
+/// multi-threaded as the server's, so the engine's blocking-pool work and
+/// spawned tasks behave as they do there.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| CliError::Failure(e.into()))
+}
+
 /// Loads the trajectories of `paths` (files or directories); a missing
 /// path is a usage error. Returns them and how many files or records were
 /// skipped (each logged with its reason).

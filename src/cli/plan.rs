@@ -51,8 +51,7 @@ pub(super) fn run(args: &PlanArgs, config: &Config) -> Result<ExitCode, CliError
         settings.budget.max_steps = n.min(settings.budget.max_steps.max(1));
     }
     let planner = Planner::new(&retriever, graph.as_ref(), Some(&memory), settings);
-    let runtime =
-        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| CliError::Failure(e.into()))?;
+    let runtime = super::runtime()?;
     let run = runtime
         .block_on(planner.run(&args.request, &DeterministicDecider::default(), &DryRun))
         .map_err(retrieval_error)?;

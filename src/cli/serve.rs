@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 use rmcp::ServiceExt;
 
-use super::CliError;
+use super::{CliError, runtime};
 use crate::config::Config;
 use crate::engine::loading::{Loading, NotReady};
 use crate::server::mcp::McpServer;
@@ -25,10 +25,6 @@ pub(super) enum KeyCommand {
         /// The key (`-` reads it from stdin, keeping it out of the shell history).
         key: String,
     },
-}
-
-fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
-    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(anyhow::Error::from)?)
 }
 
 pub(super) fn serve(args: &ServeArgs, config: &Config) -> Result<ExitCode, CliError> {
