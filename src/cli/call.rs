@@ -1,6 +1,8 @@
-//! `toolrouter call <function> '<json args>'`: validate, call (live or
-//! replay), print the compressed (or raw) response and the call's trace,
-//! and report the outcome to the tool graph's availability.
+//! `toolrouter call <function> '<json args>'`: the engine's one call
+//! pipeline ([`Engine::call`], as MCP and HTTP calls go): resolve the name,
+//! validate, call (live or replay), record the outcome in the tool graph's
+//! availability, compress; then print the compressed (or raw) response and
+//! the call's trace.
 //!
 //! `toolrouter replay --cache DIR --listen ADDR`: serve the replay table
 //! over HTTP.
@@ -13,16 +15,12 @@ use std::sync::Arc;
 use clap::Args;
 use serde_json::{Value, json};
 
-use super::catalog::find;
 use super::validate::read_arguments;
 use super::{CliError, EXIT_FAILURE, load_catalog};
-use crate::args::{self, Options};
-use crate::catalog::Api;
-use crate::compress::{FieldChoice, FieldChoices, compress};
+use crate::compress::Compressed;
 use crate::config::{Config, UpstreamMode};
-use crate::graph::store::{self, GraphStore};
-use crate::graph::{Params, RunCall, RunRecord};
-use crate::upstream::{CallError, Outcome, ReplayTable, Response, Upstream};
+use crate::engine::{CallRequest, Called, Engine};
+use crate::upstream::{CallError, ReplayTable, Response};
 
 #[derive(Debug, Args)]
 pub(super) struct CallArgs {
@@ -68,74 +66,68 @@ pub(super) fn call(a: &CallArgs, config: &Config) -> Result<ExitCode, CliError> 
     if let Some(dir) = &a.replay_dir {
         config.upstream.replay_dir = dir.clone();
     }
+    if let Some(budget) = a.budget {
+        config.compress.budget = budget;
+    }
     if config.upstream.mode == UpstreamMode::Replay && !config.upstream.replay_dir.is_dir() {
         return Err(CliError::Usage(
             "replay mode needs the replay table: --replay-dir DIR or upstream.replay_dir".into(),
         ));
     }
-    let catalog = load_catalog(&config)?;
-    let (api, _) = find(&catalog, &a.function)?;
-    let valid = match args::validate(api, &arguments, Options::from(&config.args)) {
-        Ok(v) => v,
-        Err(invalid) => {
+    let catalog = Arc::new(load_catalog(&config)?);
+    // No search index or embedding model: a call needs neither. Opening
+    // fails on the upstream's configuration (replay table, URL, key).
+    let engine = Engine::open_for_calls(&config, catalog).map_err(|e| CliError::Usage(format!("{e:#}")))?;
+    let request =
+        CallRequest { function: &a.function, arguments: &arguments, client: None, purpose: "", standalone: true };
+    match super::runtime()?.block_on(engine.call(request)) {
+        Called::Unknown(unknown) => Err(CliError::Usage(unknown.to_string())),
+        Called::Refused(problem) => {
+            let function = engine.api(&a.function).map_or(a.function.as_str(), |api| &api.function_name);
             if a.json {
-                println!("{}", json!({"function": api.function_name, "ok": false, "problems": invalid.problems}));
+                println!("{}", json!({"function": function, "ok": false, "refused": problem}));
+            } else {
+                println!("call refused: {problem}");
+            }
+            Ok(ExitCode::from(EXIT_FAILURE))
+        }
+        Called::Invalid(invalid) => {
+            if a.json {
+                println!("{}", json!({"function": invalid.function, "ok": false, "problems": invalid.problems}));
             } else {
                 println!("{invalid}");
             }
-            return Ok(ExitCode::from(EXIT_FAILURE));
+            Ok(ExitCode::from(EXIT_FAILURE))
         }
-    };
-    let upstream = Upstream::new(&catalog, &config).map_err(|e| CliError::Usage(format!("{e:#}")))?;
-    let runtime = super::runtime()?;
-    let result = runtime.block_on(upstream.call(api, &valid.arguments, None));
-    let outcome = match &result {
-        Ok(r) => r.outcome(),
-        Err(e) => e.outcome(),
-    };
-    report_outcome(&config, &catalog, &outcome);
-    let budget = a.budget.unwrap_or(config.compress.budget);
-    let choices = FieldChoices::load(&FieldChoices::path_in(&config.state.dir())).unwrap_or_else(|e| {
-        tracing::warn!("the cached field choices are unreadable, compressing without them: {e}");
-        FieldChoices::default()
-    });
-    let choice = choices.get(&api.function_name);
-    match result {
-        Ok(response) => print_response(api, &response, &arguments, a.raw, (budget, choice), a.json)?,
-        Err(e) => {
+        Called::Failed(e) => {
             print_error(&e, a.json)?;
-            return Ok(ExitCode::from(EXIT_FAILURE));
+            Ok(ExitCode::from(EXIT_FAILURE))
+        }
+        Called::Done { function, response, compressed } => {
+            print_response(&function, &response, (!a.raw).then_some(&compressed), a.json)?;
+            Ok(ExitCode::SUCCESS)
         }
     }
-    Ok(ExitCode::SUCCESS)
 }
 
-fn print_response(
-    api: &Api,
-    r: &Response,
-    arguments: &Value,
-    raw: bool,
-    (budget, choice): (usize, Option<&FieldChoice>),
-    json: bool,
-) -> Result<(), CliError> {
-    let context = format!("{} {}", api.description, arguments);
-    let compressed = (!raw).then(|| compress(&r.body, &context, budget, choice));
+/// Prints a response: `compressed`, or as received when `None` (`--raw`).
+fn print_response(function: &str, r: &Response, compressed: Option<&Compressed>, json: bool) -> Result<(), CliError> {
     if json {
-        let response = match &compressed {
+        let response = match compressed {
             Some(c) => serde_json::from_str::<Value>(&c.text).map_err(anyhow::Error::from)?,
             None => r.body.clone(),
         };
-        let report = json!({"function": api.function_name, "ok": true, "status": r.status, "response": response,
+        let report = json!({"function": function, "ok": true, "status": r.status, "response": response,
             "compression": compressed, "trace": r.trace});
         println!("{}", serde_json::to_string_pretty(&report).map_err(anyhow::Error::from)?);
         return Ok(());
     }
-    match &compressed {
+    match compressed {
         Some(c) => println!("{}", c.text),
         None => println!("{}", serde_json::to_string_pretty(&r.body).map_err(anyhow::Error::from)?),
     }
     eprintln!("-- {} {} in {:.1} ms", r.status, r.trace.function, r.trace.elapsed_ms);
-    if let Some(c) = &compressed
+    if let Some(c) = compressed
         && c.chars_before != c.chars_after
     {
         eprintln!("   compressed {} -> {} characters", c.chars_before, c.chars_after);
@@ -170,24 +162,6 @@ fn print_trace(t: &crate::upstream::CallTrace) {
     for (i, a) in t.attempts.iter().enumerate() {
         let retry = a.retry_in_ms.map(|ms| format!("; retry in {ms:.0} ms")).unwrap_or_default();
         eprintln!("   attempt {}: {} ({:.1} ms{retry})", i + 1, a.outcome, a.elapsed_ms);
-    }
-}
-
-/// Feeds the outcome to the graph's availability (a standalone call).
-/// The graph is another writer's while a server holds it: then say so and go on.
-fn report_outcome(config: &Config, catalog: &crate::catalog::Catalog, outcome: &Outcome) {
-    let dir = store::graph_dir(&config.state.dir());
-    let run = RunRecord {
-        id: crate::graph::run_id("call"),
-        task: String::new(),
-        calls: vec![RunCall { function: outcome.function.clone(), ok: outcome.ok }],
-        success: outcome.ok,
-        standalone: true,
-    };
-    let recorded = GraphStore::open(&dir, Params::from(&config.graph), Some(catalog))
-        .and_then(|(mut store, mut graph, _)| store.record(&mut graph, &run, Some(catalog)));
-    if let Err(e) = recorded {
-        tracing::warn!("the call's outcome was not recorded in the tool graph: {e}");
     }
 }
 

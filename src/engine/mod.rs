@@ -1,7 +1,8 @@
-//! The engine the servers share: catalog, retrieval, tool graph, planner,
-//! upstream and compression behind four operations — [`Engine::search`],
-//! [`Engine::plan`], [`Engine::call`] and [`Engine::record_run`]. It knows
-//! nothing of HTTP, MCP or OpenAI; the faces translate.
+//! The engine the servers and `toolrouter call` share: catalog, retrieval,
+//! tool graph, planner, upstream and compression behind four operations —
+//! [`Engine::search`], [`Engine::plan`], [`Engine::call`] and
+//! [`Engine::record_run`]. It knows nothing of HTTP, MCP or OpenAI; the
+//! faces translate.
 //!
 //! Embedding a query is CPU work behind a lock, so searches and plans run
 //! on tokio's blocking pool, never on the async workers.
@@ -90,7 +91,8 @@ pub struct CallRequest<'a> {
 pub struct Engine {
     pub config: Config,
     pub catalog: Arc<Catalog>,
-    retriever: Retriever,
+    /// `None` in an engine opened for calls alone ([`Engine::open_for_calls`]).
+    retriever: Option<Retriever>,
     /// Readers take a snapshot (an `Arc`), so a long execute run never
     /// holds the lock; a write copies the graph only while a snapshot is out.
     graph: RwLock<Arc<ToolGraph>>,
@@ -121,6 +123,27 @@ impl Engine {
         progress.set_stage("loading the catalog");
         let catalog = Arc::new(Catalog::load(&sources)?);
         let retriever = Retriever::open_reporting(catalog.clone(), config, progress)?;
+        Engine::assemble(config, catalog, Some(retriever), progress)
+    }
+
+    /// An engine for [`Engine::call`] alone (`toolrouter call`): the same
+    /// call pipeline, upstream, field choices and run recording in the tool
+    /// graph as [`Engine::open`]'s, without what only searches and plans
+    /// read: the embedding model, the search index (a first build takes
+    /// minutes) and the long-term memory (a standalone call is never
+    /// remembered). [`Engine::search`], [`Engine::plan`] and [`Engine::run`]
+    /// fail on it.
+    pub fn open_for_calls(config: &Config, catalog: Arc<Catalog>) -> anyhow::Result<Arc<Engine>> {
+        Engine::assemble(config, catalog, None, &Progress::default())
+    }
+
+    /// The rest of the engine around a loaded catalog (and retriever).
+    fn assemble(
+        config: &Config,
+        catalog: Arc<Catalog>,
+        retriever: Option<Retriever>,
+        progress: &Progress,
+    ) -> anyhow::Result<Arc<Engine>> {
         progress.set_stage("loading the tool graph");
         let state = config.state.dir();
         let params = Params::from(&config.graph);
@@ -138,15 +161,17 @@ impl Engine {
             Err(e) => tracing::warn!("the graph's last recovery report is unreadable: {e}"),
         }
         let memory_path = memory::memory_path(&state);
-        let (memory, memory_writer) = match &store {
-            Some(_) => {
+        let (memory, memory_writer) = match (&retriever, &store) {
+            // Only searches and plans read the memory; a call alone is never remembered.
+            (None, _) => (LongTermMemory::default(), None),
+            (Some(_), Some(_)) => {
                 let (memory, writer, report) = LongTermMemory::open(&memory_path)?;
                 if report.dropped > 0 {
                     tracing::warn!(dropped = report.dropped, problems = ?report.problems, "the memory journal had damaged entries; they were skipped");
                 }
                 (memory, Some(writer))
             }
-            None => (LongTermMemory::read(&memory_path)?, None),
+            (Some(_), None) => (LongTermMemory::read(&memory_path)?, None),
         };
         let upstream = Upstream::new(&catalog, config)?;
         let choices = FieldChoices::load(&FieldChoices::path_in(&state)).unwrap_or_default();
@@ -187,17 +212,17 @@ impl Engine {
         let (engine, query) = (self.clone(), query.to_string());
         let filters = Filters { category: category.map(str::to_string), tool: None };
         let results = tokio::task::spawn_blocking(move || {
-            let options = engine.retriever.options();
-            let mut prepared = engine.retriever.prepare(&query, options)?;
+            let retriever = engine.retriever()?;
+            let options = retriever.options();
+            let mut prepared = retriever.prepare(&query, options).map_err(|e| EngineError::BadInput(e.to_string()))?;
             if let Some(vector) = prepared.vectors.first() {
                 let examples = engine.memory().examples(vector, engine.config.planner.hints);
                 prepared.remembered = crate::planner::remembered(&examples, &engine.catalog);
             }
-            Ok::<_, crate::retrieval::RetrievalError>(engine.retriever.rank(&prepared, k, &filters, options))
+            Ok::<_, EngineError>(retriever.rank(&prepared, k, &filters, options))
         })
         .await
-        .map_err(|e| EngineError::Internal(e.to_string()))?
-        .map_err(|e| EngineError::BadInput(e.to_string()))?;
+        .map_err(|e| EngineError::Internal(e.to_string()))??;
         let graph = self.graph();
         Ok(results
             .hits
@@ -233,12 +258,13 @@ impl Engine {
                 settings.budget.max_steps = n.clamp(1, settings.budget.max_steps.max(1));
             }
             let (graph, memory) = (engine.graph(), engine.memory());
-            let planner = Planner::new(&engine.retriever, Some(&graph), Some(&memory), settings);
-            runtime.block_on(planner.run(&query, &DeterministicDecider::default(), &DryRun))
+            let planner = Planner::new(engine.retriever()?, Some(&graph), Some(&memory), settings);
+            runtime
+                .block_on(planner.run(&query, &DeterministicDecider::default(), &DryRun))
+                .map_err(|e| EngineError::BadInput(e.to_string()))
         })
         .await
         .map_err(|e| EngineError::Internal(e.to_string()))?
-        .map_err(|e| EngineError::BadInput(e.to_string()))
     }
 
     /// Runs the planner on `task` with `decider` and `caller` over a
@@ -255,12 +281,14 @@ impl Engine {
         settings.args = Options::from(&self.config.args);
         let started = std::time::Instant::now();
         let (engine, text) = (self.clone(), task.to_string());
-        let prepared = tokio::task::spawn_blocking(move || engine.retriever.prepare(&text, engine.retriever.options()))
-            .await
-            .map_err(|e| EngineError::Internal(e.to_string()))?
-            .map_err(|e| EngineError::BadInput(e.to_string()))?;
+        let prepared = tokio::task::spawn_blocking(move || {
+            let retriever = engine.retriever()?;
+            retriever.prepare(&text, retriever.options()).map_err(|e| EngineError::BadInput(e.to_string()))
+        })
+        .await
+        .map_err(|e| EngineError::Internal(e.to_string()))??;
         let (graph, memory) = (self.graph(), self.memory());
-        let planner = Planner::new(&self.retriever, Some(&graph), Some(&memory), settings).with_outputs(outputs);
+        let planner = Planner::new(self.retriever()?, Some(&graph), Some(&memory), settings).with_outputs(outputs);
         planner
             .run_prepared(task, &prepared, started, decider, caller)
             .await
@@ -339,8 +367,8 @@ impl Engine {
             .into_iter()
             .filter_map(|f| self.catalog.resolve(f).first().map(|id| self.catalog.api(id).function_name.clone()))
             .collect();
-        let (Some(embedder), false, false) = (self.retriever.embedder(), path.is_empty(), run.task.trim().is_empty())
-        else {
+        let embedder = self.retriever.as_ref().and_then(Retriever::embedder);
+        let (Some(embedder), false, false) = (embedder, path.is_empty(), run.task.trim().is_empty()) else {
             return;
         };
         let mut writer = self.memory_writer.lock().unwrap_or_else(|e| e.into_inner());
@@ -393,7 +421,14 @@ impl Engine {
 
     /// The embedding model, when dense retrieval is on.
     pub fn embedder(&self) -> Option<Arc<Embedder>> {
-        self.retriever.embedder().cloned()
+        self.retriever.as_ref().and_then(Retriever::embedder).cloned()
+    }
+
+    /// The retriever searches and plans rank with.
+    fn retriever(&self) -> Result<&Retriever, EngineError> {
+        self.retriever.as_ref().ok_or_else(|| {
+            EngineError::Internal("this engine was opened for calls alone: it has no search index".into())
+        })
     }
 
     /// `w(from, to)` in the tool graph (0 without such an edge).
@@ -409,5 +444,35 @@ impl Engine {
             return Err(format!("the arguments are {size} bytes; the limit is {MAX_ARGUMENTS_BYTES}"));
         }
         arguments.as_object().ok_or_else(|| format!("the arguments must be a JSON object, got {arguments}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// An engine for calls alone resolves, refuses and validates as any
+    /// engine does (nothing here reaches the upstream), and has no search.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn an_engine_for_calls_has_the_call_pipeline_and_no_search() {
+        let state = tempfile::tempdir().unwrap();
+        let mut config = Config::default();
+        config.state.dir = state.path().to_path_buf();
+        let catalog = Arc::new(Catalog::load(&Sources::default()).unwrap());
+        let engine = Engine::open_for_calls(&config, catalog).unwrap();
+        let call =
+            |function, arguments| CallRequest { function, arguments, client: None, purpose: "", standalone: true };
+        let (wrong, array) = (json!({"year": "soon"}), json!([1]));
+        match engine.call(call("holidays", &wrong)).await {
+            Called::Unknown(unknown) => assert!(unknown.close.iter().any(|c| c == "public_holidays_for_nager_date")),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(engine.call(call("public_holidays_for_nager_date", &array)).await, Called::Refused(_)));
+        assert!(matches!(engine.call(call("public_holidays_for_nager_date", &wrong)).await, Called::Invalid(_)));
+        assert!(matches!(engine.search("public holidays", 3, None).await, Err(EngineError::Internal(_))));
+        assert!(matches!(engine.plan("public holidays in Germany", None).await, Err(EngineError::Internal(_))));
+        assert!(engine.embedder().is_none());
     }
 }
