@@ -42,6 +42,8 @@ use serde_json::{Value, json};
 
 use crate::config::{Config, LlmConfig, Secret};
 
+pub mod wire;
+
 /// Why a request to the model failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LlmError {

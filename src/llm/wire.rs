@@ -1,0 +1,606 @@
+//! The chat-completions wire format, typed: the answers toolrouter reads
+//! and writes ([`Completion`], its streamed [`Chunk`]s, [`Message`],
+//! [`ToolCall`], [`CompletionUsage`]) and the requests it writes itself
+//! ([`CompletionRequest`]). A client's request body is not typed: it stays
+//! the client's JSON object (route mode sets its `model` and `tools`,
+//! nothing else), so whatever it carries reaches the model untouched.
+//!
+//! **Nothing is lost.** Each type keeps the fields it does not name in
+//! `extra`, so that fields OpenAI adds (`refusal`, `annotations`,
+//! `logprobs`, `audio`, `service_tier`, `system_fingerprint`, a server's
+//! `reasoning_content`…) pass through untouched. A named field is read
+//! when it has its type; null, or a value of another type, stays in
+//! `extra` as it came (`finish_reason: null` is `None`, its null kept).
+//! So every answer round-trips exactly — absent, null, `[]` and an odd
+//! server's odd value told apart — but for `choices`, which is always
+//! written (`[]` for a model that sent none). A message's `content` is
+//! typed whole ([`Content`]: absent, null, text or parts), null included:
+//! clients tell those apart.
+//!
+//! The serde impls are written out rather than derived: a derived
+//! `#[serde(flatten)]` struct would refuse a whole answer for one field of
+//! an unexpected type, and cannot tell a null field from an absent one.
+
+use serde::de::{DeserializeOwned, Deserializer, Error as _};
+use serde::ser::{SerializeMap, Serializer};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::Usage;
+
+/// A JSON object's fields.
+pub type Fields = Map<String, Value>;
+
+/// What joins the text parts of a message's content: parts are blocks of
+/// their own (a paragraph, a document), not pieces of one sentence.
+pub const PART_SEPARATOR: &str = "\n";
+
+/// A chat completion (`"object": "chat.completion"`) or, as a [`Chunk`],
+/// one chunk of a streamed one: the same top-level fields, with choices
+/// that carry a `delta` instead of a `message`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Completion<C = Choice> {
+    pub id: Option<String>,
+    pub object: Option<String>,
+    pub created: Option<u64>,
+    pub model: Option<String>,
+    pub choices: Vec<C>,
+    pub usage: Option<CompletionUsage>,
+    pub extra: Fields,
+}
+
+/// One chunk of a streamed completion (`"object": "chat.completion.chunk"`).
+pub type Chunk = Completion<ChunkChoice>;
+
+/// A completion's choice.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Choice {
+    pub index: Option<u64>,
+    pub message: Option<Message>,
+    pub logprobs: Option<Value>,
+    pub finish_reason: Option<String>,
+    pub extra: Fields,
+}
+
+/// A chunk's choice: what the message gained (`delta`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ChunkChoice {
+    pub index: Option<u64>,
+    pub delta: Option<Message>,
+    pub logprobs: Option<Value>,
+    pub finish_reason: Option<String>,
+    pub extra: Fields,
+}
+
+/// A message of a conversation, of an answer, or (as a chunk's delta)
+/// the part of one a chunk brings.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Message {
+    pub role: Option<String>,
+    /// A tool result's call.
+    pub tool_call_id: Option<String>,
+    pub content: Content,
+    pub tool_calls: Option<Vec<ToolCall>>,
+    pub extra: Fields,
+}
+
+/// A message's `content`, as it came.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Content {
+    /// No `content` field.
+    #[default]
+    Absent,
+    Null,
+    Text(String),
+    /// A list of parts (`{"type": "text", "text": …}`, images, audio…).
+    Parts(Vec<Value>),
+}
+
+/// A tool call of a message, or (in a delta) a piece of one.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolCall {
+    /// Which call a delta's piece belongs to.
+    pub index: Option<u64>,
+    pub id: Option<String>,
+    /// `type`: `function`.
+    pub kind: Option<String>,
+    pub function: Option<FunctionCall>,
+    pub extra: Fields,
+}
+
+/// The function a tool call calls.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FunctionCall {
+    pub name: Option<String>,
+    /// JSON text, as OpenAI sends it; some servers send a JSON object
+    /// ([`ToolCall::arguments`] reads both).
+    pub arguments: Option<Value>,
+    pub extra: Fields,
+}
+
+/// An answer's `usage` (token details and the like in `extra`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CompletionUsage {
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    pub total_tokens: Option<u64>,
+    pub extra: Fields,
+}
+
+/// A request toolrouter writes itself (execute mode's decider and summary):
+/// a model, the messages, the tools (none: no `tools` field).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompletionRequest {
+    pub model: String,
+    pub messages: Vec<Message>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<Value>,
+}
+
+impl CompletionRequest {
+    pub fn to_value(&self) -> Value {
+        to_value(self)
+    }
+}
+
+impl Completion {
+    /// The first choice's message (toolrouter asks for one choice).
+    pub fn message(&self) -> Option<&Message> {
+        self.choices.first()?.message.as_ref()
+    }
+
+    pub fn message_mut(&mut self) -> Option<&mut Message> {
+        self.choices.first_mut()?.message.as_mut()
+    }
+
+    /// The text of the first choice's message ("" without one).
+    pub fn text(&self) -> String {
+        self.message().map(Message::text).unwrap_or_default()
+    }
+
+    /// Whether every choice (at least one) has a message: what toolrouter
+    /// needs of an answer.
+    pub fn has_messages(&self) -> bool {
+        !self.choices.is_empty() && self.choices.iter().all(|c| c.message.is_some())
+    }
+}
+
+impl<C> Completion<C> {
+    /// The tokens it spent (0 where its usage says nothing).
+    pub fn tokens(&self) -> Usage {
+        self.usage.as_ref().map(CompletionUsage::tokens).unwrap_or_default()
+    }
+}
+
+/// A chunk's `object`.
+pub const CHUNK_OBJECT: &str = "chat.completion.chunk";
+
+impl Chunk {
+    /// A chunk of toolrouter's, the one way one is made: `head`'s
+    /// top-level fields (`id`, `created`, `model`, `system_fingerprint`…;
+    /// not its usage), `object` set, and `choices`.
+    pub fn new<C>(head: &Completion<C>, choices: Vec<ChunkChoice>) -> Chunk {
+        let mut extra = head.extra.clone();
+        for key in ["usage", "choices"] {
+            extra.shift_remove(key);
+        }
+        Chunk {
+            id: head.id.clone(),
+            object: Some(CHUNK_OBJECT.into()),
+            created: head.created,
+            model: head.model.clone(),
+            choices,
+            usage: None,
+            extra,
+        }
+    }
+
+    /// A chunk without choices that carries `usage` (the last before `[DONE]`).
+    pub fn usage<C>(head: &Completion<C>, usage: CompletionUsage) -> Chunk {
+        Chunk { usage: Some(usage), ..Chunk::new(head, Vec::new()) }
+    }
+}
+
+impl ChunkChoice {
+    /// Choice 0 saying `delta`, with its finish reason (null until the last).
+    pub fn new(delta: Message, finish_reason: Option<String>) -> ChunkChoice {
+        let mut choice =
+            ChunkChoice { index: Some(0), delta: Some(delta), logprobs: Some(Value::Null), ..ChunkChoice::default() };
+        choice.set_finish(finish_reason);
+        choice
+    }
+
+    /// Sets the finish reason; `None` writes null.
+    pub fn set_finish(&mut self, finish_reason: Option<String>) {
+        if finish_reason.is_none() {
+            self.extra.insert("finish_reason".into(), Value::Null);
+        }
+        self.finish_reason = finish_reason;
+    }
+
+    /// Takes out the finish reason, leaving null.
+    pub fn take_finish(&mut self) -> Option<String> {
+        let finish = self.finish_reason.take();
+        self.set_finish(None);
+        finish
+    }
+}
+
+/// A completion as the chunks a stream would have carried: per choice, its
+/// message as one delta (tool calls indexed) with its finish reason; then
+/// the usage, in a chunk without choices.
+pub fn chunks_of(completion: &Completion) -> Vec<Chunk> {
+    let mut out: Vec<Chunk> = (completion.choices.iter().enumerate())
+        .map(|(i, choice)| {
+            let mut delta = choice.message.clone().unwrap_or_default();
+            for (n, call) in delta.tool_calls.iter_mut().flatten().enumerate() {
+                call.index = Some(n as u64);
+            }
+            let choice = ChunkChoice {
+                index: Some(choice.index.unwrap_or(i as u64)),
+                delta: Some(delta),
+                logprobs: choice.logprobs.clone(),
+                finish_reason: choice.finish_reason.clone(),
+                extra: choice.extra.clone(),
+            };
+            Chunk::new(completion, vec![choice])
+        })
+        .collect();
+    if let Some(usage) = &completion.usage {
+        out.push(Chunk::usage(completion, usage.clone()));
+    }
+    out
+}
+
+impl Message {
+    /// A message of `role` saying `text`.
+    pub fn new(role: &str, text: impl Into<String>) -> Message {
+        Message { role: Some(role.into()), content: Content::Text(text.into()), ..Message::default() }
+    }
+
+    /// The result of tool call `call_id`.
+    pub fn tool_result(call_id: &str, text: impl Into<String>) -> Message {
+        Message { tool_call_id: Some(call_id.into()), ..Message::new("tool", text) }
+    }
+
+    /// An assistant message that makes `calls` (`content: null`).
+    pub fn calling(calls: Vec<ToolCall>) -> Message {
+        Message {
+            role: Some("assistant".into()),
+            content: Content::Null,
+            tool_calls: Some(calls),
+            ..Message::default()
+        }
+    }
+
+    pub fn is(&self, role: &str) -> bool {
+        self.role.as_deref() == Some(role)
+    }
+
+    /// Its tool calls (none when it has none).
+    pub fn calls(&self) -> &[ToolCall] {
+        self.tool_calls.as_deref().unwrap_or_default()
+    }
+
+    /// The text of the message: its content as a string, or the `text` of
+    /// its parts joined by [`PART_SEPARATOR`]; "" for anything else.
+    pub fn text(&self) -> String {
+        match &self.content {
+            Content::Text(text) => text.clone(),
+            Content::Parts(parts) => {
+                let texts: Vec<&str> = parts.iter().filter_map(|p| p.get("text")?.as_str()).collect();
+                texts.join(PART_SEPARATOR)
+            }
+            Content::Absent | Content::Null => String::new(),
+        }
+    }
+
+    pub fn to_value(&self) -> Value {
+        to_value(self)
+    }
+}
+
+impl Content {
+    /// The content to write, if any.
+    fn present(&self) -> Option<&Content> {
+        (*self != Content::Absent).then_some(self)
+    }
+}
+
+impl ToolCall {
+    /// A call of function `name` with `arguments` (JSON text).
+    pub fn function(id: &str, name: &str, arguments: impl Into<String>) -> ToolCall {
+        ToolCall {
+            id: Some(id.into()),
+            kind: Some("function".into()),
+            function: Some(FunctionCall {
+                name: Some(name.into()),
+                arguments: Some(Value::String(arguments.into())),
+                extra: Fields::new(),
+            }),
+            ..ToolCall::default()
+        }
+    }
+
+    /// The function's name ("" without one).
+    pub fn name(&self) -> &str {
+        self.function.as_ref().and_then(|f| f.name.as_deref()).unwrap_or("")
+    }
+
+    /// The call's id ("" without one).
+    pub fn id(&self) -> &str {
+        self.id.as_deref().unwrap_or("")
+    }
+
+    /// The arguments as JSON text, as OpenAI sends them: an object (some
+    /// servers send one) as its text; none or null as "".
+    pub fn arguments(&self) -> String {
+        match self.function.as_ref().and_then(|f| f.arguments.as_ref()) {
+            Some(Value::String(text)) => text.clone(),
+            None | Some(Value::Null) => String::new(),
+            Some(other) => other.to_string(),
+        }
+    }
+
+    /// The arguments as they came (JSON text, or an object).
+    pub fn raw_arguments(&self) -> Option<&Value> {
+        self.function.as_ref()?.arguments.as_ref()
+    }
+}
+
+impl CompletionUsage {
+    /// Its token counts (0 where it says nothing).
+    pub fn tokens(&self) -> Usage {
+        Usage {
+            prompt_tokens: self.prompt_tokens.unwrap_or(0),
+            completion_tokens: self.completion_tokens.unwrap_or(0),
+            total_tokens: self.total_tokens.unwrap_or(0),
+        }
+    }
+
+    /// Sets its token counts to `tokens` (token details kept).
+    pub fn set_tokens(&mut self, tokens: Usage) {
+        self.prompt_tokens = Some(tokens.prompt_tokens);
+        self.completion_tokens = Some(tokens.completion_tokens);
+        self.total_tokens = Some(tokens.total_tokens);
+    }
+}
+
+impl From<Usage> for CompletionUsage {
+    fn from(tokens: Usage) -> CompletionUsage {
+        let mut usage = CompletionUsage::default();
+        usage.set_tokens(tokens);
+        usage
+    }
+}
+
+/// A wire type as a JSON value (they are all JSON objects: this cannot fail).
+fn to_value<T: Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or_default()
+}
+
+// Serde: a named field is taken out of the object when it has its type,
+// else left in `extra`; written back named fields first, then `extra`.
+
+/// Takes `key` out of `fields` as a `T`, if it is one; otherwise leaves it.
+fn take<T: DeserializeOwned>(fields: &mut Fields, key: &str) -> Option<T> {
+    let typed = T::deserialize(fields.get(key)?).ok()?;
+    fields.shift_remove(key);
+    Some(typed)
+}
+
+/// Writes a wire type: the named fields that are set, then `extra` but
+/// for the keys a named field wrote.
+struct Writer<M> {
+    map: M,
+    written: Vec<&'static str>,
+}
+
+impl<M: SerializeMap> Writer<M> {
+    fn new<S: Serializer<SerializeMap = M, Error = M::Error>>(s: S) -> Result<Self, M::Error> {
+        Ok(Writer { map: s.serialize_map(None)?, written: Vec::new() })
+    }
+
+    fn field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: Option<&T>) -> Result<(), M::Error> {
+        if let Some(value) = value {
+            self.map.serialize_entry(key, value)?;
+            self.written.push(key);
+        }
+        Ok(())
+    }
+
+    fn end(mut self, extra: &Fields) -> Result<M::Ok, M::Error> {
+        for (key, value) in extra.iter().filter(|(k, _)| !self.written.contains(&k.as_str())) {
+            self.map.serialize_entry(key, value)?;
+        }
+        self.map.end()
+    }
+}
+
+impl<C: Serialize> Serialize for Completion<C> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut w = Writer::new(s)?;
+        w.field("id", self.id.as_ref())?;
+        w.field("object", self.object.as_ref())?;
+        w.field("created", self.created.as_ref())?;
+        w.field("model", self.model.as_ref())?;
+        // Always written, unless what came instead is kept in `extra`.
+        let choices = !self.choices.is_empty() || !self.extra.contains_key("choices");
+        w.field("choices", choices.then_some(&self.choices))?;
+        w.field("usage", self.usage.as_ref())?;
+        w.end(&self.extra)
+    }
+}
+
+impl<'de, C: DeserializeOwned> Deserialize<'de> for Completion<C> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut extra = Fields::deserialize(d)?;
+        Ok(Completion {
+            id: take(&mut extra, "id"),
+            object: take(&mut extra, "object"),
+            created: take(&mut extra, "created"),
+            model: take(&mut extra, "model"),
+            choices: take(&mut extra, "choices").unwrap_or_default(),
+            usage: take(&mut extra, "usage"),
+            extra,
+        })
+    }
+}
+
+impl Serialize for Choice {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut w = Writer::new(s)?;
+        w.field("index", self.index.as_ref())?;
+        w.field("message", self.message.as_ref())?;
+        w.field("logprobs", self.logprobs.as_ref())?;
+        w.field("finish_reason", self.finish_reason.as_ref())?;
+        w.end(&self.extra)
+    }
+}
+
+impl<'de> Deserialize<'de> for Choice {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut extra = Fields::deserialize(d)?;
+        Ok(Choice {
+            index: take(&mut extra, "index"),
+            message: take(&mut extra, "message"),
+            logprobs: take(&mut extra, "logprobs"),
+            finish_reason: take(&mut extra, "finish_reason"),
+            extra,
+        })
+    }
+}
+
+impl Serialize for ChunkChoice {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut w = Writer::new(s)?;
+        w.field("index", self.index.as_ref())?;
+        w.field("delta", self.delta.as_ref())?;
+        w.field("logprobs", self.logprobs.as_ref())?;
+        w.field("finish_reason", self.finish_reason.as_ref())?;
+        w.end(&self.extra)
+    }
+}
+
+impl<'de> Deserialize<'de> for ChunkChoice {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut extra = Fields::deserialize(d)?;
+        Ok(ChunkChoice {
+            index: take(&mut extra, "index"),
+            delta: take(&mut extra, "delta"),
+            logprobs: take(&mut extra, "logprobs"),
+            finish_reason: take(&mut extra, "finish_reason"),
+            extra,
+        })
+    }
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut w = Writer::new(s)?;
+        w.field("role", self.role.as_ref())?;
+        w.field("tool_call_id", self.tool_call_id.as_ref())?;
+        w.field("content", self.content.present())?;
+        w.field("tool_calls", self.tool_calls.as_ref())?;
+        w.end(&self.extra)
+    }
+}
+
+impl<'de> Deserialize<'de> for Message {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut extra = Fields::deserialize(d)?;
+        Ok(Message {
+            role: take(&mut extra, "role"),
+            tool_call_id: take(&mut extra, "tool_call_id"),
+            content: take(&mut extra, "content").unwrap_or_default(),
+            tool_calls: take(&mut extra, "tool_calls"),
+            extra,
+        })
+    }
+}
+
+impl Serialize for Content {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Content::Absent | Content::Null => s.serialize_unit(),
+            Content::Text(text) => s.serialize_str(text),
+            Content::Parts(parts) => parts.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match Value::deserialize(d)? {
+            Value::Null => Ok(Content::Null),
+            Value::String(text) => Ok(Content::Text(text)),
+            Value::Array(parts) => Ok(Content::Parts(parts)),
+            _ => Err(D::Error::custom("content is text, a list of parts or null")),
+        }
+    }
+}
+
+impl Serialize for ToolCall {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut w = Writer::new(s)?;
+        w.field("index", self.index.as_ref())?;
+        w.field("id", self.id.as_ref())?;
+        w.field("type", self.kind.as_ref())?;
+        w.field("function", self.function.as_ref())?;
+        w.end(&self.extra)
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolCall {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut extra = Fields::deserialize(d)?;
+        Ok(ToolCall {
+            index: take(&mut extra, "index"),
+            id: take(&mut extra, "id"),
+            kind: take(&mut extra, "type"),
+            function: take(&mut extra, "function"),
+            extra,
+        })
+    }
+}
+
+impl Serialize for FunctionCall {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut w = Writer::new(s)?;
+        w.field("name", self.name.as_ref())?;
+        w.field("arguments", self.arguments.as_ref())?;
+        w.end(&self.extra)
+    }
+}
+
+impl<'de> Deserialize<'de> for FunctionCall {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut extra = Fields::deserialize(d)?;
+        Ok(FunctionCall { name: take(&mut extra, "name"), arguments: take(&mut extra, "arguments"), extra })
+    }
+}
+
+impl Serialize for CompletionUsage {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut w = Writer::new(s)?;
+        w.field("prompt_tokens", self.prompt_tokens.as_ref())?;
+        w.field("completion_tokens", self.completion_tokens.as_ref())?;
+        w.field("total_tokens", self.total_tokens.as_ref())?;
+        w.end(&self.extra)
+    }
+}
+
+impl<'de> Deserialize<'de> for CompletionUsage {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut extra = Fields::deserialize(d)?;
+        Ok(CompletionUsage {
+            prompt_tokens: take(&mut extra, "prompt_tokens"),
+            completion_tokens: take(&mut extra, "completion_tokens"),
+            total_tokens: take(&mut extra, "total_tokens"),
+            extra,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;
