@@ -22,11 +22,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::catalog::Api;
 use crate::engine::{CallRequest, Called, Engine};
 use crate::graph::{RunCall, RunRecord};
+use crate::llm::wire::{Completion, CompletionRequest, Message};
 use crate::llm::{ChatModel, LlmError, Usage};
 use crate::planner::{Caller, Ending, LlmDecider, PlanRun, Settings, StepOutcome};
 use crate::text::clip;
@@ -49,7 +50,7 @@ the results say; say plainly what could not be found. Be concise.";
 #[derive(Debug, Clone)]
 pub struct Request {
     /// The conversation's text turns (system, user, assistant), oldest first.
-    pub messages: Vec<Value>,
+    pub messages: Vec<Message>,
     /// The upstream model's name.
     pub model: String,
     /// The client's key id, for upstream rate limits.
@@ -122,8 +123,8 @@ pub async fn solve(engine: &Arc<Engine>, llm: &Arc<dyn ChatModel>, request: &Req
     let mut subtasks = if request.decompose {
         model_requests += 1;
         let answer = ask(llm.as_ref(), request, deadline, DECOMPOSE, None).await?;
-        usage.add(&answer);
-        parse_subtasks(answer["choices"][0]["message"]["content"].as_str().unwrap_or(""))
+        usage += answer.tokens();
+        parse_subtasks(&answer.text())
     } else {
         Vec::new()
     };
@@ -160,8 +161,8 @@ pub async fn solve(engine: &Arc<Engine>, llm: &Arc<dyn ChatModel>, request: &Req
     } else {
         model_requests += 1;
         let answer = ask(llm.as_ref(), request, deadline, SUMMARIZE, Some(results(&subtasks))).await?;
-        usage.add(&answer);
-        (done, answer["choices"][0]["message"]["content"].as_str().unwrap_or("").to_string())
+        usage += answer.tokens();
+        (done, answer.text())
     };
     Ok(Solution {
         status,
@@ -215,7 +216,7 @@ async fn run_subtask(
             let known = clip(&results(earlier.iter().copied()), MAX_EARLIER_CHARS);
             part.push_str(&format!("\n\nWhat the parts it builds on found:\n{known}"));
         }
-        opening.push(json!({"role": "user", "content": part}));
+        opening.push(Message::new("user", part));
     }
     let decider = LlmDecider::new(llm.clone(), engine.catalog.clone(), request.model.clone(), opening, deadline);
     let caller =
@@ -314,13 +315,14 @@ async fn ask(
     deadline: Instant,
     instructions: &str,
     extra: Option<String>,
-) -> Result<Value, LlmError> {
-    let mut messages = vec![json!({"role": "system", "content": instructions})];
+) -> Result<Completion, LlmError> {
+    let mut messages = vec![Message::new("system", instructions)];
     messages.extend(request.messages.iter().cloned());
     if let Some(extra) = extra {
-        messages.push(json!({"role": "user", "content": extra}));
+        messages.push(Message::new("user", extra));
     }
-    llm.complete(&json!({"model": request.model, "messages": messages}), deadline).await
+    let body = CompletionRequest { model: request.model.clone(), messages, tools: Vec::new() };
+    llm.complete(&body.to_value(), deadline).await
 }
 
 /// The sub-tasks in a decomposition answer; none when it does not parse
@@ -348,13 +350,9 @@ pub fn parse_subtasks(content: &str) -> Vec<Subtask> {
 }
 
 /// The users' words, oldest first.
-fn user_text(messages: &[Value]) -> String {
-    let texts: Vec<&str> = messages
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .filter_map(|m| m["content"].as_str())
-        .filter(|t| !t.trim().is_empty())
-        .collect();
+fn user_text(messages: &[Message]) -> String {
+    let texts: Vec<String> =
+        messages.iter().filter(|m| m.is("user")).map(Message::text).filter(|t| !t.trim().is_empty()).collect();
     texts.join("\n")
 }
 
@@ -429,6 +427,8 @@ fn results<'a>(subtasks: impl IntoIterator<Item = &'a Subtask>) -> String {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]

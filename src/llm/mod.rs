@@ -38,11 +38,14 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
 use futures_util::{Stream, StreamExt};
-use serde_json::{Value, json};
+use serde::Deserialize;
+use serde_json::Value;
 
 use crate::config::{Config, LlmConfig, Secret};
 
 pub mod wire;
+
+pub use wire::{Chunk, Completion, Message, chunks_of};
 
 /// Why a request to the model failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -91,28 +94,24 @@ impl std::ops::AddAssign for Usage {
     }
 }
 
-impl Usage {
-    /// Adds an answer's `usage` (absent or partial fields count 0).
-    pub fn add(&mut self, answer: &Value) {
-        let n = |k: &str| answer["usage"][k].as_u64().unwrap_or(0);
-        self.prompt_tokens += n("prompt_tokens");
-        self.completion_tokens += n("completion_tokens");
-        self.total_tokens += n("total_tokens");
-    }
-}
-
 /// A stream of chat-completion chunks.
-pub type Chunks = Pin<Box<dyn Stream<Item = Result<Value, LlmError>> + Send>>;
+pub type Chunks = Pin<Box<dyn Stream<Item = Result<Chunk, LlmError>> + Send>>;
 
 /// A chat model, as the faces and the engine use it: [`LlmClient`] (a
 /// model server over HTTP) in production; a scripted model in tests, so
 /// that the OpenAI face and execute mode are tested in process.
 ///
+/// Requests are JSON (a client's body, forwarded with whatever it holds);
+/// answers are typed ([`wire`]), read once where they arrive: the model
+/// server's answer is checked to be a completion (choices, each with a
+/// message) by the client, so no face and no test double reads raw JSON,
+/// and unknown fields still pass through (`extra`).
+///
 /// Boxed futures rather than `async fn`: the faces hold an
 /// `Arc<dyn ChatModel>`, and a trait with `async fn` is not object-safe.
 pub trait ChatModel: Send + Sync {
     /// A non-streaming chat completion of `body`, given up at `deadline`.
-    fn complete<'a>(&'a self, body: &'a Value, deadline: Instant) -> BoxFuture<'a, Result<Value, LlmError>>;
+    fn complete<'a>(&'a self, body: &'a Value, deadline: Instant) -> BoxFuture<'a, Result<Completion, LlmError>>;
     /// A streaming chat completion of `body`: its chunks; the stream must
     /// start by `deadline`.
     fn stream<'a>(&'a self, body: &'a Value, deadline: Instant) -> BoxFuture<'a, Result<Chunks, LlmError>>;
@@ -121,7 +120,7 @@ pub trait ChatModel: Send + Sync {
 }
 
 impl ChatModel for LlmClient {
-    fn complete<'a>(&'a self, body: &'a Value, deadline: Instant) -> BoxFuture<'a, Result<Value, LlmError>> {
+    fn complete<'a>(&'a self, body: &'a Value, deadline: Instant) -> BoxFuture<'a, Result<Completion, LlmError>> {
         Box::pin(LlmClient::complete(self, body, deadline))
     }
 
@@ -249,7 +248,7 @@ impl LlmClient {
 
     /// A non-streaming chat completion (`stream` is forced off), given up
     /// at `deadline` (the request's or run's time budget).
-    pub async fn complete(&self, body: &Value, deadline: Instant) -> Result<Value, LlmError> {
+    pub async fn complete(&self, body: &Value, deadline: Instant) -> Result<Completion, LlmError> {
         let left = deadline.saturating_duration_since(Instant::now());
         let result =
             tokio::time::timeout(left, self.complete_once(body, deadline)).await.unwrap_or(Err(LlmError::Deadline));
@@ -259,7 +258,7 @@ impl LlmClient {
         result
     }
 
-    async fn complete_once(&self, body: &Value, deadline: Instant) -> Result<Value, LlmError> {
+    async fn complete_once(&self, body: &Value, deadline: Instant) -> Result<Completion, LlmError> {
         let mut body = body.clone();
         body["stream"] = Value::Bool(false);
         if let Some(map) = body.as_object_mut() {
@@ -275,8 +274,8 @@ impl LlmClient {
             ))
         })?;
         // Faces read and write `choices[0].message`: it must be an object.
-        match value["choices"].as_array() {
-            Some(choices) if !choices.is_empty() && choices.iter().all(|c| c["message"].is_object()) => Ok(value),
+        match Completion::deserialize(&value) {
+            Ok(completion) if completion.has_messages() => Ok(completion),
             _ => Err(LlmError::Malformed(format!(
                 "no choices with a message in {}",
                 value.to_string().chars().take(200).collect::<String>()
@@ -327,60 +326,16 @@ impl LlmClient {
     /// anything else is malformed.
     async fn not_a_stream(&self, response: reqwest::Response, kind: &str) -> Result<Chunks, LlmError> {
         let bytes = self.read_answer(response).await?;
-        let completion = serde_json::from_slice::<Value>(&bytes).ok().filter(|v| {
-            v["choices"].as_array().is_some_and(|choices| choices.iter().all(|c| c["message"].is_object()))
-        });
+        let completion = serde_json::from_slice::<Completion>(&bytes).ok().filter(Completion::has_messages);
         let Some(completion) = completion else {
             return Err(LlmError::Malformed(format!(
                 "a streamed request was answered with {kind}, not an event stream: {}",
                 String::from_utf8_lossy(&bytes).chars().take(200).collect::<String>()
             )));
         };
-        let chunks: Vec<Result<Value, LlmError>> = chunks_of(&completion).into_iter().map(Ok).collect();
+        let chunks: Vec<Result<Chunk, LlmError>> = chunks_of(&completion).into_iter().map(Ok).collect();
         Ok(Box::pin(futures_util::stream::iter(chunks)))
     }
-}
-
-/// A completion as the chunks a stream would have carried: per choice, its
-/// message as one delta (tool calls indexed) with its finish reason; then
-/// the usage, in a chunk without choices.
-pub fn chunks_of(completion: &Value) -> Vec<Value> {
-    let head = |choices: Value| {
-        let mut c = completion.clone();
-        if let Some(map) = c.as_object_mut() {
-            map.remove("usage");
-        }
-        c["object"] = json!("chat.completion.chunk");
-        c["choices"] = choices;
-        c
-    };
-    let mut out = Vec::new();
-    for (i, choice) in completion["choices"].as_array().into_iter().flatten().enumerate() {
-        let mut delta = choice["message"].clone();
-        if let Some(calls) = delta.get_mut("tool_calls").and_then(Value::as_array_mut) {
-            for (n, call) in calls.iter_mut().filter_map(Value::as_object_mut).enumerate() {
-                call.insert("index".into(), json!(n));
-            }
-        }
-        let index = choice_index(choice, i);
-        let mut choice = choice.clone();
-        if let Some(map) = choice.as_object_mut() {
-            map.remove("message");
-            map.insert("index".into(), index);
-            map.insert("delta".into(), delta);
-        }
-        out.push(head(json!([choice])));
-    }
-    if completion["usage"].is_object() {
-        let mut usage = head(json!([]));
-        usage["usage"] = completion["usage"].clone();
-        out.push(usage);
-    }
-    out
-}
-
-fn choice_index(choice: &Value, position: usize) -> Value {
-    choice.get("index").filter(|i| i.is_u64()).cloned().unwrap_or_else(|| json!(position))
 }
 
 /// How long a stream whose choices all have their `finish_reason` may
@@ -403,7 +358,7 @@ fn sse_events<B: AsRef<[u8]> + Send + 'static>(
     bytes: Pin<Box<dyn Stream<Item = reqwest::Result<B>> + Send>>,
     gap: Duration,
     cap: usize,
-) -> impl Stream<Item = Result<Value, LlmError>> + Send {
+) -> impl Stream<Item = Result<Chunk, LlmError>> + Send {
     struct State<B> {
         bytes: Pin<Box<dyn Stream<Item = reqwest::Result<B>> + Send>>,
         buf: Vec<u8>,
@@ -414,11 +369,10 @@ fn sse_events<B: AsRef<[u8]> + Send + 'static>(
         done: bool,
     }
     impl<B> State<B> {
-        fn note_finishes(&mut self, chunk: &Value) {
-            for (i, choice) in chunk["choices"].as_array().into_iter().flatten().enumerate() {
-                let index = choice["index"].as_u64().unwrap_or(i as u64);
-                let finished = self.finished.entry(index).or_default();
-                *finished |= !choice["finish_reason"].is_null();
+        fn note_finishes(&mut self, chunk: &Chunk) {
+            for (i, choice) in chunk.choices.iter().enumerate() {
+                let finished = self.finished.entry(choice.index.unwrap_or(i as u64)).or_default();
+                *finished |= choice.finish_reason.is_some();
             }
         }
         fn all_finished(&self) -> bool {
@@ -449,9 +403,10 @@ fn sse_events<B: AsRef<[u8]> + Send + 'static>(
                         let message = v["error"]["message"].as_str().unwrap_or("unknown error").to_string();
                         fail(s, LlmError::Stream(message))
                     }
-                    Ok(v) if v.is_object() => {
-                        s.note_finishes(&v);
-                        Some((Ok(v), s))
+                    Ok(v @ Value::Object(_)) => {
+                        let chunk = Chunk::deserialize(v).unwrap_or_default();
+                        s.note_finishes(&chunk);
+                        Some((Ok(chunk), s))
                     }
                     Ok(_) => fail(s, LlmError::Malformed(format!("a stream event is not a JSON object: {data}"))),
                     Err(e) => fail(s, LlmError::Malformed(format!("a stream event is not JSON ({e}): {data}"))),

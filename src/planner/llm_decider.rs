@@ -30,6 +30,7 @@ use super::decider::{Decider, Move, Reflection, View, judge};
 use super::{Candidate, Step};
 use crate::args::Problem;
 use crate::catalog::{Api, Catalog};
+use crate::llm::wire::{CompletionRequest, Message, ToolCall};
 use crate::llm::{ChatModel, LlmError, Usage};
 
 /// The instructions: the stable head of every decision request.
@@ -48,7 +49,7 @@ const MIN_EXAMPLE_SIMILARITY: f32 = 0.5;
 
 /// The remembered runs on similar requests, as a message after the
 /// instructions (the instructions stay a stable prefix for upstream caches).
-fn examples_message(examples: &[super::Example]) -> Option<Value> {
+fn examples_message(examples: &[super::Example]) -> Option<Message> {
     let lines: Vec<String> = examples
         .iter()
         .filter(|e| e.similarity >= MIN_EXAMPLE_SIMILARITY && !e.path.is_empty())
@@ -63,7 +64,7 @@ fn examples_message(examples: &[super::Example]) -> Option<Value> {
          call only offered APIs):\n{}",
         lines.join("\n")
     );
-    Some(json!({"role": "system", "content": text}))
+    Some(Message::new("system", text))
 }
 
 /// Characters of a step's result shown to the model.
@@ -88,7 +89,7 @@ pub struct LlmDecider {
     /// The upstream model's name.
     model: String,
     /// The messages that state the task (user and assistant turns).
-    opening: Vec<Value>,
+    opening: Vec<Message>,
     deadline: Instant,
     report: Mutex<Report>,
 }
@@ -98,7 +99,7 @@ impl LlmDecider {
         llm: Arc<dyn ChatModel>,
         catalog: Arc<Catalog>,
         model: String,
-        opening: Vec<Value>,
+        opening: Vec<Message>,
         deadline: Instant,
     ) -> LlmDecider {
         LlmDecider { llm, catalog, model, opening, deadline, report: Mutex::new(Report::default()) }
@@ -110,19 +111,20 @@ impl LlmDecider {
     }
 
     /// One request to the model, within the deadline; usage and errors
-    /// recorded. After a model error nothing more is asked: the run is lost.
-    async fn ask(&self, tools: Vec<Value>, messages: Vec<Value>) -> Option<Value> {
+    /// recorded. After a model error nothing more is asked: the run is
+    /// lost. An answer without a message is an empty one.
+    async fn ask(&self, tools: Vec<Value>, messages: Vec<Message>) -> Option<Message> {
         if self.report.lock().unwrap_or_else(|e| e.into_inner()).error.is_some() {
             return None;
         }
-        let body = json!({"model": self.model, "messages": messages, "tools": tools});
-        let result = self.llm.complete(&body, self.deadline).await;
+        let body = CompletionRequest { model: self.model.clone(), messages, tools };
+        let result = self.llm.complete(&body.to_value(), self.deadline).await;
         let mut report = self.report.lock().unwrap_or_else(|e| e.into_inner());
         report.requests += 1;
         match result {
             Ok(answer) => {
-                report.usage.add(&answer);
-                Some(answer["choices"][0]["message"].clone())
+                report.usage += answer.tokens();
+                Some(answer.message().cloned().unwrap_or_default())
             }
             Err(e) => {
                 report.error.get_or_insert(e);
@@ -132,9 +134,9 @@ impl LlmDecider {
     }
 
     /// The instructions, worked examples from memory, the opening, then the path as tool calls and results.
-    fn messages(&self, view: &View<'_>) -> Vec<Value> {
+    fn messages(&self, view: &View<'_>) -> Vec<Message> {
         let path = view.path;
-        let mut messages = vec![json!({"role": "system", "content": INSTRUCTIONS})];
+        let mut messages = vec![Message::new("system", INSTRUCTIONS)];
         if let Some(examples) = examples_message(view.examples) {
             messages.push(examples);
         }
@@ -145,7 +147,7 @@ impl LlmDecider {
             if let Some(response) = &step.outcome.response {
                 result = format!("{result}: {}", crate::text::clip(&response.to_string(), MAX_RESULT_CHARS));
             }
-            messages.push(json!({"role": "tool", "tool_call_id": format!("step_{i}"), "content": result}));
+            messages.push(Message::tool_result(&format!("step_{i}"), result));
         }
         messages
     }
@@ -178,15 +180,14 @@ impl LlmDecider {
         messages.push(call_message("finish", "finish", arguments));
         let error = "Error: invalid arguments for `finish`: missing required parameter `answer` (string): the answer \
             for the user, based only on the results. Call `finish` again with it.";
-        messages.push(json!({"role": "tool", "tool_call_id": "finish", "content": error}));
+        messages.push(Message::tool_result("finish", error));
         let message = self.ask(self.tools(view), messages).await?;
-        let answer = match message["tool_calls"].get(0) {
-            Some(call) if call["function"]["name"] == "finish" => parse_arguments(&call["function"]["arguments"])
-                .get("answer")
-                .and_then(Value::as_str)
-                .map(str::to_string),
+        let answer = match message.calls().first() {
+            Some(call) if call.name() == "finish" => {
+                parse_arguments(call).get("answer").and_then(Value::as_str).map(str::to_string)
+            }
             Some(_) => None,
-            None => message["content"].as_str().map(str::to_string),
+            None => Some(message.text()),
         };
         answer.filter(|a| !a.trim().is_empty())
     }
@@ -198,19 +199,17 @@ impl Decider for LlmDecider {
         let mut messages = self.messages(view);
         let notes: Vec<&str> = view.memory.iter().map(String::as_str).filter(|m| !m.starts_with("step ")).collect();
         if !notes.is_empty() {
-            messages
-                .push(json!({"role": "user", "content": format!("Notes on earlier attempts:\n{}", notes.join("\n"))}));
+            messages.push(Message::new("user", format!("Notes on earlier attempts:\n{}", notes.join("\n"))));
         }
         let Some(message) = self.ask(tools, messages).await else {
             return Move::Finish { reason: "the model failed; the run stops".into() };
         };
-        let Some(call) = message["tool_calls"].get(0) else {
-            let text = message["content"].as_str().unwrap_or("").to_string();
-            self.report.lock().unwrap_or_else(|e| e.into_inner()).answer = Some(text);
+        let Some(call) = message.calls().first() else {
+            self.report.lock().unwrap_or_else(|e| e.into_inner()).answer = Some(message.text());
             return Move::Finish { reason: "the model answered without calling a tool".into() };
         };
-        let name = call["function"]["name"].as_str().unwrap_or("");
-        let arguments = parse_arguments(&call["function"]["arguments"]);
+        let name = call.name();
+        let arguments = parse_arguments(call);
         let said = |key: &str| arguments.get(key).and_then(Value::as_str).map(str::to_string);
         match name {
             "finish" => {
@@ -249,10 +248,10 @@ impl Decider for LlmDecider {
             api.function_name,
             problems.join("; ")
         );
-        messages.push(json!({"role": "tool", "tool_call_id": "repair", "content": content}));
+        messages.push(Message::tool_result("repair", content));
         let message = self.ask(self.tools(view), messages).await?;
-        let call = message["tool_calls"].as_array()?.iter().find(|c| c["function"]["name"] == api.function_name)?;
-        Some(parse_arguments(&call["function"]["arguments"]))
+        let call = message.calls().iter().find(|c| c.name() == api.function_name)?;
+        Some(parse_arguments(call))
     }
 }
 
@@ -269,20 +268,20 @@ fn pseudo_tools() -> Vec<Value> {
 }
 
 /// An assistant message with one tool call.
-fn call_message(id: &str, function: &str, arguments: &Map<String, Value>) -> Value {
-    json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function",
-        "function": {"name": function, "arguments": Value::Object(arguments.clone()).to_string()}}]})
+fn call_message(id: &str, function: &str, arguments: &Map<String, Value>) -> Message {
+    let arguments = Value::Object(arguments.clone()).to_string();
+    Message::calling(vec![ToolCall::function(id, function, arguments)])
 }
 
 /// A tool call's arguments (a JSON string, or an object from lenient servers);
 /// anything else is no arguments, which validation then reports.
-fn parse_arguments(raw: &Value) -> Map<String, Value> {
-    match raw {
-        Value::String(s) => match serde_json::from_str(s) {
+fn parse_arguments(call: &ToolCall) -> Map<String, Value> {
+    match call.raw_arguments() {
+        Some(Value::String(s)) => match serde_json::from_str(s) {
             Ok(Value::Object(map)) => map,
             _ => Map::new(),
         },
-        Value::Object(map) => map.clone(),
+        Some(Value::Object(map)) => map.clone(),
         _ => Map::new(),
     }
 }
@@ -293,10 +292,15 @@ mod tests {
 
     #[test]
     fn arguments_are_parsed_leniently() {
-        assert_eq!(Value::Object(parse_arguments(&json!("{\"a\": 1}"))), json!({"a": 1}));
-        assert_eq!(Value::Object(parse_arguments(&json!({"a": 1}))), json!({"a": 1}));
-        assert!(parse_arguments(&json!("{oops")).is_empty());
-        assert!(parse_arguments(&json!("[1]")).is_empty());
+        let parsed = |arguments: Value| {
+            let mut call = ToolCall::function("1", "f", "");
+            call.function.as_mut().unwrap().arguments = Some(arguments);
+            Value::Object(parse_arguments(&call))
+        };
+        assert_eq!(parsed(json!("{\"a\": 1}")), json!({"a": 1}));
+        assert_eq!(parsed(json!({"a": 1})), json!({"a": 1}));
+        assert_eq!(parsed(json!("{oops")), json!({}));
+        assert_eq!(parsed(json!("[1]")), json!({}));
     }
 
     #[test]
@@ -308,8 +312,8 @@ mod tests {
         };
         assert_eq!(examples_message(&[example("far", 0.3)]), None, "too far to guide");
         let message = examples_message(&[example("snow days in Oslo", 0.8), example("far", 0.2)]).unwrap();
-        let text = message["content"].as_str().unwrap();
-        assert_eq!(message["role"], "system");
+        let text = message.text();
+        assert!(message.is("system"));
         assert!(text.contains("\"snow days in Oslo\": a_for_t → b_for_t") && !text.contains("far"), "{text}");
     }
 }

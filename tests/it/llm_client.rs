@@ -122,7 +122,7 @@ fn request() -> Value {
 async fn answers_retries_and_errors() {
     let (base, seen) = scripted().await;
     let ok = client(&base, "ok").complete(&request(), later()).await.unwrap();
-    assert_eq!(ok["choices"][0]["message"]["content"], "hello");
+    assert_eq!(ok.text(), "hello");
     let (sent, _) = seen.lock().unwrap()["ok"][0].clone();
     assert_eq!(sent["stream"], false, "non-streaming requests say so");
     assert!(sent.get("stream_options").is_none());
@@ -138,7 +138,7 @@ async fn answers_retries_and_errors() {
     assert_eq!(auth, [false, true]);
 
     let flaky = client(&base, "flaky").complete(&request(), later()).await.unwrap();
-    assert_eq!(flaky["choices"][0]["message"]["content"], "second time");
+    assert_eq!(flaky.text(), "second time");
     assert_eq!(seen.lock().unwrap()["flaky"].len(), 2, "one retry after the 500");
 
     let e = client(&base, "429").complete(&request(), later()).await.unwrap_err();
@@ -187,10 +187,8 @@ async fn answers_retries_and_errors() {
 async fn streams_chunks_errors_and_stalls() {
     let (base, seen) = scripted().await;
     let chunks: Vec<_> = client(&base, "stream").stream(&request(), later()).await.unwrap().collect().await;
-    let texts: Vec<String> = chunks
-        .iter()
-        .map(|c| c.as_ref().unwrap()["choices"][0]["delta"]["content"].as_str().unwrap().to_string())
-        .collect();
+    let texts: Vec<String> =
+        chunks.iter().map(|c| c.as_ref().unwrap().choices[0].delta.as_ref().unwrap().text()).collect();
     assert_eq!(texts, ["a", "b", "c"]);
     assert_eq!(seen.lock().unwrap()["stream"][0].0["stream"], true);
 

@@ -13,7 +13,7 @@ use axum::http::{Request, StatusCode};
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use toolrouter::config::Config;
-use toolrouter::llm::{ChatModel, Chunks, LlmError, chunks_of};
+use toolrouter::llm::{ChatModel, Chunk, Chunks, Completion, LlmError, chunks_of};
 use toolrouter::server::{App, router};
 use tower::ServiceExt;
 
@@ -30,9 +30,11 @@ impl ScriptedModel {
         Arc::new(ScriptedModel { answers: Mutex::new(answers.into_iter().collect()), seen: Mutex::default() })
     }
 
-    fn next(&self, body: &Value) -> Result<Value, LlmError> {
+    fn next(&self, body: &Value) -> Result<Completion, LlmError> {
         self.seen.lock().unwrap().push(body.clone());
-        self.answers.lock().unwrap().pop_front().unwrap_or_else(|| Err(LlmError::Malformed("script ran out".into())))
+        let answer = self.answers.lock().unwrap().pop_front();
+        let answer = answer.unwrap_or_else(|| Err(LlmError::Malformed("script ran out".into())))?;
+        Ok(serde_json::from_value(answer).expect("a completion"))
     }
 
     fn seen(&self) -> Vec<Value> {
@@ -41,13 +43,13 @@ impl ScriptedModel {
 }
 
 impl ChatModel for ScriptedModel {
-    fn complete<'a>(&'a self, body: &'a Value, _deadline: Instant) -> BoxFuture<'a, Result<Value, LlmError>> {
+    fn complete<'a>(&'a self, body: &'a Value, _deadline: Instant) -> BoxFuture<'a, Result<Completion, LlmError>> {
         Box::pin(async move { self.next(body) })
     }
 
     fn stream<'a>(&'a self, body: &'a Value, _deadline: Instant) -> BoxFuture<'a, Result<Chunks, LlmError>> {
         Box::pin(async move {
-            let chunks: Vec<Result<Value, LlmError>> = chunks_of(&self.next(body)?).into_iter().map(Ok).collect();
+            let chunks: Vec<Result<Chunk, LlmError>> = chunks_of(&self.next(body)?).into_iter().map(Ok).collect();
             Ok(Box::pin(futures_util::stream::iter(chunks)) as Chunks)
         })
     }

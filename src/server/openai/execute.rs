@@ -14,12 +14,13 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::ApiError;
-use super::request::ChatRequest;
+use super::request::{ChatRequest, messages};
 use super::stream::{data, done, event_stream};
 use super::traces::Traces;
 use crate::config::OpenAiConfig;
 use crate::engine::Engine;
 use crate::engine::solve::{self, Solution};
+use crate::llm::wire::Message;
 use crate::llm::{ChatModel, LlmError};
 
 /// What execute runs share: the upstream model, the kept traces and the
@@ -45,7 +46,7 @@ pub async fn respond(
     config: &OpenAiConfig,
 ) -> Result<Response, ApiError> {
     let messages = conversation(&req.body);
-    if !messages.iter().any(|m| m["role"] == "user") {
+    if !messages.iter().any(|m| m.is("user")) {
         return Err(ApiError::invalid("execute mode needs a user message with text", Some("messages")));
     }
     // Held by the run's task until it ends, even if the client is gone.
@@ -131,22 +132,17 @@ fn report(trace_id: &str, execution: &Solution) -> Value {
 
 /// The conversation's text turns (system, developer, user, assistant), as
 /// plain strings; tool calls and tool results of earlier turns are left out.
-fn conversation(body: &serde_json::Map<String, Value>) -> Vec<Value> {
-    let messages = body.get("messages").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-    messages
+fn conversation(body: &serde_json::Map<String, Value>) -> Vec<Message> {
+    messages(body)
         .iter()
         .filter_map(|m| {
-            let role = m["role"].as_str()?;
+            let role = m.role.as_deref()?;
             if !matches!(role, "system" | "developer" | "user" | "assistant") {
                 return None;
             }
-            let text = match &m["content"] {
-                Value::String(s) => s.clone(),
-                Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n"),
-                _ => String::new(),
-            };
+            let text = m.text();
             let role = if role == "developer" { "system" } else { role };
-            (!text.trim().is_empty()).then(|| json!({"role": role, "content": text}))
+            (!text.trim().is_empty()).then(|| Message::new(role, text))
         })
         .collect()
 }
@@ -164,9 +160,6 @@ mod tests {
             {"role": "tool", "tool_call_id": "1", "content": "sunny"},
             {"role": "user", "content": "  "}]});
         let got = conversation(body.as_object().unwrap());
-        assert_eq!(
-            Value::Array(got),
-            json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Weather\nin Berlin"}])
-        );
+        assert_eq!(got, [Message::new("system", "Be brief."), Message::new("user", "Weather\nin Berlin")]);
     }
 }

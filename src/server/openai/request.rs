@@ -8,12 +8,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
+use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::ApiError;
 use super::tools::{ClientTool, ToolLists};
 use crate::config::OpenAiConfig;
+use crate::llm::wire::Message;
 
 /// A checked request.
 pub struct ChatRequest {
@@ -33,6 +35,12 @@ pub struct ChatRequest {
     /// When the request's time budget runs out: the model requests made
     /// for it (retries, repairs) end by then.
     pub deadline: Instant,
+}
+
+/// A request body's messages, typed (a request whose `messages` is not a
+/// list of objects has none; [`parse`] refuses it anyway).
+pub fn messages(body: &Map<String, Value>) -> Vec<Message> {
+    body.get("messages").and_then(|m| Vec::<Message>::deserialize(m).ok()).unwrap_or_default()
 }
 
 /// How a request is served.

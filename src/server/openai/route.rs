@@ -262,8 +262,9 @@ pub async fn repaired(
             conversation.push(json!({"role": "tool", "tool_call_id": id, "content": content}));
         }
         body.insert("messages".into(), Value::Array(conversation.clone()));
-        answer = llm.complete(&Value::Object(body.clone()), req.deadline).await?;
-        usage.add(&answer);
+        let next = llm.complete(&Value::Object(body.clone()), req.deadline).await?;
+        usage += next.tokens();
+        answer = json!(next);
     }
 }
 
@@ -300,12 +301,11 @@ pub async fn complete(
 ) -> Result<Response, ApiError> {
     let prepared = prepare(req, config, narrowing).await;
     let first = llm.complete(&Value::Object(prepared.body.clone()), req.deadline).await?;
-    let first_usage = first["usage"].clone();
-    let Repaired { mut answer, repairs, usage } = repaired(llm, &prepared, first, req, config).await?;
+    let first_tokens = first.tokens();
+    let Repaired { mut answer, repairs, usage } = repaired(llm, &prepared, json!(first), req, config).await?;
     // Every request's tokens: the first answer's and the repairs'.
     if repairs > 0 {
-        let mut total = Usage::default();
-        total.add(&json!({ "usage": first_usage }));
+        let mut total = first_tokens;
         total += usage;
         set_tokens(&mut answer["usage"], total);
     }

@@ -206,7 +206,7 @@ async fn relay(
     let mut seen = Seen::default();
     while let Some(item) = chunks.next().await {
         let chunk = match item {
-            Ok(c) => c,
+            Ok(c) => json!(c),
             Err(e) => {
                 let _ = tx.send(data(&ApiError::from(e).body())).await;
                 return;
@@ -258,8 +258,8 @@ async fn relay(
     last["toolrouter"] = report(&req, &prepared, repairs, planned);
     let _ = tx.send(data(&last)).await;
     if req.include_usage {
-        let mut tokens = Usage::default();
-        tokens.add(&json!({ "usage": seen.usage }));
+        let usage = serde_json::from_value::<crate::llm::wire::CompletionUsage>(seen.usage.clone());
+        let mut tokens = usage.map(|u| u.tokens()).unwrap_or_default();
         tokens += repair_usage;
         let mut usage = seen.usage.clone();
         set_tokens(&mut usage, tokens);
