@@ -17,7 +17,7 @@ use std::fmt::Write;
 use std::time::Instant;
 
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::queries::QueryRecord;
 use super::retrieval::Latency;
@@ -222,7 +222,7 @@ fn narrow(
     options: &RouteOptions,
     embedder: Option<&Embedder>,
 ) -> Result<Measured, crate::retrieval::EmbedError> {
-    let asked = Asked::of(&[json!({"role": "user", "content": query})]);
+    let asked = Asked::of(&[crate::llm::Message::new("user", query)]);
     let conversation = asked.conversation(None);
     let keep = |index: &tool_list::ListIndex, vector: Option<&[f32]>| {
         tool_list::keep(index, &conversation, vector, options.k, &options.weights, &|_, _| 0.0)

@@ -218,11 +218,11 @@ impl ChunkChoice {
         self.finish_reason = finish_reason;
     }
 
-    /// Takes out the finish reason, leaving null.
+    /// Takes out the finish reason, if any, leaving null.
     pub fn take_finish(&mut self) -> Option<String> {
-        let finish = self.finish_reason.take();
+        let finish = self.finish_reason.take()?;
         self.set_finish(None);
-        finish
+        Some(finish)
     }
 }
 
@@ -256,6 +256,11 @@ impl Message {
     /// A message of `role` saying `text`.
     pub fn new(role: &str, text: impl Into<String>) -> Message {
         Message { role: Some(role.into()), content: Content::Text(text.into()), ..Message::default() }
+    }
+
+    /// A delta that adds `text` to the content.
+    pub fn text_delta(text: impl Into<String>) -> Message {
+        Message { content: Content::Text(text.into()), ..Message::default() }
     }
 
     /// The result of tool call `call_id`.

@@ -20,7 +20,7 @@ use super::traces::Traces;
 use crate::config::OpenAiConfig;
 use crate::engine::Engine;
 use crate::engine::solve::{self, Solution};
-use crate::llm::wire::Message;
+use crate::llm::wire::{Choice, Chunk, ChunkChoice, Completion, Fields, Message};
 use crate::llm::{ChatModel, LlmError};
 
 /// What execute runs share: the upstream model, the kept traces and the
@@ -88,22 +88,35 @@ pub async fn respond(
             format!("the run failed: {e}"),
         )),
     };
+    // The answer's top-level fields.
+    let head = Chunk { id: Some(id), created: Some(created), model: Some(req.model.clone()), ..Chunk::default() };
     if !req.stream {
         let (trace_id, execution) = finished(run.await)?;
-        let body = json!({"id": id, "object": "chat.completion", "created": created, "model": req.model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": execution.answer},
-                "finish_reason": "stop"}],
-            "usage": execution.usage, "toolrouter": report(&trace_id, &execution)});
-        return Ok(axum::Json(body).into_response());
+        let choice = Choice {
+            index: Some(0),
+            message: Some(Message::new("assistant", execution.answer.clone())),
+            finish_reason: Some("stop".into()),
+            ..Choice::default()
+        };
+        let mut answer = Completion {
+            id: head.id,
+            object: Some("chat.completion".into()),
+            created: head.created,
+            model: head.model,
+            choices: vec![choice],
+            usage: Some(execution.usage.into()),
+            extra: Fields::new(),
+        };
+        answer.extra.insert("toolrouter".into(), report(&trace_id, &execution));
+        return Ok(axum::Json(answer).into_response());
     }
     let (tx, rx) = mpsc::channel(4);
-    let (model, include_usage) = (req.model.clone(), req.include_usage);
+    let include_usage = req.include_usage;
     tokio::spawn(async move {
-        let chunk = |delta: Value, finish: Value| {
-            json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        let chunk = |delta: Message, finish: Option<&str>| {
+            Chunk::new(&head, vec![ChunkChoice::new(delta, finish.map(str::to_string))])
         };
-        let _ = tx.send(data(&chunk(json!({"role": "assistant", "content": ""}), Value::Null))).await;
+        let _ = tx.send(data(&chunk(Message::new("assistant", ""), None))).await;
         let (trace_id, execution) = match finished(run.await) {
             Ok(done) => done,
             Err(e) => {
@@ -111,14 +124,12 @@ pub async fn respond(
                 return;
             }
         };
-        let _ = tx.send(data(&chunk(json!({"content": execution.answer}), Value::Null))).await;
-        let mut last = chunk(json!({}), json!("stop"));
-        last["toolrouter"] = report(&trace_id, &execution);
+        let _ = tx.send(data(&chunk(Message::text_delta(execution.answer.clone()), None))).await;
+        let mut last = chunk(Message::default(), Some("stop"));
+        last.extra.insert("toolrouter".into(), report(&trace_id, &execution));
         let _ = tx.send(data(&last)).await;
         if include_usage {
-            let usage = json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
-                "choices": [], "usage": execution.usage});
-            let _ = tx.send(data(&usage)).await;
+            let _ = tx.send(data(&Chunk::usage(&head, execution.usage.into()))).await;
         }
         let _ = tx.send(done()).await;
     });

@@ -8,24 +8,15 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::ApiError;
-use super::request::ChatRequest;
+use super::request::{self, ChatRequest};
 use super::tools::{ClientTool, catalog_tool};
 use crate::engine::Engine;
+use crate::llm::wire::Message;
 
-/// The latest user message's text.
+/// The text of the latest user message that has some.
 fn latest_request(req: &ChatRequest) -> Option<String> {
-    req.body.get("messages")?.as_array()?.iter().rev().find_map(|m| {
-        if m.get("role").and_then(Value::as_str) != Some("user") {
-            return None;
-        }
-        match m.get("content") {
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(Value::Array(parts)) => {
-                Some(parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join(" "))
-            }
-            _ => None,
-        }
-    })
+    let messages = request::messages(&req.body);
+    messages.iter().rev().filter(|m| m.is("user")).map(Message::text).find(|t| !t.trim().is_empty())
 }
 
 /// The tools to offer (at most `max`) and the plan, for the answer's `toolrouter` field.

@@ -16,23 +16,13 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
 use super::ApiError;
-use super::request::ChatRequest;
+use super::request::{self, ChatRequest};
 use super::tools::ClientTool;
 use crate::config::OpenAiConfig;
+use crate::llm::wire::{Completion, Message};
 use crate::llm::{ChatModel, Usage};
 use crate::retrieval::Embedder;
 use crate::retrieval::tool_list::{self, Conversation, ListIndex, ListWeights, ToolListRanker};
-
-/// The text of a message's content (a string or a list of parts).
-fn content_text(m: &Value) -> String {
-    match m.get("content") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => {
-            parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join(" ")
-        }
-        _ => String::new(),
-    }
-}
 
 /// What narrowing reads of a conversation, owned.
 pub struct Asked {
@@ -43,16 +33,12 @@ pub struct Asked {
 }
 
 impl Asked {
-    pub fn of(messages: &[Value]) -> Asked {
-        let users: Vec<String> = messages
-            .iter()
-            .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-            .map(content_text)
-            .collect();
+    pub fn of(messages: &[Message]) -> Asked {
+        let users: Vec<String> = messages.iter().filter(|m| m.is("user")).map(Message::text).collect();
         let (latest, earlier) =
             users.split_last().map_or((String::new(), String::new()), |(l, e)| (l.clone(), e.join(" ")));
-        let calls = messages.iter().filter_map(|m| m.get("tool_calls")?.as_array()).flatten();
-        let called = calls.filter_map(|c| c.get("function")?.get("name")?.as_str().map(str::to_string)).collect();
+        let calls = messages.iter().flat_map(Message::calls);
+        let called = calls.filter_map(|c| c.function.as_ref()?.name.clone()).collect();
         Asked { latest, earlier, called }
     }
 
@@ -93,7 +79,7 @@ impl Narrowing {
     pub async fn narrow(
         &self,
         tools: &[ClientTool],
-        messages: &[Value],
+        messages: &[Message],
         max: usize,
         forced: Option<&str>,
     ) -> Vec<usize> {
@@ -122,15 +108,12 @@ impl Narrowing {
 /// Turns tool-call `arguments` sent as a JSON object (some
 /// OpenAI-compatible servers do) into JSON text, as OpenAI sends them and
 /// clients parse them; absent arguments become `""`.
-pub fn normalize_tool_calls(message: &mut Value) {
-    for call in message.get_mut("tool_calls").and_then(Value::as_array_mut).into_iter().flatten() {
-        let Some(function) = call.get_mut("function").and_then(Value::as_object_mut) else { continue };
-        let text = match function.get("arguments") {
-            Some(Value::String(_)) => continue,
-            None | Some(Value::Null) => String::new(),
-            Some(other) => other.to_string(),
-        };
-        function.insert("arguments".into(), Value::String(text));
+pub fn normalize_tool_calls(message: &mut Message) {
+    for call in message.tool_calls.iter_mut().flatten() {
+        let text = call.arguments();
+        if let Some(function) = &mut call.function {
+            function.arguments = Some(Value::String(text));
+        }
     }
 }
 
@@ -144,18 +127,17 @@ struct Wrong {
 }
 
 /// What is wrong with the tool calls of an answer.
-fn problems(message: &Value, tools: &[ClientTool]) -> Vec<Wrong> {
+fn problems(message: &Message, tools: &[ClientTool]) -> Vec<Wrong> {
     let mut out = Vec::new();
-    for call in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
-        let id = call.get("id").and_then(Value::as_str).unwrap_or("").to_string();
-        let name = call["function"]["name"].as_str().unwrap_or("").to_string();
+    for call in message.calls() {
+        let (id, name) = (call.id().to_string(), call.name().to_string());
         let Some(tool) = tools.iter().find(|t| t.name == name) else {
             let issues = vec![format!("there is no tool named `{name}`")];
             out.push(Wrong { id, name, unknown_tool: true, issues });
             continue;
         };
-        let args = call["function"]["arguments"].as_str().unwrap_or("");
-        let parsed = if args.trim().is_empty() { Ok(json!({})) } else { serde_json::from_str::<Value>(args) };
+        let args = call.arguments();
+        let parsed = if args.trim().is_empty() { Ok(json!({})) } else { serde_json::from_str::<Value>(&args) };
         let issues: Vec<String> = match parsed {
             Err(e) => vec![format!("the arguments are not valid JSON ({e})")],
             Ok(v) if !v.is_object() => vec!["the arguments must be a JSON object".to_string()],
@@ -195,11 +177,11 @@ pub struct Narrowed {
     pub body: Map<String, Value>,
     /// Indexes of the client's tools offered.
     pub keep: Vec<usize>,
-    pub messages: Vec<Value>,
+    pub messages: Vec<Message>,
 }
 
 pub async fn prepare(req: &ChatRequest, config: &OpenAiConfig, narrowing: &Narrowing) -> Narrowed {
-    let messages: Vec<Value> = req.body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+    let messages = request::messages(&req.body);
     let forced = req.body.get("tool_choice").and_then(|c| c["function"]["name"].as_str());
     let keep = narrowing.narrow(&req.tools, &messages, config.max_tools, forced).await;
     let mut body: Map<String, Value> = req.body.clone();
@@ -212,7 +194,7 @@ pub async fn prepare(req: &ChatRequest, config: &OpenAiConfig, narrowing: &Narro
 
 /// An answer whose tool calls passed their checks.
 pub struct Repaired {
-    pub answer: Value,
+    pub answer: Completion,
     /// Requests made to repair it.
     pub repairs: usize,
     /// Tokens the repair requests spent (the first answer's are its own).
@@ -224,7 +206,7 @@ pub struct Repaired {
 pub async fn repaired(
     llm: &dyn ChatModel,
     prepared: &Narrowed,
-    mut answer: Value,
+    mut answer: Completion,
     req: &ChatRequest,
     config: &OpenAiConfig,
 ) -> Result<Repaired, ApiError> {
@@ -235,8 +217,9 @@ pub async fn repaired(
     let mut conversation = prepared.messages.clone();
     let (mut repairs, mut usage) = (0, Usage::default());
     loop {
-        normalize_tool_calls(&mut answer["choices"][0]["message"]);
-        let message = answer["choices"][0]["message"].clone();
+        let Some(message) = answer.message_mut() else { return Ok(Repaired { answer, repairs, usage }) };
+        normalize_tool_calls(message);
+        let message = message.clone();
         let wrong = problems(&message, tools);
         if wrong.is_empty() {
             return Ok(Repaired { answer, repairs, usage });
@@ -255,28 +238,14 @@ pub async fn repaired(
         }
         repairs += 1;
         // Show the model its call and what was wrong with it; ask again.
-        conversation.push(message.clone());
-        for call in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
-            let id = call.get("id").and_then(Value::as_str).unwrap_or("");
-            let content = repair_note(id, &wrong, &offered);
-            conversation.push(json!({"role": "tool", "tool_call_id": id, "content": content}));
-        }
-        body.insert("messages".into(), Value::Array(conversation.clone()));
-        let next = llm.complete(&Value::Object(body.clone()), req.deadline).await?;
-        usage += next.tokens();
-        answer = json!(next);
+        let notes = message.calls().iter().map(|c| Message::tool_result(c.id(), repair_note(c.id(), &wrong, &offered)));
+        let notes: Vec<Message> = notes.collect();
+        conversation.push(message);
+        conversation.extend(notes);
+        body.insert("messages".into(), Value::Array(conversation.iter().map(Message::to_value).collect()));
+        answer = llm.complete(&Value::Object(body.clone()), req.deadline).await?;
+        usage += answer.tokens();
     }
-}
-
-/// Sets a `usage` object's token counts to `tokens` (its other fields,
-/// such as token details, kept).
-pub fn set_tokens(usage: &mut Value, tokens: Usage) {
-    if !usage.is_object() {
-        *usage = json!({});
-    }
-    usage["prompt_tokens"] = json!(tokens.prompt_tokens);
-    usage["completion_tokens"] = json!(tokens.completion_tokens);
-    usage["total_tokens"] = json!(tokens.total_tokens);
 }
 
 /// toolrouter's report on a request, for the answer's `toolrouter` field.
@@ -301,16 +270,15 @@ pub async fn complete(
 ) -> Result<Response, ApiError> {
     let prepared = prepare(req, config, narrowing).await;
     let first = llm.complete(&Value::Object(prepared.body.clone()), req.deadline).await?;
-    let first_tokens = first.tokens();
-    let Repaired { mut answer, repairs, usage } = repaired(llm, &prepared, json!(first), req, config).await?;
+    let mut tokens = first.tokens();
+    let Repaired { mut answer, repairs, usage } = repaired(llm, &prepared, first, req, config).await?;
     // Every request's tokens: the first answer's and the repairs'.
     if repairs > 0 {
-        let mut total = first_tokens;
-        total += usage;
-        set_tokens(&mut answer["usage"], total);
+        tokens += usage;
+        answer.usage.get_or_insert_default().set_tokens(tokens);
     }
-    answer["model"] = Value::String(req.model.clone());
-    answer["toolrouter"] = report(req, &prepared, repairs, planned);
+    answer.model = Some(req.model.clone());
+    answer.extra.insert("toolrouter".into(), report(req, &prepared, repairs, planned));
     Ok(axum::Json(answer).into_response())
 }
 
@@ -336,10 +304,11 @@ mod tests {
             (0..50).map(|i| tool(&format!("tool_{i}"), "does something unrelated")).collect();
         tools.push(tool("weather_forecast", "weather forecast for a city"));
         tools.push(tool("hotel_booking", "book a hotel room"));
-        let messages = vec![
-            json!({"role": "user", "content": "What is the weather forecast in Berlin?"}),
-            json!({"role": "assistant", "tool_calls": [{"id": "1", "type": "function", "function": {"name": "tool_3", "arguments": "{}"}}]}),
-        ];
+        let messages: Vec<Message> = serde_json::from_value(json!([
+            {"role": "user", "content": "What is the weather forecast in Berlin?"},
+            {"role": "assistant", "tool_calls": [{"id": "1", "type": "function", "function": {"name": "tool_3", "arguments": "{}"}}]},
+        ]))
+        .unwrap();
         let mut narrowing = Narrowing::lexical(Arc::default());
         narrowing.weight =
             Arc::new(|from: &str, to: &str| if from == "tool_3" && to == "hotel_booking" { 0.9 } else { 0.0 });
@@ -357,11 +326,12 @@ mod tests {
     #[test]
     fn tool_call_problems_are_named() {
         let tools = vec![tool("weather", "")];
-        let message = json!({"tool_calls": [
+        let message: Message = serde_json::from_value(json!({"tool_calls": [
             {"id": "a", "function": {"name": "weather", "arguments": "{\"city\": 3}"}},
             {"id": "b", "function": {"name": "nope", "arguments": "{}"}},
             {"id": "c", "function": {"name": "weather", "arguments": "{oops"}},
-            {"id": "d", "function": {"name": "weather", "arguments": "{\"city\": \"Rome\"}"}}]});
+            {"id": "d", "function": {"name": "weather", "arguments": "{\"city\": \"Rome\"}"}}]}))
+        .unwrap();
         let p = problems(&message, &tools);
         let ids: Vec<&str> = p.iter().map(|w| w.id.as_str()).collect();
         assert_eq!(ids, ["a", "b", "c"]);

@@ -23,13 +23,17 @@ use std::convert::Infallible;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::ApiError;
 use super::request::ChatRequest;
-use super::route::{Narrowed, Narrowing, Repaired, normalize_tool_calls, prepare, repaired, report, set_tokens};
+use super::route::{Narrowed, Narrowing, Repaired, normalize_tool_calls, prepare, repaired, report};
 use crate::config::OpenAiConfig;
+use crate::llm::wire::{
+    Choice, Chunk, ChunkChoice, Completion, CompletionUsage, Content, FunctionCall, Message, ToolCall,
+};
 use crate::llm::{ChatModel, Usage};
 
 /// Events buffered between the model and a slow client.
@@ -74,9 +78,9 @@ pub(super) fn event_stream(rx: mpsc::Receiver<Event>, keep_alive_ms: u64) -> Res
     Sse::new(events).keep_alive(keep_alive).into_response()
 }
 
-/// One server-sent event carrying `value`.
-pub(super) fn data(value: &Value) -> Event {
-    Event::default().data(value.to_string())
+/// One server-sent event carrying `value` as JSON.
+pub(super) fn data<T: Serialize>(value: &T) -> Event {
+    Event::default().data(serde_json::to_string(value).unwrap_or_default())
 }
 
 /// The event that ends an OpenAI stream.
@@ -85,75 +89,83 @@ pub(super) fn done() -> Event {
 }
 
 /// What the model streamed, as far as the end of the stream needs it.
-#[derive(Default)]
 struct Seen {
-    /// The chunks' top-level fields, latest kept (id, created, system_fingerprint…).
-    head: Map<String, Value>,
+    /// The chunks' top-level fields, latest kept (id, created,
+    /// system_fingerprint…), the client's model name: the head of ours.
+    head: Chunk,
     content: String,
     /// Tool calls by the model's own index.
     calls: BTreeMap<u64, Gathered>,
-    finish: Value,
-    usage: Value,
+    finish: Option<String>,
+    usage: Option<CompletionUsage>,
     /// Whether a delta with the role went out (the first one must carry it).
     role_sent: bool,
 }
 
 impl Seen {
+    /// Nothing seen yet; `model`: the name the client asked for.
+    fn new(model: &str) -> Seen {
+        Seen {
+            head: Chunk { model: Some(model.into()), ..Chunk::default() },
+            content: String::new(),
+            calls: BTreeMap::new(),
+            finish: None,
+            usage: None,
+            role_sent: false,
+        }
+    }
+
     /// Takes in one chunk; returns what to pass on now (the chunk without
     /// tool-call deltas and finish reason), if anything is left of it.
-    fn take(&mut self, mut chunk: Value, model: &str) -> Option<Value> {
-        if !chunk.is_object() {
-            return None; // The model client lets only objects through.
+    fn take(&mut self, mut chunk: Chunk) -> Option<Chunk> {
+        if let Some(usage) = chunk.usage.take() {
+            self.usage = Some(usage);
         }
-        if chunk["usage"].is_object() {
-            self.usage = chunk["usage"].clone();
+        chunk.extra.shift_remove("usage");
+        chunk.model = self.head.model.clone();
+        self.remember(&chunk);
+        let choice = chunk.choices.first_mut()?;
+        if let Some(finish) = choice.take_finish() {
+            self.finish = Some(finish);
         }
-        if let Some(map) = chunk.as_object_mut() {
-            map.remove("usage");
-            for (k, v) in map.iter().filter(|(k, _)| *k != "choices") {
-                self.head.insert(k.clone(), v.clone());
+        let logprobs = choice.logprobs.as_ref().is_some_and(|l| !l.is_null());
+        let delta = choice.delta.as_mut()?;
+        delta.extra.shift_remove("tool_calls");
+        for t in delta.tool_calls.take().into_iter().flatten() {
+            let index = self.index_of(&t);
+            let call = self.calls.entry(index).or_default();
+            if let Some(id) = &t.id {
+                call.id = id.clone();
             }
+            call.name.push_str(t.function.as_ref().and_then(|f| f.name.as_deref()).unwrap_or(""));
+            call.arguments.push_str(&t.arguments());
         }
-        chunk["model"] = json!(model);
-        let choice = chunk.get_mut("choices").and_then(|c| c.get_mut(0))?;
-        if let Some(finish) = choice.get_mut("finish_reason").filter(|f| !f.is_null()) {
-            self.finish = finish.take();
-        }
-        let logprobs = choice.get("logprobs").is_some_and(|l| !l.is_null());
-        let delta = choice.get_mut("delta").and_then(Value::as_object_mut)?;
-        for t in delta.remove("tool_calls").as_ref().and_then(Value::as_array).into_iter().flatten() {
-            let call = self.calls.entry(self.index_of(t)).or_default();
-            if let Some(v) = t["id"].as_str() {
-                call.id = v.to_string();
-            }
-            if let Some(v) = t["function"]["name"].as_str() {
-                call.name.push_str(v);
-            }
-            match &t["function"]["arguments"] {
-                Value::String(v) => call.arguments.push_str(v),
-                Value::Null => {}
-                other => call.arguments.push_str(&other.to_string()),
-            }
-        }
-        if let Some(text) = delta.get("content").and_then(Value::as_str) {
+        if let Content::Text(text) = &delta.content {
             self.content.push_str(text);
         }
         // Anything left to say: text, reasoning, a role, a refusal, logprobs.
-        let said = logprobs || delta.iter().any(|(k, v)| !(v.is_null() || k == "content" && v == ""));
-        if !said && self.role_sent {
+        if !(logprobs || says_something(delta)) && self.role_sent {
             return None;
         }
         self.with_role(delta);
         Some(chunk)
     }
 
+    /// Keeps a chunk's top-level fields (the latest of each).
+    fn remember(&mut self, chunk: &Chunk) {
+        let head = &mut self.head;
+        head.id = chunk.id.clone().or(head.id.take());
+        head.created = chunk.created.or(head.created);
+        head.extra.extend(chunk.extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+
     /// A tool-call delta's call: its `index`; without one (some servers
     /// omit it), the last call, or a new one when the delta brings a new id.
-    fn index_of(&self, delta: &Value) -> u64 {
-        if let Some(i) = delta["index"].as_u64() {
+    fn index_of(&self, delta: &ToolCall) -> u64 {
+        if let Some(i) = delta.index {
             return i;
         }
-        match (self.calls.last_key_value(), delta["id"].as_str()) {
+        match (self.calls.last_key_value(), delta.id.as_deref()) {
             (None, _) => 0,
             (Some((&last, call)), Some(id)) if !call.id.is_empty() && call.id != id => last + 1,
             (Some((&last, _)), _) => last,
@@ -161,39 +173,43 @@ impl Seen {
     }
 
     /// Puts the role on the first delta that goes out.
-    fn with_role(&mut self, delta: &mut Map<String, Value>) {
+    fn with_role(&mut self, delta: &mut Message) {
         if !self.role_sent {
-            delta.insert("role".into(), json!("assistant"));
-            delta.entry("content").or_insert(json!(""));
+            delta.role = Some("assistant".into());
+            if delta.content == Content::Absent {
+                delta.content = Content::Text(String::new());
+            }
             self.role_sent = true;
         }
     }
 
-    /// A chunk of ours with the model's top-level fields.
-    fn chunk(&mut self, model: &str, mut delta: Value, finish: Value) -> Value {
-        if let Some(map) = delta.as_object_mut() {
-            self.with_role(map);
-        }
-        let mut c = Value::Object(self.head.clone());
-        c["object"] = json!("chat.completion.chunk");
-        c["model"] = json!(model);
-        c["choices"] = json!([{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]);
-        c
+    /// A chunk of ours saying `delta`, with the model's top-level fields.
+    fn chunk(&mut self, mut delta: Message, finish: Option<String>) -> Chunk {
+        self.with_role(&mut delta);
+        Chunk::new(&self.head, vec![ChunkChoice::new(delta, finish)])
     }
 
     /// The gathered tool calls, numbered from 0, as an assistant message
     /// (with the streamed text).
-    fn message(&self) -> Value {
-        let calls: Vec<Value> = self
-            .calls
-            .values()
-            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
-            .collect();
-        let content = if self.content.is_empty() { Value::Null } else { json!(self.content) };
-        json!({"role": "assistant", "content": content, "tool_calls": calls})
+    fn message(&self) -> Message {
+        let calls = self.calls.values().map(|c| ToolCall::function(&c.id, &c.name, c.arguments.clone())).collect();
+        let mut message = Message::calling(calls);
+        if !self.content.is_empty() {
+            message.content = Content::Text(self.content.clone());
+        }
+        message
     }
 }
 
+/// Whether a delta, its tool calls taken out, says anything: a role,
+/// text, reasoning, a refusal… (not an empty text, not nulls).
+fn says_something(delta: &Message) -> bool {
+    let content =
+        !matches!(&delta.content, Content::Absent | Content::Null) && delta.content != Content::Text(String::new());
+    content || delta.role.is_some() || delta.tool_call_id.is_some() || delta.extra.values().any(|v| !v.is_null())
+}
+
+/// Passes the model's chunks on, then ends the stream ([`end`]).
 async fn relay(
     mut chunks: crate::llm::Chunks,
     tx: mpsc::Sender<Event>,
@@ -203,119 +219,157 @@ async fn relay(
     prepared: Narrowed,
     planned: Option<Value>,
 ) {
-    let mut seen = Seen::default();
+    let mut seen = Seen::new(&req.model);
     while let Some(item) = chunks.next().await {
         let chunk = match item {
-            Ok(c) => json!(c),
+            Ok(c) => c,
             Err(e) => {
                 let _ = tx.send(data(&ApiError::from(e).body())).await;
                 return;
             }
         };
-        if let Some(out) = seen.take(chunk, &req.model)
+        if let Some(out) = seen.take(chunk)
             && tx.send(data(&out)).await.is_err()
         {
             return; // The client went away.
         }
     }
-    let (mut repairs, mut repair_usage) = (0, Usage::default());
-    let mut finish = seen.finish.take();
-    let mut calls: Vec<Value> = Vec::new();
-    if !seen.calls.is_empty() {
-        let answer = json!({"choices": [{"index": 0, "message": seen.message(), "finish_reason": finish}]});
-        let Repaired { mut answer, repairs: n, usage } =
-            match repaired(llm.as_ref(), &prepared, answer, &req, &config).await {
-                Ok(r) => r,
-                Err(e) => {
-                    let _ = tx.send(data(&e.body())).await;
-                    return;
-                }
-            };
-        (repairs, repair_usage) = (n, usage);
-        finish = answer["choices"][0]["finish_reason"].take();
-        let message = &mut answer["choices"][0]["message"];
-        normalize_tool_calls(message);
-        calls = message["tool_calls"].as_array().cloned().unwrap_or_default();
-        // The repaired turn's text, unless it is what already streamed:
-        // text that streamed stays (it cannot be taken back).
-        let text = message["content"].as_str().unwrap_or("");
-        if repairs > 0 && !text.is_empty() && text != seen.content {
-            let _ = tx.send(data(&seen.chunk(&req.model, json!({"content": text}), Value::Null))).await;
-        }
-        if !calls.is_empty() {
-            finish = json!("tool_calls");
-        }
-    }
+    let Some(checked) = checked_calls(&mut seen, &tx, &req, llm.as_ref(), &config, &prepared).await else { return };
+    let Checked { calls, finish, repairs, usage: repair_usage } = checked;
     for (i, call) in calls.iter().enumerate() {
-        let head = json!({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
-            "function": {"name": call["function"]["name"], "arguments": ""}}]});
-        let args = json!({"tool_calls": [{"index": i, "function": {"arguments": call["function"]["arguments"]}}]});
-        let _ = tx.send(data(&seen.chunk(&req.model, head, Value::Null))).await;
-        let _ = tx.send(data(&seen.chunk(&req.model, args, Value::Null))).await;
+        for delta in call_deltas(i, call) {
+            let _ = tx.send(data(&seen.chunk(delta, None))).await;
+        }
     }
-    let finish = if finish.is_null() { json!("stop") } else { finish };
-    let mut last = seen.chunk(&req.model, json!({}), finish);
-    last["toolrouter"] = report(&req, &prepared, repairs, planned);
+    let mut last = seen.chunk(Message::default(), Some(finish.unwrap_or_else(|| "stop".into())));
+    last.extra.insert("toolrouter".into(), report(&req, &prepared, repairs, planned));
     let _ = tx.send(data(&last)).await;
     if req.include_usage {
-        let usage = serde_json::from_value::<crate::llm::wire::CompletionUsage>(seen.usage.clone());
-        let mut tokens = usage.map(|u| u.tokens()).unwrap_or_default();
+        let mut usage = seen.usage.clone().unwrap_or_default();
+        let mut tokens = usage.tokens();
         tokens += repair_usage;
-        let mut usage = seen.usage.clone();
-        set_tokens(&mut usage, tokens);
-        let mut u = Value::Object(seen.head.clone());
-        u["object"] = json!("chat.completion.chunk");
-        u["model"] = json!(req.model);
-        u["choices"] = json!([]);
-        u["usage"] = usage;
-        let _ = tx.send(data(&u)).await;
+        usage.set_tokens(tokens);
+        let _ = tx.send(data(&Chunk::usage(&seen.head, usage))).await;
     }
     let _ = tx.send(done()).await;
+}
+
+/// The tool calls to send, checked, and what checking them took.
+struct Checked {
+    calls: Vec<ToolCall>,
+    finish: Option<String>,
+    repairs: usize,
+    /// Tokens the repairs spent.
+    usage: Usage,
+}
+
+/// The streamed tool calls checked and, if needed, repaired through the
+/// model; a repaired turn's new text is sent. `None` when repairing
+/// failed (the error is sent).
+async fn checked_calls(
+    seen: &mut Seen,
+    tx: &mpsc::Sender<Event>,
+    req: &ChatRequest,
+    llm: &dyn ChatModel,
+    config: &OpenAiConfig,
+    prepared: &Narrowed,
+) -> Option<Checked> {
+    let finish = seen.finish.take();
+    if seen.calls.is_empty() {
+        return Some(Checked { calls: Vec::new(), finish, repairs: 0, usage: Usage::default() });
+    }
+    let choice = Choice { index: Some(0), message: Some(seen.message()), finish_reason: finish, ..Choice::default() };
+    let answer = Completion { choices: vec![choice], ..Completion::default() };
+    let Repaired { mut answer, repairs, usage } = match repaired(llm, prepared, answer, req, config).await {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = tx.send(data(&e.body())).await;
+            return None;
+        }
+    };
+    let mut finish = answer.choices.first_mut().and_then(|c| c.finish_reason.take());
+    let mut message = answer.message().cloned().unwrap_or_default();
+    normalize_tool_calls(&mut message);
+    // The repaired turn's text, unless it is what already streamed:
+    // text that streamed stays (it cannot be taken back).
+    let text = message.text();
+    if repairs > 0 && !text.is_empty() && text != seen.content {
+        let _ = tx.send(data(&seen.chunk(Message::text_delta(text), None))).await;
+    }
+    let calls = message.tool_calls.take().unwrap_or_default();
+    if !calls.is_empty() {
+        finish = Some("tool_calls".into());
+    }
+    Some(Checked { calls, finish, repairs, usage })
+}
+
+/// Call `i`'s deltas: its id, type and name, then its arguments.
+fn call_deltas(i: usize, call: &ToolCall) -> [Message; 2] {
+    let index = Some(i as u64);
+    let name = call.function.as_ref().and_then(|f| f.name.clone());
+    let head = ToolCall {
+        index,
+        id: call.id.clone(),
+        kind: Some("function".into()),
+        function: Some(FunctionCall { name, arguments: Some(json!("")), ..FunctionCall::default() }),
+        ..ToolCall::default()
+    };
+    let arguments = FunctionCall { arguments: Some(Value::String(call.arguments())), ..FunctionCall::default() };
+    let rest = ToolCall { index, function: Some(arguments), ..ToolCall::default() };
+    [head, rest].map(|call| Message { tool_calls: Some(vec![call]), ..Message::default() })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn chunk(value: Value) -> Chunk {
+        serde_json::from_value(value).unwrap()
+    }
+
     #[test]
     fn chunks_pass_on_whole_but_for_tool_calls_and_the_finish() {
-        let mut seen = Seen::default();
-        let first = json!({"id": "c1", "created": 5, "model": "up", "system_fingerprint": "fp_1",
+        let mut seen = Seen::new("mine");
+        let first = chunk(json!({"id": "c1", "created": 5, "model": "up", "system_fingerprint": "fp_1",
             "choices": [{"index": 0, "delta": {"role": "assistant", "reasoning_content": "think"},
-                "logprobs": null, "finish_reason": null}]});
-        let out = seen.take(first, "mine").unwrap();
+                "logprobs": null, "finish_reason": null}]}));
+        let out = json!(seen.take(first).unwrap());
         assert_eq!(out["model"], "mine");
         assert_eq!(out["system_fingerprint"], "fp_1");
         assert_eq!(out["choices"][0]["delta"]["reasoning_content"], "think");
         // A tool-call delta at index 1 (no 0): held back, nothing else to say.
-        let call = json!({"id": "c1", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1, "id": "t",
-            "function": {"name": "f", "arguments": "{\"a\""}}]}, "finish_reason": null}]});
-        assert!(seen.take(call, "mine").is_none());
-        let more = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1,
-            "function": {"arguments": ": 1}"}}]}, "finish_reason": "tool_calls"}]});
-        assert!(seen.take(more, "mine").is_none());
-        assert_eq!(seen.finish, "tool_calls");
-        let message = seen.message();
+        let call = chunk(json!({"id": "c1", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1, "id": "t",
+            "function": {"name": "f", "arguments": "{\"a\""}}]}, "finish_reason": null}]}));
+        assert!(seen.take(call).is_none());
+        let more = chunk(json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1,
+            "function": {"arguments": ": 1}"}}]}, "finish_reason": "tool_calls"}]}));
+        assert!(seen.take(more).is_none());
+        assert_eq!(seen.finish.as_deref(), Some("tool_calls"));
+        let message = seen.message().to_value();
         assert_eq!(message["tool_calls"].as_array().unwrap().len(), 1, "no phantom call at index 0");
         // Deltas without an index: the last call, or a new one for a new id.
-        let mut other = Seen::default();
+        let mut other = Seen::new("m");
         for t in [
             json!({"id": "a", "function": {"name": "f", "arguments": "{"}}),
             json!({"function": {"arguments": "}"}}),
             json!({"id": "b", "function": {"name": "g", "arguments": "{}"}}),
         ] {
-            other.take(json!({"choices": [{"index": 0, "delta": {"tool_calls": [t]}}]}), "m");
+            other.take(chunk(json!({"choices": [{"index": 0, "delta": {"tool_calls": [t]}}]})));
         }
-        let two = other.message();
+        let two = other.message().to_value();
         assert_eq!(two["tool_calls"][0]["function"]["arguments"], "{}");
         assert_eq!(two["tool_calls"][1]["function"]["name"], "g");
-        assert!(other.take(json!([1]), "m").is_none(), "a chunk that is not an object is dropped");
         assert_eq!(message["tool_calls"][0]["function"]["arguments"], "{\"a\": 1}");
         // Logprobs alone are worth passing on.
-        let lp = json!({"choices": [{"index": 0, "delta": {"content": ""}, "logprobs": {"content": []}}]});
-        assert!(seen.take(lp, "mine").is_some());
-        let last = seen.chunk("mine", json!({}), json!("stop"));
+        let lp = chunk(json!({"choices": [{"index": 0, "delta": {"content": ""}, "logprobs": {"content": []}}]}));
+        assert!(seen.take(lp).is_some());
+        let last = json!(seen.chunk(Message::default(), Some("stop".into())));
         assert_eq!(last["system_fingerprint"], "fp_1");
         assert_eq!(last["object"], "chat.completion.chunk");
+        assert_eq!(
+            last["choices"],
+            json!([{"index": 0, "delta": {}, "logprobs": null, "finish_reason": "stop"}]),
+            "the role went out already"
+        );
     }
 }
