@@ -1,3 +1,4 @@
+use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use super::*;
