@@ -22,9 +22,9 @@
 //! A stream is read as server-sent events: each `data:` line is a JSON
 //! chunk, `data: [DONE]` ends it, and a `data: {"error": …}` event is the
 //! model server's mid-stream error. Every way a stream can end is told
-//! apart (`sse_events`): `[DONE]`, or the connection closing (or going
-//! quiet for [`FINISHED_GRACE`]) once every choice has its
-//! `finish_reason`, is a whole answer; a close before that is
+//! apart (`sse.rs`, hand-written for that): `[DONE]`, or the connection
+//! closing (or going quiet for [`FINISHED_GRACE`]) once every choice has
+//! its `finish_reason`, is a whole answer; a close before that is
 //! [`LlmError::Truncated`], a reset a connect error, a silence longer than
 //! `llm.timeout_ms` a timeout. A server that ignores `stream` and answers
 //! with one JSON completion is read as that completion's chunks; any other
@@ -32,7 +32,6 @@
 //! a malformed answer, never an empty one. Failures are logged (without
 //! the server's URL, which messages never carry either).
 
-use std::collections::BTreeMap;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
@@ -43,7 +42,10 @@ use serde_json::Value;
 
 use crate::config::{Config, LlmConfig, Secret};
 
+mod sse;
 pub mod wire;
+
+pub use sse::FINISHED_GRACE;
 
 pub use wire::{Chunk, Completion, Message, chunks_of};
 
@@ -305,7 +307,7 @@ impl LlmClient {
         }
         let gap = Duration::from_millis(self.config.timeout_ms);
         let cap = self.config.max_response_bytes;
-        let events = sse_events(response.bytes_stream().boxed(), gap, cap);
+        let events = sse::events(response.bytes_stream().boxed(), gap, cap);
         Ok(Box::pin(events.inspect(|item| {
             if let Err(e) = item {
                 tracing::warn!("model stream failed: {e}");
@@ -336,107 +338,6 @@ impl LlmClient {
         let chunks: Vec<Result<Chunk, LlmError>> = chunks_of(&completion).into_iter().map(Ok).collect();
         Ok(Box::pin(futures_util::stream::iter(chunks)))
     }
-}
-
-/// How long a stream whose choices all have their `finish_reason` may
-/// stay open for its usage chunk and `[DONE]`; after that it is whole.
-pub const FINISHED_GRACE: Duration = Duration::from_secs(2);
-
-/// The chunks of a server-sent event stream, ended as it ended:
-///
-/// * `data: [DONE]`: the end;
-/// * the connection closes, or stays quiet for [`FINISHED_GRACE`], after
-///   every choice has its `finish_reason`: the end (some servers send no
-///   `[DONE]`);
-/// * the connection closes before that: [`LlmError::Truncated`] (before
-///   the first event: [`LlmError::Malformed`]);
-/// * the connection breaks: [`LlmError::Connect`];
-/// * no event for `gap`: [`LlmError::Timeout`];
-/// * more than `cap` bytes, an event that is not a JSON object:
-///   [`LlmError::Malformed`]; an error event: [`LlmError::Stream`].
-fn sse_events<B: AsRef<[u8]> + Send + 'static>(
-    bytes: Pin<Box<dyn Stream<Item = reqwest::Result<B>> + Send>>,
-    gap: Duration,
-    cap: usize,
-) -> impl Stream<Item = Result<Chunk, LlmError>> + Send {
-    struct State<B> {
-        bytes: Pin<Box<dyn Stream<Item = reqwest::Result<B>> + Send>>,
-        buf: Vec<u8>,
-        total: usize,
-        events: usize,
-        /// Whether each choice seen (by index) has its finish reason.
-        finished: BTreeMap<u64, bool>,
-        done: bool,
-    }
-    impl<B> State<B> {
-        fn note_finishes(&mut self, chunk: &Chunk) {
-            for (i, choice) in chunk.choices.iter().enumerate() {
-                let finished = self.finished.entry(choice.index.unwrap_or(i as u64)).or_default();
-                *finished |= choice.finish_reason.is_some();
-            }
-        }
-        fn all_finished(&self) -> bool {
-            !self.finished.is_empty() && self.finished.values().all(|f| *f)
-        }
-    }
-    let state = State { bytes, buf: Vec::new(), total: 0, events: 0, finished: BTreeMap::new(), done: false };
-    futures_util::stream::unfold(state, move |mut s| async move {
-        if s.done {
-            return None;
-        }
-        let fail = |mut s: State<B>, e: LlmError| {
-            s.done = true;
-            Some((Err(e), s))
-        };
-        loop {
-            // One complete event line in the buffer?
-            if let Some(end) = s.buf.iter().position(|&b| b == b'\n') {
-                let line: Vec<u8> = s.buf.drain(..=end).collect();
-                let line = String::from_utf8_lossy(&line).trim().to_string();
-                let Some(data) = line.strip_prefix("data:").map(str::trim) else { continue };
-                if data == "[DONE]" {
-                    return None;
-                }
-                s.events += 1;
-                return match serde_json::from_str::<Value>(data) {
-                    Ok(v) if v.get("error").is_some() => {
-                        let message = v["error"]["message"].as_str().unwrap_or("unknown error").to_string();
-                        fail(s, LlmError::Stream(message))
-                    }
-                    Ok(v @ Value::Object(_)) => {
-                        let chunk = Chunk::deserialize(v).unwrap_or_default();
-                        s.note_finishes(&chunk);
-                        Some((Ok(chunk), s))
-                    }
-                    Ok(_) => fail(s, LlmError::Malformed(format!("a stream event is not a JSON object: {data}"))),
-                    Err(e) => fail(s, LlmError::Malformed(format!("a stream event is not JSON ({e}): {data}"))),
-                };
-            }
-            let wait = if s.all_finished() { gap.min(FINISHED_GRACE) } else { gap };
-            match tokio::time::timeout(wait, s.bytes.next()).await {
-                Err(_) if s.all_finished() => return None,
-                Err(_) => return fail(s, LlmError::Timeout(gap.as_millis() as u64)),
-                Ok(None) if !s.buf.is_empty() => s.buf.push(b'\n'),
-                Ok(None) if s.events == 0 => {
-                    return fail(s, LlmError::Malformed("the stream ended before its first event".into()));
-                }
-                Ok(None) if s.all_finished() => return None,
-                Ok(None) => {
-                    let why = "the connection closed with no finish_reason and no [DONE]";
-                    return fail(s, LlmError::Truncated(why.into()));
-                }
-                Ok(Some(Err(_))) if s.all_finished() => return None,
-                Ok(Some(Err(e))) => return fail(s, LlmError::Connect(format!("the stream broke: {}", cause(e)))),
-                Ok(Some(Ok(chunk))) => {
-                    s.total += chunk.as_ref().len();
-                    if s.total > cap {
-                        return fail(s, LlmError::Malformed(format!("the stream is larger than {cap} bytes")));
-                    }
-                    s.buf.extend_from_slice(chunk.as_ref());
-                }
-            }
-        }
-    })
 }
 
 /// An error status's [`LlmError::Status`]: the server's message (its
