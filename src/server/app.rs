@@ -39,7 +39,8 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 
 use super::mcp::McpServer;
 use super::mcp::http::mcp;
-use super::middleware::{RandomId, auth, error, not_ready, observe, read_body};
+use super::middleware::{RandomId, auth, not_ready, observe, read_body};
+use super::openai::ApiError;
 use super::openai::chat::chat_completions;
 use super::openai::execute::Runner;
 use super::openai::models::models;
@@ -169,7 +170,7 @@ pub fn router(app: Arc<App>) -> axum::Router {
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .merge(protected)
-        .fallback(|| async { error(StatusCode::NOT_FOUND, "no such route") })
+        .fallback(|| async { ApiError::status(StatusCode::NOT_FOUND, "no such route").into_response() })
         .layer(axum::middleware::from_fn_with_state(app.clone(), observe))
         .layer(tower_http::request_id::PropagateRequestIdLayer::x_request_id())
         .layer(tower_http::request_id::SetRequestIdLayer::x_request_id(RandomId))

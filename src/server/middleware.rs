@@ -12,7 +12,6 @@ use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::app::App;
@@ -29,14 +28,6 @@ pub fn hash_key(key: &str) -> String {
 /// counts from then, as `observe`'s limit does.
 #[derive(Clone, Copy)]
 pub(crate) struct Arrived(pub(crate) std::time::Instant);
-
-/// An error in OpenAI's shape (the MCP routes use it too, outside JSON-RPC).
-pub(super) fn error(status: StatusCode, message: &str) -> Response {
-    let kind = if status == StatusCode::UNAUTHORIZED { "authentication_error" } else { "invalid_request_error" };
-    let code = status.canonical_reason().unwrap_or("error").to_ascii_lowercase().replace(' ', "_");
-    (status, axum::Json(json!({"error": {"message": message, "type": kind, "param": null, "code": code}})))
-        .into_response()
-}
 
 pub(super) async fn auth(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
     if app.key_hashes.is_empty() {
@@ -58,11 +49,12 @@ pub(super) async fn auth(State(app): State<Arc<App>>, mut request: Request, next
         .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
         .map(str::trim);
     let Some(key) = key else {
-        return error(StatusCode::UNAUTHORIZED, "missing API key: send `Authorization: Bearer KEY`");
+        let missing = "missing API key: send `Authorization: Bearer KEY`";
+        return ApiError::status(StatusCode::UNAUTHORIZED, missing).into_response();
     };
     let hash = hash_key(key);
     if !app.key_hashes.contains(&hash) {
-        return error(StatusCode::UNAUTHORIZED, "invalid API key");
+        return ApiError::status(StatusCode::UNAUTHORIZED, "invalid API key").into_response();
     }
     let client = hash[..12].to_string();
     if let Some(refused) = limited(&app, &client) {
@@ -81,7 +73,7 @@ pub(super) async fn read_body(State(app): State<Arc<App>>, request: Request, nex
     let declared = request.headers().get("content-length").and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
     if declared.is_some_and(|n| n > app.config.server.max_body_bytes) {
         // Refused before it is read: the client need not send it all.
-        return error(StatusCode::PAYLOAD_TOO_LARGE, "the request body is larger than server.max_body_bytes");
+        return ApiError::too_large().into_response();
     }
     let (parts, body) = request.into_parts();
     let limit = Duration::from_millis(app.config.server.body_timeout_ms);
@@ -92,7 +84,7 @@ pub(super) async fn read_body(State(app): State<Arc<App>>, request: Request, nex
         Err(_) => {
             let message =
                 format!("the request body did not arrive within {} ms (server.body_timeout_ms)", limit.as_millis());
-            let mut response = error(StatusCode::REQUEST_TIMEOUT, &message);
+            let mut response = ApiError::status(StatusCode::REQUEST_TIMEOUT, message).into_response();
             response.headers_mut().insert("connection", axum::http::HeaderValue::from_static("close"));
             response
         }
@@ -106,11 +98,13 @@ fn limited(app: &App, client: &str) -> Option<Response> {
     crate::metrics::global().rate_limited("incoming");
     use governor::clock::Clock;
     let wait = not_until.wait_time_from(governor::clock::DefaultClock::default().now());
-    let body = json!({"error": {"message": format!("rate limited: this key may make {} requests per second; retry after {:.2} s",
-        app.config.server.client_rate, wait.as_secs_f64()), "type": "rate_limit_error", "param": null, "code": "rate_limited"}});
-    let mut response = (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
-    response.headers_mut().insert("retry-after", (wait.as_secs_f64().ceil().max(1.0) as u64).into());
-    Some(response)
+    let message = format!(
+        "rate limited: this key may make {} requests per second; retry after {:.2} s",
+        app.config.server.client_rate,
+        wait.as_secs_f64()
+    );
+    let retry_after = wait.as_secs_f64().ceil().max(1.0) as u64;
+    Some(ApiError::rate_limited("rate_limited", message, Some(retry_after)).into_response())
 }
 
 /// Request ids for tower-http's `SetRequestIdLayer`: 16 random hex digits,
@@ -142,15 +136,13 @@ pub(super) async fn observe(State(app): State<Arc<App>>, mut request: Request, n
     let response = tokio::select! {
         answered = tokio::time::timeout(limit, next.run(request)) => match answered {
             Ok(r) => r,
-            Err(_) => ApiError::new(StatusCode::GATEWAY_TIMEOUT, "server_error", "timeout",
+            Err(_) => ApiError::server(StatusCode::GATEWAY_TIMEOUT, "timeout",
                 format!("no answer within {} ms", limit.as_millis())).into_response(),
         },
-        _ = cut_off.wait_for(|cut| *cut) => {
-            let mut r = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", "shutting_down",
-                "the server is shutting down and its grace period is over; retry on another instance").into_response();
-            r.headers_mut().insert("retry-after", 1.into());
-            r
-        }
+        _ = cut_off.wait_for(|cut| *cut) => ApiError::server(StatusCode::SERVICE_UNAVAILABLE, "shutting_down",
+            "the server is shutting down and its grace period is over; retry on another instance")
+            .with_retry_after(1)
+            .into_response(),
     };
     // The route's template (`/v1/traces/{id}`), never the raw path, so that
     // arbitrary paths cannot blow up the label set.
@@ -164,17 +156,12 @@ pub(super) async fn observe(State(app): State<Arc<App>>, mut request: Request, n
 /// A body that could not be read, in OpenAI's shape rather than axum's
 /// plain text: over `server.max_body_bytes` it is 413.
 pub(super) fn unreadable(rejection: BytesRejection) -> Response {
-    match rejection.status() {
-        StatusCode::PAYLOAD_TOO_LARGE => {
-            error(StatusCode::PAYLOAD_TOO_LARGE, "the request body is larger than server.max_body_bytes")
-        }
-        status => {
-            let mut e =
-                ApiError::invalid(format!("the request body could not be read: {}", rejection.body_text()), None);
-            e.status = status;
-            e.into_response()
-        }
-    }
+    let error = match rejection.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::too_large(),
+        status => ApiError::invalid(format!("the request body could not be read: {}", rejection.body_text()), None)
+            .with_status(status),
+    };
+    error.into_response()
 }
 
 /// 503 while the engine loads, saying how far it has got. Why a load
@@ -184,7 +171,5 @@ pub(super) fn not_ready(why: NotReady) -> Response {
         NotReady::Failed(_) => "toolrouter's engine failed to load; the server's log says why".to_string(),
         loading => loading.to_string(),
     };
-    let mut r = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", "not_ready", why).into_response();
-    r.headers_mut().insert("retry-after", 5.into());
-    r
+    ApiError::server(StatusCode::SERVICE_UNAVAILABLE, "not_ready", why).with_retry_after(5).into_response()
 }

@@ -13,7 +13,8 @@ use serde_json::json;
 
 use crate::engine::loading::NotReady;
 use crate::server::app::App;
-use crate::server::middleware::{error, not_ready};
+use crate::server::middleware::not_ready;
+use crate::server::openai::ApiError;
 
 pub(crate) async fn mcp(State(app): State<Arc<App>>, request: Request) -> Response {
     let Some(service) = app.mcp.get() else {
@@ -25,7 +26,7 @@ pub(crate) async fn mcp(State(app): State<Arc<App>>, request: Request) -> Respon
         // Malformed JSON gets JSON-RPC's own parse error (rmcp would answer in plain text).
         let (parts, body) = request.into_parts();
         let Ok(bytes) = axum::body::to_bytes(body, app.config.server.max_body_bytes).await else {
-            return error(StatusCode::PAYLOAD_TOO_LARGE, "the request body is larger than server.max_body_bytes");
+            return ApiError::too_large().into_response();
         };
         let message = match serde_json::from_slice::<serde_json::Value>(&bytes) {
             Ok(message) => message,

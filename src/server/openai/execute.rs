@@ -51,13 +51,8 @@ pub async fn respond(
     }
     // Held by the run's task until it ends, even if the client is gone.
     let Ok(permit) = runner.runs.clone().try_acquire_owned() else {
-        let e = ApiError::new(
-            axum::http::StatusCode::TOO_MANY_REQUESTS,
-            "rate_limit_error",
-            "too_many_runs",
-            format!("{} execute runs are in flight (openai.max_runs); try again shortly", config.max_runs),
-        );
-        return Ok(([("retry-after", "1")], e).into_response());
+        let message = format!("{} execute runs are in flight (openai.max_runs); try again shortly", config.max_runs);
+        return Err(ApiError::rate_limited("too_many_runs", message, Some(1)));
     };
     let request = solve::Request {
         messages,
@@ -81,9 +76,8 @@ pub async fn respond(
     let finished = |joined: Result<Result<(String, Solution), LlmError>, tokio::task::JoinError>| match joined {
         Ok(Ok(done)) => Ok(done),
         Ok(Err(e)) => Err(ApiError::from(e)),
-        Err(e) => Err(ApiError::new(
+        Err(e) => Err(ApiError::server(
             axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-            "server_error",
             "internal_error",
             format!("the run failed: {e}"),
         )),

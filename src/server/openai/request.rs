@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -136,10 +135,9 @@ pub fn parse(
     let upstream_model = if config.models.is_empty() {
         model.clone()
     } else {
-        config.models.get(&model).cloned().ok_or_else(|| ApiError {
-            status: StatusCode::NOT_FOUND,
-            code: Some("model_not_found"),
-            ..ApiError::invalid(format!("the model `{model}` does not exist; see GET /v1/models"), Some("model"))
+        config.models.get(&model).cloned().ok_or_else(|| {
+            let message = format!("the model `{model}` does not exist; see GET /v1/models");
+            ApiError::not_found("model_not_found", message, Some("model"))
         })?
     };
     let messages = match body.get("messages") {
@@ -199,6 +197,8 @@ pub fn parse(
 
 #[cfg(test)]
 mod tests {
+    use axum::http::StatusCode;
+
     use super::*;
     use crate::server::openai::tools::*;
     use serde_json::json;

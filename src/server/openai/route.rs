@@ -226,9 +226,8 @@ pub async fn repaired(
         }
         if repairs >= config.repair_attempts {
             let detail: Vec<String> = wrong.iter().map(|w| format!("`{}`: {}", w.name, w.issues.join("; "))).collect();
-            return Err(ApiError::new(
+            return Err(ApiError::server(
                 axum::http::StatusCode::BAD_GATEWAY,
-                "server_error",
                 "invalid_tool_call",
                 format!(
                     "the model's tool call arguments stayed invalid after {repairs} repair attempt(s): {}",

@@ -15,6 +15,7 @@ use crate::engine::{CallRequest, Called};
 use crate::server::app::App;
 use crate::server::mcp::ClientId;
 use crate::server::middleware::{not_ready, unreadable};
+use crate::upstream::{CallError, ErrorClass};
 
 /// `POST /v1/tools/call {name, arguments}`: a catalog API called for the
 /// client (plan mode's calls), the compressed response back.
@@ -43,40 +44,14 @@ pub(crate) async fn tools_call(
     let call =
         CallRequest { function: name, arguments: &arguments, client: client.as_deref(), purpose: "", standalone: true };
     match engine.call(call).await {
-        Called::Unknown(unknown) => {
-            let err = ApiError {
-                status: StatusCode::NOT_FOUND,
-                code: Some("unknown_tool"),
-                ..ApiError::invalid(unknown.to_string(), Some("name"))
-            };
-            let mut body = err.body();
-            body["error"]["suggestions"] = json!(unknown.close);
-            (err.status, axum::Json(body)).into_response()
-        }
+        Called::Unknown(unknown) => ApiError::not_found("unknown_tool", unknown.to_string(), Some("name"))
+            .with("suggestions", json!(unknown.close))
+            .into_response(),
         Called::Refused(problem) => ApiError::invalid(problem, Some("arguments")).into_response(),
-        Called::Invalid(invalid) => {
-            let mut body = ApiError::invalid(invalid.to_string(), Some("arguments")).body();
-            body["error"]["problems"] = serde_json::to_value(&invalid.problems).unwrap_or_default();
-            (StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
-        }
-        Called::Failed(e) => {
-            use crate::upstream::ErrorClass;
-            let (status, kind) = match e.class {
-                ErrorClass::RateLimited => (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error"),
-                ErrorClass::Timeout | ErrorClass::Deadline => (StatusCode::GATEWAY_TIMEOUT, "server_error"),
-                ErrorClass::Refused | ErrorClass::Request => (StatusCode::BAD_REQUEST, "invalid_request_error"),
-                _ => (StatusCode::BAD_GATEWAY, "server_error"),
-            };
-            let code = e.class.name();
-            let body = json!({"error": {"message": e.message, "type": kind, "param": null, "code": code,
-                "retry_after_ms": e.retry_after_ms, "trace": e.trace}});
-            let mut response = (status, axum::Json(body)).into_response();
-            if let Some(ms) = e.retry_after_ms {
-                let secs = (ms / 1000.0).ceil().max(1.0) as u64;
-                response.headers_mut().insert("retry-after", secs.into());
-            }
-            response
-        }
+        Called::Invalid(invalid) => ApiError::invalid(invalid.to_string(), Some("arguments"))
+            .with("problems", serde_json::to_value(&invalid.problems).unwrap_or_default())
+            .into_response(),
+        Called::Failed(e) => failed(&e).into_response(),
         Called::Done { function, response, compressed } => {
             let body: serde_json::Value =
                 serde_json::from_str(&compressed.text).unwrap_or(serde_json::Value::String(compressed.text.clone()));
@@ -85,5 +60,24 @@ pub(crate) async fn tools_call(
                 "trace": response.trace}))
             .into_response()
         }
+    }
+}
+
+/// A call that failed upstream: its status and `type` by how it failed,
+/// its class as the code, with its `retry_after_ms` (also as
+/// `Retry-After`, in whole seconds) and trace.
+fn failed(e: &CallError) -> ApiError {
+    let (status, kind) = match e.class {
+        ErrorClass::RateLimited => (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error"),
+        ErrorClass::Timeout | ErrorClass::Deadline => (StatusCode::GATEWAY_TIMEOUT, "server_error"),
+        ErrorClass::Refused | ErrorClass::Request => (StatusCode::BAD_REQUEST, "invalid_request_error"),
+        _ => (StatusCode::BAD_GATEWAY, "server_error"),
+    };
+    let error = ApiError::new(status, kind, e.class.name(), e.message.clone())
+        .with("retry_after_ms", json!(e.retry_after_ms))
+        .with("trace", json!(e.trace));
+    match e.retry_after_ms {
+        Some(ms) => error.with_retry_after((ms / 1000.0).ceil().max(1.0) as u64),
+        None => error,
     }
 }

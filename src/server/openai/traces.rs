@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex};
 
 use axum::extract::State;
 use axum::extract::rejection::PathRejection;
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
@@ -70,10 +69,8 @@ pub(crate) async fn trace(
     match app.runner.as_ref().and_then(|r| r.traces.get(&id, client.as_deref())) {
         Some(trace) => axum::Json(trace.as_ref().clone()).into_response(),
         None => {
-            let mut e = ApiError::invalid(format!("no trace `{id}` (traces are kept for a while, per key)"), None);
-            e.status = StatusCode::NOT_FOUND;
-            e.code = Some("trace_not_found");
-            e.into_response()
+            let message = format!("no trace `{id}` (traces are kept for a while, per key)");
+            ApiError::not_found("trace_not_found", message, None).into_response()
         }
     }
 }
