@@ -73,7 +73,21 @@ pub async fn respond(
         }
         result.map(|execution| (trace_id, execution))
     });
-    let finished = |joined: Result<Result<(String, Solution), LlmError>, tokio::task::JoinError>| match joined {
+    // The answer's top-level fields.
+    let head = Chunk { id: Some(id), created: Some(created), model: Some(req.model.clone()), ..Chunk::default() };
+    if !req.stream {
+        let (trace_id, execution) = finished(run).await?;
+        return Ok(axum::Json(completion(head, &trace_id, &execution)).into_response());
+    }
+    Ok(streamed(head, run, req.include_usage, config.keep_alive_ms))
+}
+
+/// A run in its task: the trace's id and the run, once done.
+type Run = tokio::task::JoinHandle<Result<(String, Solution), LlmError>>;
+
+/// What became of the run.
+async fn finished(run: Run) -> Result<(String, Solution), ApiError> {
+    match run.await {
         Ok(Ok(done)) => Ok(done),
         Ok(Err(e)) => Err(ApiError::from(e)),
         Err(e) => Err(ApiError::server(
@@ -81,37 +95,41 @@ pub async fn respond(
             "internal_error",
             format!("the run failed: {e}"),
         )),
-    };
-    // The answer's top-level fields.
-    let head = Chunk { id: Some(id), created: Some(created), model: Some(req.model.clone()), ..Chunk::default() };
-    if !req.stream {
-        let (trace_id, execution) = finished(run.await)?;
-        let choice = Choice {
-            index: Some(0),
-            message: Some(Message::new("assistant", execution.answer.clone())),
-            finish_reason: Some("stop".into()),
-            ..Choice::default()
-        };
-        let mut answer = Completion {
-            id: head.id,
-            object: Some("chat.completion".into()),
-            created: head.created,
-            model: head.model,
-            choices: vec![choice],
-            usage: Some(execution.usage.into()),
-            extra: Fields::new(),
-        };
-        answer.extra.insert("toolrouter".into(), report(&trace_id, &execution));
-        return Ok(axum::Json(answer).into_response());
     }
+}
+
+/// The answer as a chat completion with `head`'s id, created and model.
+fn completion(head: Chunk, trace_id: &str, execution: &Solution) -> Completion {
+    let choice = Choice {
+        index: Some(0),
+        message: Some(Message::new("assistant", execution.answer.clone())),
+        finish_reason: Some("stop".into()),
+        ..Choice::default()
+    };
+    let mut answer = Completion {
+        id: head.id,
+        object: Some("chat.completion".into()),
+        created: head.created,
+        model: head.model,
+        choices: vec![choice],
+        usage: Some(execution.usage.into()),
+        extra: Fields::new(),
+    };
+    answer.extra.insert("toolrouter".into(), report(trace_id, execution));
+    answer
+}
+
+/// The answer as a stream: the role at once, keep-alive comments while
+/// the run works, then the answer, the finish (with the `toolrouter`
+/// field), the usage if asked for, and `[DONE]`.
+fn streamed(head: Chunk, run: Run, include_usage: bool, keep_alive_ms: u64) -> Response {
     let (tx, rx) = mpsc::channel(4);
-    let include_usage = req.include_usage;
     tokio::spawn(async move {
         let chunk = |delta: Message, finish: Option<&str>| {
             Chunk::new(&head, vec![ChunkChoice::new(delta, finish.map(str::to_string))])
         };
         let _ = tx.send(data(&chunk(Message::new("assistant", ""), None))).await;
-        let (trace_id, execution) = match finished(run.await) {
+        let (trace_id, execution) = match finished(run).await {
             Ok(done) => done,
             Err(e) => {
                 let _ = tx.send(data(&e.body())).await;
@@ -127,7 +145,7 @@ pub async fn respond(
         }
         let _ = tx.send(done()).await;
     });
-    Ok(event_stream(rx, config.keep_alive_ms))
+    event_stream(rx, keep_alive_ms)
 }
 
 /// The `toolrouter` field: the mode, the trace's id, how it ended and the trace.
