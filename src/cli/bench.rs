@@ -41,6 +41,9 @@ pub(super) struct BenchArgs {
     json: bool,
 }
 
+/// `toolrouter bench retrieval`: a script, step by step (load, index,
+/// exact and approximate searches, the report), long because a benchmark
+/// reads best as one sequence of measured steps.
 pub(super) fn run(command: &BenchCommand, config: &Config) -> Result<ExitCode, CliError> {
     let args = match command {
         BenchCommand::Retrieval(args) => args,
@@ -180,7 +183,7 @@ fn latencies(retriever: &Retriever, texts: &[String], options: SearchOptions) ->
 }
 
 fn ms(t: Instant) -> f64 {
-    t.elapsed().as_secs_f64() * 1e3
+    crate::units::ms(t.elapsed())
 }
 
 /// The process's peak resident memory (Linux `VmHWM`), in MiB.

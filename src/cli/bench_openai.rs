@@ -78,6 +78,9 @@ struct Samples {
     first_byte: Vec<f64>,
 }
 
+/// Both paths, plain then streamed: one open-loop sequence (start the
+/// model and the proxy, send on every tick, collect, report), long because
+/// a benchmark reads best as one sequence of measured steps.
 async fn bench(args: &OpenAiBenchArgs, config: &Config) -> Result<ExitCode, CliError> {
     let model = listen(scripted_model()).await?;
     let mut config = config.clone();
@@ -215,7 +218,7 @@ async fn timed(client: &reqwest::Client, url: &str, body: Arc<Vec<u8>>) -> anyho
     if !bytes.windows(10).any(|w| w == b"tool_calls") {
         anyhow::bail!("{url} answered without the tool call: {}", String::from_utf8_lossy(&bytes));
     }
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    use crate::units::ms;
     Ok((ms(started.elapsed()), ms(first.unwrap_or_default())))
 }
 

@@ -67,10 +67,10 @@ async fn bench(args: &UpstreamBenchArgs, config: &Config) -> Result<ExitCode, Cl
             Ok(r) => r.bytes().await.map(|b| serde_json::from_slice::<serde_json::Value>(&b).is_ok()),
             Err(e) => Err(e),
         };
-        let a = t.elapsed().as_secs_f64() * 1e3;
+        let a = crate::units::ms(t.elapsed());
         let t = Instant::now();
         let result = upstream.call(api, &arguments, Some("bench")).await;
-        let b = t.elapsed().as_secs_f64() * 1e3;
+        let b = crate::units::ms(t.elapsed());
         if !matches!(body, Ok(true)) || result.is_err() {
             return Err(CliError::Failure(anyhow::anyhow!("a request failed: {body:?} / {:?}", result.err())));
         }

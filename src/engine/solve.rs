@@ -171,7 +171,7 @@ pub async fn solve(engine: &Arc<Engine>, llm: &Arc<dyn ChatModel>, request: &Req
         subtasks,
         usage,
         model_requests,
-        elapsed_ms: started.elapsed().as_secs_f64() * 1e3,
+        elapsed_ms: crate::units::ms(started.elapsed()),
     })
 }
 
@@ -286,12 +286,7 @@ impl Caller for Calls<'_> {
                 .unwrap_or_else(|e| e.into_inner())
                 .push(RunCall { function: api.function_name.clone(), ok: false });
             let status = "not finished: the run's deadline passed".to_string();
-            return StepOutcome {
-                ok: false,
-                status,
-                response: None,
-                elapsed_ms: started.elapsed().as_secs_f64() * 1e3,
-            };
+            return StepOutcome { ok: false, status, response: None, elapsed_ms: crate::units::ms(started.elapsed()) };
         };
         let (ok, status, response) = match called {
             Called::Unknown(unknown) => (false, unknown.to_string(), None),
@@ -304,7 +299,7 @@ impl Caller for Calls<'_> {
             }
         };
         self.made.lock().unwrap_or_else(|e| e.into_inner()).push(RunCall { function: api.function_name.clone(), ok });
-        StepOutcome { ok, status, response, elapsed_ms: started.elapsed().as_secs_f64() * 1e3 }
+        StepOutcome { ok, status, response, elapsed_ms: crate::units::ms(started.elapsed()) }
     }
 }
 

@@ -90,7 +90,9 @@ fn fields(bytes: &[u8]) -> Result<Fields, ApiError> {
 }
 
 /// Parses and checks a request body; `lists`: the tool lists seen before;
-/// `budget_ms`: the request's time budget, from now.
+/// `budget_ms`: the request's time budget, from now. Long: one check per
+/// field toolrouter relies on, in the body's order, each a few lines with
+/// its own message.
 pub fn parse(
     bytes: &[u8],
     config: &OpenAiConfig,
