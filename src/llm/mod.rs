@@ -37,7 +37,6 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
 use futures_util::{Stream, StreamExt};
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::config::{Config, LlmConfig, Secret};
@@ -269,19 +268,26 @@ impl LlmClient {
         let response = self.send(&body, deadline).await?;
         let kind = content_type(&response);
         let bytes = self.read_answer(response).await?;
-        let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
-            LlmError::Malformed(format!(
-                "{kind}, not JSON ({e}): {}",
-                String::from_utf8_lossy(&bytes).chars().take(200).collect::<String>()
-            ))
-        })?;
-        // Faces read and write `choices[0].message`: it must be an object.
-        match Completion::deserialize(&value) {
+        // Read straight into the typed answer (no `Value` tree in between:
+        // this is every request's path); only a refusal is read again, to
+        // say what came instead.
+        match serde_json::from_slice::<Completion>(&bytes) {
+            // Faces read and write `choices[0].message`: it must be an object.
             Ok(completion) if completion.has_messages() => Ok(completion),
-            _ => Err(LlmError::Malformed(format!(
+            Ok(_) => Err(LlmError::Malformed(format!(
                 "no choices with a message in {}",
-                value.to_string().chars().take(200).collect::<String>()
+                String::from_utf8_lossy(&bytes).chars().take(200).collect::<String>()
             ))),
+            Err(e) => Err(match serde_json::from_slice::<Value>(&bytes) {
+                Ok(value) => LlmError::Malformed(format!(
+                    "no choices with a message in {}",
+                    value.to_string().chars().take(200).collect::<String>()
+                )),
+                Err(_) => LlmError::Malformed(format!(
+                    "{kind}, not JSON ({e}): {}",
+                    String::from_utf8_lossy(&bytes).chars().take(200).collect::<String>()
+                )),
+            }),
         }
     }
 
