@@ -11,11 +11,42 @@ use serde_json::Value;
 
 use super::{Choice, ChunkChoice, Completion, CompletionUsage, Content, Fields, FunctionCall, Message, ToolCall};
 
-/// Takes `key` out of `fields` as a `T`, if it is one; otherwise leaves it.
-fn take<T: DeserializeOwned>(fields: &mut Fields, key: &str) -> Option<T> {
-    let typed = T::deserialize(fields.get(key)?).ok()?;
-    fields.shift_remove(key);
-    Some(typed)
+/// Takes `key` out of `fields` as a `T` when its value has the JSON shape
+/// `T` is read from (`fits`); otherwise leaves it. The value is moved into
+/// `T`, not copied (a copy per field made streamed answers measurably
+/// slower, docs/benchmarks.md); `fits` is exact for every wire type, so
+/// reading it cannot fail and lose the value.
+fn take<T: DeserializeOwned>(fields: &mut Fields, key: &str, fits: fn(&Value) -> bool) -> Option<T> {
+    if !fits(fields.get(key)?) {
+        return None;
+    }
+    T::deserialize(fields.shift_remove(key)?).ok()
+}
+
+fn text(v: &Value) -> bool {
+    v.is_string()
+}
+
+fn count(v: &Value) -> bool {
+    v.is_u64()
+}
+
+fn object(v: &Value) -> bool {
+    v.is_object()
+}
+
+/// A list of wire objects (choices, tool calls).
+fn objects(v: &Value) -> bool {
+    v.as_array().is_some_and(|items| items.iter().all(Value::is_object))
+}
+
+/// A message's content: text, a list of parts or null.
+fn content(v: &Value) -> bool {
+    v.is_string() || v.is_array() || v.is_null()
+}
+
+fn any(_: &Value) -> bool {
+    true
 }
 
 /// Writes a wire type: the named fields that are set, then `extra` but
@@ -65,12 +96,12 @@ impl<'de, C: DeserializeOwned> Deserialize<'de> for Completion<C> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let mut extra = Fields::deserialize(d)?;
         Ok(Completion {
-            id: take(&mut extra, "id"),
-            object: take(&mut extra, "object"),
-            created: take(&mut extra, "created"),
-            model: take(&mut extra, "model"),
-            choices: take(&mut extra, "choices").unwrap_or_default(),
-            usage: take(&mut extra, "usage"),
+            id: take(&mut extra, "id", text),
+            object: take(&mut extra, "object", text),
+            created: take(&mut extra, "created", count),
+            model: take(&mut extra, "model", text),
+            choices: take(&mut extra, "choices", objects).unwrap_or_default(),
+            usage: take(&mut extra, "usage", object),
             extra,
         })
     }
@@ -91,10 +122,10 @@ impl<'de> Deserialize<'de> for Choice {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let mut extra = Fields::deserialize(d)?;
         Ok(Choice {
-            index: take(&mut extra, "index"),
-            message: take(&mut extra, "message"),
-            logprobs: take(&mut extra, "logprobs"),
-            finish_reason: take(&mut extra, "finish_reason"),
+            index: take(&mut extra, "index", count),
+            message: take(&mut extra, "message", object),
+            logprobs: take(&mut extra, "logprobs", any),
+            finish_reason: take(&mut extra, "finish_reason", text),
             extra,
         })
     }
@@ -115,10 +146,10 @@ impl<'de> Deserialize<'de> for ChunkChoice {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let mut extra = Fields::deserialize(d)?;
         Ok(ChunkChoice {
-            index: take(&mut extra, "index"),
-            delta: take(&mut extra, "delta"),
-            logprobs: take(&mut extra, "logprobs"),
-            finish_reason: take(&mut extra, "finish_reason"),
+            index: take(&mut extra, "index", count),
+            delta: take(&mut extra, "delta", object),
+            logprobs: take(&mut extra, "logprobs", any),
+            finish_reason: take(&mut extra, "finish_reason", text),
             extra,
         })
     }
@@ -139,10 +170,10 @@ impl<'de> Deserialize<'de> for Message {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let mut extra = Fields::deserialize(d)?;
         Ok(Message {
-            role: take(&mut extra, "role"),
-            tool_call_id: take(&mut extra, "tool_call_id"),
-            content: take(&mut extra, "content").unwrap_or_default(),
-            tool_calls: take(&mut extra, "tool_calls"),
+            role: take(&mut extra, "role", text),
+            tool_call_id: take(&mut extra, "tool_call_id", text),
+            content: take(&mut extra, "content", content).unwrap_or_default(),
+            tool_calls: take(&mut extra, "tool_calls", objects),
             extra,
         })
     }
@@ -184,10 +215,10 @@ impl<'de> Deserialize<'de> for ToolCall {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let mut extra = Fields::deserialize(d)?;
         Ok(ToolCall {
-            index: take(&mut extra, "index"),
-            id: take(&mut extra, "id"),
-            kind: take(&mut extra, "type"),
-            function: take(&mut extra, "function"),
+            index: take(&mut extra, "index", count),
+            id: take(&mut extra, "id", text),
+            kind: take(&mut extra, "type", text),
+            function: take(&mut extra, "function", object),
             extra,
         })
     }
@@ -205,7 +236,7 @@ impl Serialize for FunctionCall {
 impl<'de> Deserialize<'de> for FunctionCall {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let mut extra = Fields::deserialize(d)?;
-        Ok(FunctionCall { name: take(&mut extra, "name"), arguments: take(&mut extra, "arguments"), extra })
+        Ok(FunctionCall { name: take(&mut extra, "name", text), arguments: take(&mut extra, "arguments", text), extra })
     }
 }
 
@@ -223,9 +254,9 @@ impl<'de> Deserialize<'de> for CompletionUsage {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let mut extra = Fields::deserialize(d)?;
         Ok(CompletionUsage {
-            prompt_tokens: take(&mut extra, "prompt_tokens"),
-            completion_tokens: take(&mut extra, "completion_tokens"),
-            total_tokens: take(&mut extra, "total_tokens"),
+            prompt_tokens: take(&mut extra, "prompt_tokens", count),
+            completion_tokens: take(&mut extra, "completion_tokens", count),
+            total_tokens: take(&mut extra, "total_tokens", count),
             extra,
         })
     }
