@@ -2,11 +2,11 @@
 //!
 //! # Layout
 //!
-//! Three rooms, bottom to top; a module imports only from its own room and
+//! Four rooms, bottom to top; a module imports only from its own room and
 //! the ones below. The protocol rule is checkable: nothing outside
-//! `server/` and `cli/` names axum, rmcp or an HTTP status
-//! (`grep -rn "axum\|rmcp" src --include=*.rs | grep -v "src/server/\|src/cli/"`
-//! finds nothing). docs/architecture.md tells how a request flows through
+//! `server/` and `cli/` uses axum or rmcp, the crates of the faces'
+//! protocols (`grep -rn "axum\|rmcp" src --include=*.rs | grep -v
+//! "src/server/\|src/cli/"` finds only this paragraph). docs/architecture.md tells how a request flows through
 //! them.
 //!
 //! **Foundations and the domain** (no protocol, no network):
@@ -17,6 +17,8 @@
 //!   log (the graph's run log, the planner's memory).
 //! * [`text`]: text cut short for a person or a model (`clip`).
 //! * [`units`]: milliseconds, the unit of every reported duration (`ms`).
+//! * [`metrics`]: process counters the engine and the server count,
+//!   rendered in Prometheus' text format for `GET /metrics`.
 //! * [`json_text`]: JSON that arrives as text (JSON or Python literals in
 //!   strings, documents cut short) read as the value it stands for.
 //! * [`catalog`]: loads ToolBench tool JSON, compacted JSONL, OpenAPI 3
@@ -66,8 +68,6 @@
 //! * [`server`]: `toolrouter serve` (middleware, connections, graceful
 //!   shutdown), the OpenAI-compatible face ([`server::openai`]), the MCP
 //!   face ([`server::mcp`]) and the replay server of recorded responses.
-//! * [`metrics`]: process counters the engine and the server count, in
-//!   Prometheus' text format.
 //! * [`eval`]: measures retrieval (Recall@k, NDCG@k, MRR), planning
 //!   (precision, recall and F1 of the planned APIs) and response
 //!   compression against plain baselines.

@@ -2,7 +2,7 @@
 //! finds the `relevant APIs` of real requests.
 //!
 //! * [`queries`] reads the query files;
-//! * [`metrics`] computes Recall@k, NDCG@k and reciprocal rank;
+//! * [`scores`] computes Recall@k, NDCG@k and reciprocal rank;
 //! * [`retrieval`] runs every query through the retriever and reports per
 //!   file and overall;
 //! * [`compress`] compresses every recorded response of a replay table;

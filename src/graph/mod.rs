@@ -4,7 +4,7 @@
 //!
 //! Nodes are APIs, keyed by function name (stable across catalog versions),
 //! plus one `Finish` node; an edge `i → j` carries how often `j` followed
-//! `i` in cleaned successful trajectories ([`build`]). With
+//! `i` in cleaned successful trajectories ([`build()`]). With
 //! `#(i → j)` those counts:
 //!
 //! ```text

@@ -3,7 +3,7 @@
 //! remembered tasks are hints: the deterministic decider boosts their APIs,
 //! the LLM decider shows them as worked examples.
 //!
-//! Stored as a [`journal`](crate::journal) (`<state>/memory/memory.jsonl`),
+//! Stored as a [`crate::journal`] (`<state>/memory/memory.jsonl`),
 //! each entry with its task's vector, so loading needs no embedding.
 //! `graph build` writes what trajectory files teach; the engine appends
 //! every successful live run ([`MemoryWriter`]). Entries are shared

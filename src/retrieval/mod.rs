@@ -25,7 +25,7 @@
 //! ([`tool_list`]).
 //!
 //! The index (vectors, HNSW graph, BM25 postings) is built once, stored in
-//! the state directory ([`store`]) and loaded at start; embeddings are
+//! the state directory ([`index_files`]) and loaded at start; embeddings are
 //! cached by text hash ([`cache`]), so rebuilding after a catalog change
 //! embeds only what changed.
 

@@ -9,7 +9,7 @@
 //! a request's headers must arrive within it, counted from the
 //! connection's start or from its last answer (so an idle keep-alive
 //! connection closes after it too). The body's own timeout is
-//! [`super::http`]'s (`server.body_timeout_ms`). Each connection gets
+//! [`super::middleware`]'s (`server.body_timeout_ms`). Each connection gets
 //! TCP_NODELAY (streamed answers are many small writes: without it,
 //! Nagle's algorithm holds each one until the client's delayed ACK,
 //! ~40 ms) and its peer address as [`axum::extract::ConnectInfo`].

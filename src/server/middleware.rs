@@ -1,7 +1,7 @@
 //! What every request of `toolrouter serve` passes through before its
-//! handler: an id, a time limit and a log line ([`observe`]), the API key
-//! and the client's request rate ([`auth`]), and the body read whole
-//! within its time and size limits ([`read_body`]). Their refusals are in
+//! handler: an id, a time limit and a log line (`observe`), the API key
+//! and the client's request rate (`auth`), and the body read whole
+//! within its time and size limits (`read_body`). Their refusals are in
 //! OpenAI's error shape.
 
 use std::sync::Arc;

@@ -159,7 +159,7 @@ const OPEN_ENDED: [&str; 9] = [
 ];
 
 /// `schema` with `additionalProperties: false` on every object schema
-/// that lists `properties` and none of [`OPEN_ENDED`], through
+/// that lists `properties` and none of `OPEN_ENDED`, through
 /// `properties`, `items`, `$defs` and `definitions`.
 pub fn closed(mut schema: Value) -> Value {
     fn close(s: &mut Value, depth: usize) {
