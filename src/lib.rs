@@ -47,8 +47,8 @@
 //!
 //! **Outbound HTTP** (toolrouter as a client):
 //!
-//! * [`retry`]: exponential backoff with jitter and `Retry-After`, for
-//!   every outbound request (the model's and the APIs').
+//! * [`outbound`]: what every outbound request shares (the model's and the
+//!   APIs'): backoff with jitter, `Retry-After`, bodies read up to a cap.
 //! * [`upstream`]: calls the APIs: requests in RapidAPI's conventions, the
 //!   SSRF guard, rate limits (governor), retries, size and time caps, and
 //!   the replay table of recorded responses.
@@ -86,9 +86,9 @@ pub mod journal;
 pub mod json_text;
 pub mod llm;
 pub mod metrics;
+pub mod outbound;
 pub mod planner;
 pub mod retrieval;
-pub mod retry;
 pub mod server;
 pub mod text;
 pub mod trajectory;

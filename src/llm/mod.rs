@@ -208,7 +208,7 @@ impl LlmClient {
             let wait = match retry_after {
                 Some(wait) if wait > Duration::from_millis(self.config.max_retry_wait_ms) => return Err(error),
                 Some(wait) => wait,
-                None => crate::retry::backoff(self.config.backoff_ms, attempt),
+                None => crate::outbound::backoff(self.config.backoff_ms, attempt),
             };
             // A retry that could not start before the deadline is not tried.
             if Instant::now() + wait >= deadline {
@@ -351,7 +351,7 @@ impl LlmClient {
 async fn status_error(response: reqwest::Response) -> LlmError {
     let status = response.status().as_u16();
     let retry_after =
-        response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(crate::retry::retry_after);
+        response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(crate::outbound::retry_after);
     let text = read_capped(response, 64 * 1024).await.unwrap_or_default();
     let message = serde_json::from_slice::<Value>(&text)
         .ok()
@@ -388,14 +388,10 @@ fn cause(e: reqwest::Error) -> String {
 
 /// The body, up to `cap` bytes (more is an error).
 async fn read_capped(mut response: reqwest::Response, cap: usize) -> Result<Vec<u8>, LlmError> {
-    let mut out = Vec::new();
-    while let Some(chunk) =
-        response.chunk().await.map_err(|e| LlmError::Connect(format!("reading the answer: {}", cause(e))))?
-    {
-        if out.len() + chunk.len() > cap {
-            return Err(LlmError::Malformed(format!("the answer is larger than {cap} bytes")));
+    crate::outbound::read_capped(&mut response, cap).await.map_err(|e| match e {
+        crate::outbound::ReadError::TooLarge { .. } => {
+            LlmError::Malformed(format!("the answer is larger than {cap} bytes"))
         }
-        out.extend_from_slice(&chunk);
-    }
-    Ok(out)
+        crate::outbound::ReadError::Read(e) => LlmError::Connect(format!("reading the answer: {}", cause(e))),
+    })
 }

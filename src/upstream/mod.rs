@@ -37,6 +37,7 @@ use url::Url;
 
 use crate::catalog::{Api, Catalog};
 use crate::config::{Config, Secret, UpstreamConfig, UpstreamMode};
+use crate::outbound::ReadError;
 use crate::units::ms;
 pub use guard::Guard;
 pub use limits::{Limit, Limits};
@@ -285,7 +286,7 @@ impl Upstream {
                 }
             };
             let mut retry_in = (failure.retryable && attempt < self.config.max_attempts)
-                .then(|| crate::retry::backoff(self.config.backoff_ms, attempt));
+                .then(|| crate::outbound::backoff(self.config.backoff_ms, attempt));
             if let Some(after) = failure.retry_after {
                 self.limits.slow_host(&http.api_host, after.min(MAX_RETRY_AFTER));
                 retry_in = retry_in.map(|_| after).filter(|a| *a <= MAX_RETRY_AFTER);
@@ -336,21 +337,19 @@ impl Upstream {
         let content_type =
             response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
         let retry_after =
-            response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(crate::retry::retry_after);
+            response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(crate::outbound::retry_after);
         let cap = self.config.max_response_bytes;
-        if response.content_length().is_some_and(|n| n as usize > cap) {
-            return Err(Failure::fatal(ErrorClass::TooLarge, format!("the response is larger than {cap} bytes")));
-        }
-        let mut bytes = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(classify)? {
-            if bytes.len() + chunk.len() > cap {
-                return Err(Failure::fatal(
-                    ErrorClass::TooLarge,
-                    format!("the response is larger than {cap} bytes; cut off"),
-                ));
+        let bytes = match crate::outbound::read_capped(&mut response, cap).await {
+            Ok(bytes) => bytes,
+            Err(ReadError::TooLarge { declared: true }) => {
+                return Err(Failure::fatal(ErrorClass::TooLarge, format!("the response is larger than {cap} bytes")));
             }
-            bytes.extend_from_slice(&chunk);
-        }
+            Err(ReadError::TooLarge { declared: false }) => {
+                let message = format!("the response is larger than {cap} bytes; cut off");
+                return Err(Failure::fatal(ErrorClass::TooLarge, message));
+            }
+            Err(ReadError::Read(e)) => return Err(classify(e)),
+        };
         let code = status.as_u16();
         if status.as_u16() == 429 {
             let mut f = Failure::retry(ErrorClass::RateLimited, format!("{}: {}", status_text(code), snippet(&bytes)));

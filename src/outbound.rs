@@ -1,7 +1,7 @@
-//! When to try an outbound request again: exponential backoff with jitter,
-//! and a server's `Retry-After`. The model client ([`crate::llm`]) and the
-//! API upstream ([`crate::upstream`]) both use it, so they read the header
-//! alike.
+//! What every outbound request shares, the model client's
+//! ([`crate::llm`]) and the APIs' ([`crate::upstream`]), so that both read
+//! alike: when to try again (exponential backoff with jitter, a server's
+//! `Retry-After`) and reading a body up to a size cap.
 
 use std::time::{Duration, SystemTime};
 
@@ -30,6 +30,32 @@ pub fn retry_after(value: &str) -> Option<Duration> {
         }
     };
     Some(wait.min(MAX_RETRY_AFTER))
+}
+
+/// Why a body could not be read whole.
+#[derive(Debug)]
+pub enum ReadError {
+    /// It is larger than the cap; `declared`: its `Content-Length` said so
+    /// before anything was read.
+    TooLarge { declared: bool },
+    /// The connection failed while reading.
+    Read(reqwest::Error),
+}
+
+/// `response`'s body, up to `cap` bytes: refused at once when its
+/// `Content-Length` is larger, cut off as soon as it grows larger.
+pub async fn read_capped(response: &mut reqwest::Response, cap: usize) -> Result<Vec<u8>, ReadError> {
+    if response.content_length().is_some_and(|n| n > cap as u64) {
+        return Err(ReadError::TooLarge { declared: true });
+    }
+    let mut out = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(ReadError::Read)? {
+        if out.len() + chunk.len() > cap {
+            return Err(ReadError::TooLarge { declared: false });
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
