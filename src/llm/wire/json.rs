@@ -236,7 +236,7 @@ impl Serialize for FunctionCall {
 impl<'de> Deserialize<'de> for FunctionCall {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let mut extra = Fields::deserialize(d)?;
-        Ok(FunctionCall { name: take(&mut extra, "name", text), arguments: take(&mut extra, "arguments", text), extra })
+        Ok(FunctionCall { name: take(&mut extra, "name", text), arguments: take(&mut extra, "arguments", any), extra })
     }
 }
 

@@ -287,3 +287,27 @@ fn a_completion_becomes_the_chunks_of_its_stream() {
         r#"{"index":0,"delta":{},"logprobs":null,"finish_reason":null}"#
     );
 }
+
+#[test]
+fn every_named_field_is_read_in_each_shape_it_comes_in() {
+    // A field left in `extra` reads as missing: arguments as an object
+    // (some servers send one) went unread once.
+    for arguments in [json!("{\"city\": \"Berlin\"}"), json!({"city": "Berlin"})] {
+        let call: FunctionCall =
+            serde_json::from_value(json!({"name": "get_weather", "arguments": arguments})).unwrap();
+        assert_eq!(call.arguments, Some(arguments.clone()));
+        assert!(call.extra.is_empty(), "{:?}", call.extra);
+    }
+    for content in [json!("hi"), json!([{"type": "text", "text": "hi"}]), Value::Null] {
+        let message: Message = serde_json::from_value(json!({"role": "assistant", "content": content,
+            "tool_calls": [{"id": "c", "type": "function", "index": 0, "function": {"name": "f", "arguments": "{}"}}]}))
+        .unwrap();
+        assert!(message.extra.is_empty() && message.tool_calls.as_ref().is_some_and(|c| c[0].extra.is_empty()));
+    }
+    let answer: Completion = serde_json::from_value(json!({"id": "x", "object": "chat.completion", "created": 1,
+        "model": "m", "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"},
+        "logprobs": null, "finish_reason": "stop"}], "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}))
+    .unwrap();
+    assert!(answer.extra.is_empty() && answer.choices[0].extra.is_empty(), "{answer:?}");
+    assert!(answer.usage.is_some_and(|u| u.extra.is_empty() && u.total_tokens == Some(2)));
+}
