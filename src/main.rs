@@ -1,5 +1,12 @@
 //! The `toolrouter` binary: everything happens in [`toolrouter::cli`].
 
+/// mimalloc rather than glibc's allocator: a request allocates and frees
+/// many small objects across two threads, and under load glibc's malloc
+/// and free took a quarter of the server's CPU (docs/benchmarks.md,
+/// "Where the time goes").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     // Rust ignores SIGPIPE, so printing to a closed pipe (`toolrouter … |
     // head`) would panic. Command-line tools should end quietly instead:
