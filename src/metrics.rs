@@ -17,13 +17,37 @@ use crate::graph::store::LastRecovery;
 /// Upper bounds (seconds) of the request-latency histogram buckets.
 const BUCKETS: [f64; 10] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1.0, 5.0];
 
+/// Statuses counted, 100 to 599.
+const STATUSES: std::ops::Range<u16> = 100..600;
+
+/// One route's requests: how many by status, and their latency.
+struct RouteStats {
+    /// `toolrouter_requests_total{route, status}`, indexed by status − 100.
+    statuses: [AtomicU64; STATUSES.end as usize - STATUSES.start as usize],
+    /// Latency histogram: bucket counts, sum (µs) and count.
+    buckets: [AtomicU64; BUCKETS.len()],
+    sum_us: AtomicU64,
+    count: AtomicU64,
+}
+
+impl Default for RouteStats {
+    fn default() -> Self {
+        RouteStats {
+            statuses: std::array::from_fn(|_| AtomicU64::new(0)),
+            buckets: Default::default(),
+            sum_us: AtomicU64::new(0),
+            count: AtomicU64::new(0),
+        }
+    }
+}
+
 /// All metrics of the process.
 #[derive(Default)]
 pub struct Metrics {
-    /// `toolrouter_requests_total{route, status}`.
-    requests: DashMap<(String, u16), AtomicU64>,
-    /// Request latency: bucket counts, sum (µs) and count, per route.
-    latency: DashMap<String, ([AtomicU64; BUCKETS.len()], AtomicU64, AtomicU64)>,
+    /// Requests by route (looked up by `&str`: counting a request allocates nothing).
+    routes: DashMap<String, RouteStats>,
+    /// Log lines the server's log writer dropped (its queue was full).
+    dropped_log_lines: OnceLock<tracing_appender::non_blocking::ErrorCounter>,
     /// `toolrouter_tool_calls_total{api, outcome}`.
     tool_calls: DashMap<(String, String), AtomicU64>,
     upstream_retries: AtomicU64,
@@ -51,15 +75,24 @@ fn label(v: &str) -> String {
 impl Metrics {
     /// A finished HTTP request. `route` is the matched route, not the raw path.
     pub fn request(&self, route: &str, status: u16, seconds: f64) {
-        bump(&self.requests, (route.to_string(), status), 1);
-        let entry = self.latency.entry(route.to_string()).or_default();
+        let stats = match self.routes.get(route) {
+            Some(stats) => stats,
+            None => self.routes.entry(route.to_string()).or_default().downgrade(),
+        };
+        let status = status.clamp(STATUSES.start, STATUSES.end - 1) - STATUSES.start;
+        stats.statuses[usize::from(status)].fetch_add(1, Ordering::Relaxed);
         for (i, bound) in BUCKETS.iter().enumerate() {
             if seconds <= *bound {
-                entry.0[i].fetch_add(1, Ordering::Relaxed);
+                stats.buckets[i].fetch_add(1, Ordering::Relaxed);
             }
         }
-        entry.1.fetch_add((seconds * 1e6) as u64, Ordering::Relaxed);
-        entry.2.fetch_add(1, Ordering::Relaxed);
+        stats.sum_us.fetch_add((seconds * 1e6) as u64, Ordering::Relaxed);
+        stats.count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Where the server's log writer counts the lines it dropped.
+    pub fn set_dropped_log_lines(&self, counter: tracing_appender::non_blocking::ErrorCounter) {
+        let _ = self.dropped_log_lines.set(counter);
     }
 
     /// An upstream API call: its outcome (`ok` or an error class) and retries.
@@ -85,14 +118,20 @@ impl Metrics {
         let mut out = String::new();
         let _ = writeln!(out, "# HELP toolrouter_requests_total HTTP requests by route and status.");
         let _ = writeln!(out, "# TYPE toolrouter_requests_total counter");
-        for e in self.requests.iter() {
-            let ((route, status), n) = (e.key(), e.value().load(Ordering::Relaxed));
-            let _ = writeln!(out, "toolrouter_requests_total{{route=\"{}\",status=\"{status}\"}} {n}", label(route));
+        for e in self.routes.iter() {
+            let route = label(e.key());
+            for (status, n) in STATUSES.zip(&e.value().statuses) {
+                let n = n.load(Ordering::Relaxed);
+                if n > 0 {
+                    let _ = writeln!(out, "toolrouter_requests_total{{route=\"{route}\",status=\"{status}\"}} {n}");
+                }
+            }
         }
         let _ = writeln!(out, "# HELP toolrouter_request_duration_seconds HTTP request latency by route.");
         let _ = writeln!(out, "# TYPE toolrouter_request_duration_seconds histogram");
-        for e in self.latency.iter() {
-            let (route, (buckets, sum, count)) = (label(e.key()), e.value());
+        for e in self.routes.iter() {
+            let (route, stats) = (label(e.key()), e.value());
+            let (buckets, sum, count) = (&stats.buckets, &stats.sum_us, &stats.count);
             for (i, bound) in BUCKETS.iter().enumerate() {
                 let n = buckets[i].load(Ordering::Relaxed);
                 let _ =
@@ -126,6 +165,13 @@ impl Metrics {
             let n = self.rate_limited.get(side).map_or(0, |v| v.load(Ordering::Relaxed));
             let _ = writeln!(out, "toolrouter_rate_limited_total{{side=\"{side}\"}} {n}");
         }
+        let _ = writeln!(
+            out,
+            "# HELP toolrouter_log_lines_dropped_total Log lines dropped because the log writer fell behind."
+        );
+        let _ = writeln!(out, "# TYPE toolrouter_log_lines_dropped_total counter");
+        let dropped = self.dropped_log_lines.get().map_or(0, |c| c.dropped_lines());
+        let _ = writeln!(out, "toolrouter_log_lines_dropped_total {dropped}");
         self.render_graph_recovery(&mut out);
         out
     }
@@ -197,6 +243,13 @@ mod tests {
         assert!(text.contains("toolrouter_upstream_retries_total 2"));
         assert!(text.contains("toolrouter_rate_limited_total{side=\"upstream\"} 1"));
         assert!(text.contains("toolrouter_graph_recovery_lost_runs 0\n"), "{text}");
+        assert!(text.contains("toolrouter_log_lines_dropped_total 0\n"), "{text}");
+        m.request("/v1/chat/completions", 503, 0.001);
+        m.request("other", 1000, 0.001);
+        let text = m.render();
+        assert!(text.contains("route=\"/v1/chat/completions\",status=\"200\"} 2\n"), "{text}");
+        assert!(text.contains("route=\"/v1/chat/completions\",status=\"503\"} 1\n"), "{text}");
+        assert!(text.contains("route=\"other\",status=\"599\"} 1\n"), "an odd status is counted, clamped: {text}");
     }
 
     #[test]

@@ -23,6 +23,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use tracing_appender::non_blocking::WorkerGuard;
+use tracing_subscriber::fmt::writer::BoxMakeWriter;
 
 use crate::catalog::{Catalog, Sources};
 use crate::config::{CONFIG_ENV, Config, LogFormat};
@@ -108,8 +110,13 @@ impl From<anyhow::Error> for CliError {
 /// Parses the command line, runs the command, and maps the outcome to an exit code.
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
+    // Flushes the server's log when `run` returns.
+    let _log_guard;
     let config = match load_config(&cli) {
-        Ok(config) => config,
+        Ok((config, guard)) => {
+            _log_guard = guard;
+            config
+        }
         Err(message) => {
             eprintln!("toolrouter: {message}");
             return ExitCode::from(EXIT_USAGE);
@@ -144,8 +151,9 @@ pub fn run() -> ExitCode {
     }
 }
 
-/// Loads and validates the config, applies the flags and starts logging.
-fn load_config(cli: &Cli) -> Result<Config, String> {
+/// Loads and validates the config, applies the flags and starts logging
+/// (with the guard that flushes a server's log).
+fn load_config(cli: &Cli) -> Result<(Config, Option<WorkerGuard>), String> {
     let (mut config, warnings) = Config::load(cli.config.as_deref()).map_err(|e| e.to_string())?;
     if !cli.catalog.is_empty() {
         for path in &cli.catalog {
@@ -155,22 +163,38 @@ fn load_config(cli: &Cli) -> Result<Config, String> {
         }
         config.catalog.paths = cli.catalog.clone();
     }
-    init_logging(&config);
+    let guard = init_logging(&config, matches!(cli.command, Command::Serve(_)));
     for warning in warnings {
         tracing::warn!("{warning}");
     }
-    Ok(config)
+    Ok((config, guard))
 }
 
-fn init_logging(config: &Config) {
+/// Logs to stderr. A server (`serve`) logs a line per request: there the
+/// lines are written by a thread of their own, many per `write` under
+/// load, so that a request neither waits for stderr nor makes a system
+/// call for its line (the synchronous write was a tenth of the server's
+/// CPU at saturation, docs/benchmarks.md). Lines that find that thread's
+/// queue (128k lines) full are dropped rather than stall requests; they
+/// are counted in `/metrics`. Commands keep writing at once, in order with
+/// what they print.
+fn init_logging(config: &Config, server: bool) -> Option<WorkerGuard> {
     let filter = tracing_subscriber::EnvFilter::try_new(&config.log.level).unwrap_or_else(|_| "info".into());
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
+    let (writer, guard) = if server {
+        let (writer, guard) = tracing_appender::non_blocking(std::io::BufWriter::new(std::io::stderr()));
+        crate::metrics::global().set_dropped_log_lines(writer.error_counter());
+        (BoxMakeWriter::new(writer), Some(guard))
+    } else {
+        (BoxMakeWriter::new(std::io::stderr), None)
+    };
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer).with_ansi(ansi);
     // A second initialization (tests calling `run` twice) is harmless; ignore it.
     let _ = match config.log.format {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Text => builder.try_init(),
     };
+    guard
 }
 
 /// The tokio runtime every subcommand runs its async work on: one kind,

@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 use crate::catalog::Api;
 use crate::engine::{CallRequest, Called, Engine};
 use crate::graph::{RunCall, RunRecord};
-use crate::llm::wire::{Completion, CompletionRequest, Message};
+use crate::llm::wire::{Completion, CompletionRequest, Message, RequestBody};
 use crate::llm::{ChatModel, LlmError, Usage};
 use crate::planner::{Caller, Ending, LlmDecider, PlanRun, Settings, StepOutcome};
 use crate::text::clip;
@@ -317,7 +317,7 @@ async fn ask(
         messages.push(Message::new("user", extra));
     }
     let body = CompletionRequest { model: request.model.clone(), messages, tools: Vec::new() };
-    llm.complete(&body.to_value(), deadline).await
+    llm.complete(&RequestBody::of(&body), deadline).await
 }
 
 /// The sub-tasks in a decomposition answer; none when it does not parse

@@ -39,14 +39,14 @@ use futures_util::future::BoxFuture;
 use futures_util::{Stream, StreamExt};
 use serde_json::Value;
 
-use crate::config::{Config, LlmConfig, Secret};
+use crate::config::{Config, LlmConfig};
 
 mod sse;
 pub mod wire;
 
 pub use sse::FINISHED_GRACE;
 
-pub use wire::{Chunk, Completion, Message, chunks_of};
+pub use wire::{Chunk, Completion, Message, RequestBody, chunks_of};
 
 /// Why a request to the model failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -102,7 +102,8 @@ pub type Chunks = Pin<Box<dyn Stream<Item = Result<Chunk, LlmError>> + Send>>;
 /// model server over HTTP) in production; a scripted model in tests, so
 /// that the OpenAI face and execute mode are tested in process.
 ///
-/// Requests are JSON (a client's body, forwarded with whatever it holds);
+/// Requests are a [`RequestBody`] (a client's body, forwarded field by
+/// field with whatever it holds; `stream` is the method's);
 /// answers are typed ([`wire`]), read once where they arrive: the model
 /// server's answer is checked to be a completion (choices, each with a
 /// message) by the client, so no face and no test double reads raw JSON,
@@ -112,20 +113,20 @@ pub type Chunks = Pin<Box<dyn Stream<Item = Result<Chunk, LlmError>> + Send>>;
 /// `Arc<dyn ChatModel>`, and a trait with `async fn` is not object-safe.
 pub trait ChatModel: Send + Sync {
     /// A non-streaming chat completion of `body`, given up at `deadline`.
-    fn complete<'a>(&'a self, body: &'a Value, deadline: Instant) -> BoxFuture<'a, Result<Completion, LlmError>>;
+    fn complete<'a>(&'a self, body: &'a RequestBody, deadline: Instant) -> BoxFuture<'a, Result<Completion, LlmError>>;
     /// A streaming chat completion of `body`: its chunks; the stream must
     /// start by `deadline`.
-    fn stream<'a>(&'a self, body: &'a Value, deadline: Instant) -> BoxFuture<'a, Result<Chunks, LlmError>>;
+    fn stream<'a>(&'a self, body: &'a RequestBody, deadline: Instant) -> BoxFuture<'a, Result<Chunks, LlmError>>;
     /// The model server's list of models (`{"object": "list", "data": [...]}`).
     fn models(&self) -> BoxFuture<'_, Result<Value, LlmError>>;
 }
 
 impl ChatModel for LlmClient {
-    fn complete<'a>(&'a self, body: &'a Value, deadline: Instant) -> BoxFuture<'a, Result<Completion, LlmError>> {
+    fn complete<'a>(&'a self, body: &'a RequestBody, deadline: Instant) -> BoxFuture<'a, Result<Completion, LlmError>> {
         Box::pin(LlmClient::complete(self, body, deadline))
     }
 
-    fn stream<'a>(&'a self, body: &'a Value, deadline: Instant) -> BoxFuture<'a, Result<Chunks, LlmError>> {
+    fn stream<'a>(&'a self, body: &'a RequestBody, deadline: Instant) -> BoxFuture<'a, Result<Chunks, LlmError>> {
         Box::pin(LlmClient::stream(self, body, deadline))
     }
 
@@ -137,11 +138,12 @@ impl ChatModel for LlmClient {
 /// The model client: one per process.
 pub struct LlmClient {
     http: reqwest::Client,
-    /// `{base_url}/chat/completions`.
-    url: String,
+    /// `{base_url}/chat/completions`, parsed once (not per request).
+    url: reqwest::Url,
     /// `{base_url}/models`.
     models_url: String,
-    key: Option<Secret>,
+    /// `Bearer KEY`, marked sensitive (never logged).
+    authorization: Option<reqwest::header::HeaderValue>,
     config: LlmConfig,
 }
 
@@ -152,35 +154,44 @@ impl LlmClient {
             return Err(LlmError::NotConfigured);
         }
         crate::upstream::install_crypto();
+        // No proxy: the model server is the operator's (a proxy from the
+        // environment would be a surprise), and reqwest would otherwise
+        // match every request against the proxy settings.
         let http = reqwest::Client::builder()
             .user_agent(crate::upstream::USER_AGENT)
             .connect_timeout(Duration::from_millis(config.llm.timeout_ms))
+            .no_proxy()
             .build()
             .map_err(|e| LlmError::Connect(e.to_string()))?;
         let key = config.llm_key().map_err(LlmError::Connect)?;
-        let base = config.llm.base_url.trim_end_matches('/');
-        let (url, models_url) = (format!("{base}/chat/completions"), format!("{base}/models"));
-        Ok(LlmClient { http, url, models_url, key, config: config.llm.clone() })
-    }
-
-    fn request(&self, body: &Value) -> reqwest::RequestBuilder {
-        let req = self.http.post(&self.url).header("content-type", "application/json").body(body.to_string());
-        self.authorized(req)
-    }
-
-    fn authorized(&self, mut req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        if let Some(key) = &self.key {
+        let authorization = key.map(|key| {
             let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {}", key.expose()))
                 .unwrap_or_else(|_| reqwest::header::HeaderValue::from_static(""));
             value.set_sensitive(true);
-            req = req.header("authorization", value);
+            value
+        });
+        let base = config.llm.base_url.trim_end_matches('/');
+        let url = reqwest::Url::parse(&format!("{base}/chat/completions"))
+            .map_err(|e| LlmError::Connect(format!("llm.base_url is not a URL: {e}")))?;
+        Ok(LlmClient { http, url, models_url: format!("{base}/models"), authorization, config: config.llm.clone() })
+    }
+
+    fn request(&self, body: &bytes::Bytes) -> reqwest::RequestBuilder {
+        let json = reqwest::header::HeaderValue::from_static("application/json");
+        let req = self.http.post(self.url.clone()).header(reqwest::header::CONTENT_TYPE, json).body(body.clone());
+        self.authorized(req)
+    }
+
+    fn authorized(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.authorization {
+            Some(value) => req.header(reqwest::header::AUTHORIZATION, value.clone()),
+            None => req,
         }
-        req
     }
 
     /// Sends `body` until a response starts, retrying what may be retried
     /// while the wait fits before `deadline`.
-    async fn send(&self, body: &Value, deadline: Instant) -> Result<reqwest::Response, LlmError> {
+    async fn send(&self, body: &bytes::Bytes, deadline: Instant) -> Result<reqwest::Response, LlmError> {
         let timeout = Duration::from_millis(self.config.timeout_ms);
         let mut attempt = 0;
         loop {
@@ -249,7 +260,7 @@ impl LlmClient {
 
     /// A non-streaming chat completion (`stream` is forced off), given up
     /// at `deadline` (the request's or run's time budget).
-    pub async fn complete(&self, body: &Value, deadline: Instant) -> Result<Completion, LlmError> {
+    pub async fn complete(&self, body: &RequestBody, deadline: Instant) -> Result<Completion, LlmError> {
         let left = deadline.saturating_duration_since(Instant::now());
         let result =
             tokio::time::timeout(left, self.complete_once(body, deadline)).await.unwrap_or(Err(LlmError::Deadline));
@@ -259,13 +270,8 @@ impl LlmClient {
         result
     }
 
-    async fn complete_once(&self, body: &Value, deadline: Instant) -> Result<Completion, LlmError> {
-        let mut body = body.clone();
-        body["stream"] = Value::Bool(false);
-        if let Some(map) = body.as_object_mut() {
-            map.remove("stream_options");
-        }
-        let response = self.send(&body, deadline).await?;
+    async fn complete_once(&self, body: &RequestBody, deadline: Instant) -> Result<Completion, LlmError> {
+        let response = self.send(&body.to_json(false).into(), deadline).await?;
         let kind = content_type(&response);
         let bytes = self.read_answer(response).await?;
         // Read straight into the typed answer (no `Value` tree in between:
@@ -294,7 +300,7 @@ impl LlmClient {
     /// A streaming chat completion (`stream` is forced on): its chunks.
     /// The stream must start by `deadline`; then each event must follow the
     /// last within `llm.timeout_ms`.
-    pub async fn stream(&self, body: &Value, deadline: Instant) -> Result<Chunks, LlmError> {
+    pub async fn stream(&self, body: &RequestBody, deadline: Instant) -> Result<Chunks, LlmError> {
         let result = self.stream_once(body, deadline).await;
         if let Err(e) = &result {
             tracing::warn!("model stream failed: {e}");
@@ -302,10 +308,8 @@ impl LlmClient {
         result
     }
 
-    async fn stream_once(&self, body: &Value, deadline: Instant) -> Result<Chunks, LlmError> {
-        let mut body = body.clone();
-        body["stream"] = Value::Bool(true);
-        let response = self.send(&body, deadline).await?;
+    async fn stream_once(&self, body: &RequestBody, deadline: Instant) -> Result<Chunks, LlmError> {
+        let response = self.send(&body.to_json(true).into(), deadline).await?;
         let content_type =
             response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
         if !content_type.starts_with("text/event-stream") {

@@ -2,8 +2,9 @@
 //! and writes ([`Completion`], its streamed [`Chunk`]s, [`Message`],
 //! [`ToolCall`], [`CompletionUsage`]) and the requests it writes itself
 //! ([`CompletionRequest`]). A client's request body is not typed: it stays
-//! the client's JSON object (route mode sets its `model` and `tools`,
-//! nothing else), so whatever it carries reaches the model untouched.
+//! the client's JSON text, field by field ([`RequestBody`]; route mode
+//! sets its `model` and `tools`, nothing else), so whatever it carries
+//! reaches the model untouched.
 //!
 //! **Nothing is lost.** Each type keeps the fields it does not name in
 //! `extra`, so that fields OpenAI adds (`refusal`, `annotations`,
@@ -133,12 +134,6 @@ pub struct CompletionRequest {
     pub messages: Vec<Message>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<Value>,
-}
-
-impl CompletionRequest {
-    pub fn to_value(&self) -> Value {
-        to_value(self)
-    }
 }
 
 impl Completion {
@@ -382,7 +377,10 @@ fn to_value<T: Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or_default()
 }
 
+mod body;
 mod json;
+
+pub use body::RequestBody;
 
 #[cfg(test)]
 mod tests;

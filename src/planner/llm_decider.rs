@@ -30,7 +30,7 @@ use super::decider::{Decider, Move, Reflection, View, judge};
 use super::{Candidate, Step};
 use crate::args::Problem;
 use crate::catalog::{Api, Catalog};
-use crate::llm::wire::{CompletionRequest, Message, ToolCall};
+use crate::llm::wire::{CompletionRequest, Message, RequestBody, ToolCall};
 use crate::llm::{ChatModel, LlmError, Usage};
 
 /// The instructions: the stable head of every decision request.
@@ -118,7 +118,7 @@ impl LlmDecider {
             return None;
         }
         let body = CompletionRequest { model: self.model.clone(), messages, tools };
-        let result = self.llm.complete(&body.to_value(), self.deadline).await;
+        let result = self.llm.complete(&RequestBody::of(&body), self.deadline).await;
         let mut report = self.report.lock().unwrap_or_else(|e| e.into_inner());
         report.requests += 1;
         match result {

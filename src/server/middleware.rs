@@ -69,7 +69,6 @@ pub(super) async fn auth(State(app): State<Arc<App>>, mut request: Request, next
 /// comes gets 408 and frees its connection, instead of holding it (and a
 /// task) until the request's time limit.
 pub(super) async fn read_body(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
-    use axum::extract::FromRequest;
     let declared = request.headers().get("content-length").and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
     if declared.is_some_and(|n| n > app.config.server.max_body_bytes) {
         // Refused before it is read: the client need not send it all.
@@ -77,10 +76,10 @@ pub(super) async fn read_body(State(app): State<Arc<App>>, request: Request, nex
     }
     let (parts, body) = request.into_parts();
     let limit = Duration::from_millis(app.config.server.body_timeout_ms);
-    let read = axum::body::Bytes::from_request(Request::from_parts(parts.clone(), body), &());
+    let read = axum::body::to_bytes(body, app.config.server.max_body_bytes);
     match tokio::time::timeout(limit, read).await {
         Ok(Ok(bytes)) => next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await,
-        Ok(Err(rejection)) => unreadable(rejection),
+        Ok(Err(e)) => unreadable_body(&e),
         Err(_) => {
             let message =
                 format!("the request body did not arrive within {} ms (server.body_timeout_ms)", limit.as_millis());
@@ -151,6 +150,18 @@ pub(super) async fn observe(State(app): State<Arc<App>>, mut request: Request, n
     tracing::info!(request_id = %id, %method, %path, status = response.status().as_u16(),
         ms = format!("{:.1}", crate::units::ms(started.elapsed())), "request");
     response
+}
+
+/// A body that could not be read whole (over `server.max_body_bytes`:
+/// 413; the connection failed: 400).
+fn unreadable_body(e: &axum::Error) -> Response {
+    let too_large = std::error::Error::source(e).is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+    let error = if too_large {
+        ApiError::too_large()
+    } else {
+        ApiError::invalid(format!("the request body could not be read: {e}"), None)
+    };
+    error.into_response()
 }
 
 /// A body that could not be read, in OpenAI's shape rather than axum's

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use toolrouter::config::Config;
-use toolrouter::llm::{LlmClient, LlmError};
+use toolrouter::llm::{LlmClient, LlmError, RequestBody};
 
 type Seen = Arc<Mutex<HashMap<String, Vec<(Value, bool)>>>>;
 
@@ -114,8 +114,9 @@ fn later() -> Instant {
     Instant::now() + Duration::from_secs(30)
 }
 
-fn request() -> Value {
-    json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream_options": {"include_usage": true}})
+fn request() -> RequestBody {
+    let body = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream_options": {"include_usage": true}});
+    RequestBody::parse(body.to_string().as_bytes()).unwrap()
 }
 
 #[tokio::test]

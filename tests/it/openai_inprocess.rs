@@ -13,7 +13,7 @@ use axum::http::{Request, StatusCode};
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use toolrouter::config::Config;
-use toolrouter::llm::{ChatModel, Chunk, Chunks, Completion, LlmError, chunks_of};
+use toolrouter::llm::{ChatModel, Chunk, Chunks, Completion, LlmError, RequestBody, chunks_of};
 use toolrouter::server::{App, router};
 use tower::ServiceExt;
 
@@ -43,13 +43,19 @@ impl ScriptedModel {
 }
 
 impl ChatModel for ScriptedModel {
-    fn complete<'a>(&'a self, body: &'a Value, _deadline: Instant) -> BoxFuture<'a, Result<Completion, LlmError>> {
-        Box::pin(async move { self.next(body) })
+    fn complete<'a>(
+        &'a self,
+        body: &'a RequestBody,
+        _deadline: Instant,
+    ) -> BoxFuture<'a, Result<Completion, LlmError>> {
+        // What an HTTP model server would receive.
+        Box::pin(async move { self.next(&serde_json::from_slice(&body.to_json(false)).unwrap()) })
     }
 
-    fn stream<'a>(&'a self, body: &'a Value, _deadline: Instant) -> BoxFuture<'a, Result<Chunks, LlmError>> {
+    fn stream<'a>(&'a self, body: &'a RequestBody, _deadline: Instant) -> BoxFuture<'a, Result<Chunks, LlmError>> {
         Box::pin(async move {
-            let chunks: Vec<Result<Chunk, LlmError>> = chunks_of(&self.next(body)?).into_iter().map(Ok).collect();
+            let sent = serde_json::from_slice(&body.to_json(true)).unwrap();
+            let chunks: Vec<Result<Chunk, LlmError>> = chunks_of(&self.next(&sent)?).into_iter().map(Ok).collect();
             Ok(Box::pin(futures_util::stream::iter(chunks)) as Chunks)
         })
     }

@@ -79,7 +79,7 @@ pub(crate) async fn chat_completions(
         crate::server::openai::stream::stream(request, llm.clone(), app.config.openai.clone(), &narrowing, planned)
             .await
     } else {
-        crate::server::openai::route::complete(&request, llm.as_ref(), &app.config.openai, &narrowing, planned).await
+        crate::server::openai::route::complete(request, llm.as_ref(), &app.config.openai, &narrowing, planned).await
     };
     match result {
         Ok(r) => r,

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::ApiError;
-use super::request::{ChatRequest, messages};
+use super::request::ChatRequest;
 use super::stream::{data, done, event_stream};
 use super::traces::Traces;
 use crate::config::OpenAiConfig;
@@ -45,7 +45,7 @@ pub async fn respond(
     client: Option<String>,
     config: &OpenAiConfig,
 ) -> Result<Response, ApiError> {
-    let messages = conversation(&req.body);
+    let messages = conversation(req.messages()?);
     if !messages.iter().any(|m| m.is("user")) {
         return Err(ApiError::invalid("execute mode needs a user message with text", Some("messages")));
     }
@@ -155,8 +155,8 @@ fn report(trace_id: &str, execution: &Solution) -> Value {
 
 /// The conversation's text turns (system, developer, user, assistant), as
 /// plain strings; tool calls and tool results of earlier turns are left out.
-fn conversation(body: &serde_json::Map<String, Value>) -> Vec<Message> {
-    messages(body)
+fn conversation(messages: Vec<Message>) -> Vec<Message> {
+    messages
         .iter()
         .filter_map(|m| {
             let role = m.role.as_deref()?;
@@ -182,7 +182,7 @@ mod tests {
             {"role": "assistant", "content": null, "tool_calls": [{"id": "1"}]},
             {"role": "tool", "tool_call_id": "1", "content": "sunny"},
             {"role": "user", "content": "  "}]});
-        let got = conversation(body.as_object().unwrap());
+        let got = conversation(serde_json::from_value(body["messages"].clone()).unwrap());
         assert_eq!(got, [Message::new("system", "Be brief."), Message::new("user", "Weather\nin Berlin")]);
     }
 }

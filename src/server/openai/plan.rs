@@ -8,20 +8,20 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::ApiError;
-use super::request::{self, ChatRequest};
+use super::request::ChatRequest;
 use super::tools::{ClientTool, catalog_tool};
 use crate::engine::Engine;
 use crate::llm::wire::Message;
 
 /// The text of the latest user message that has some.
-fn latest_request(req: &ChatRequest) -> Option<String> {
-    let messages = request::messages(&req.body);
-    messages.iter().rev().filter(|m| m.is("user")).map(Message::text).find(|t| !t.trim().is_empty())
+fn latest_request(req: &ChatRequest) -> Result<Option<String>, ApiError> {
+    let messages = req.messages()?;
+    Ok(messages.iter().rev().filter(|m| m.is("user")).map(Message::text).find(|t| !t.trim().is_empty()))
 }
 
 /// The tools to offer (at most `max`) and the plan, for the answer's `toolrouter` field.
 pub async fn offer(engine: &Arc<Engine>, req: &ChatRequest, max: usize) -> Result<(Vec<ClientTool>, Value), ApiError> {
-    let query = latest_request(req)
+    let query = latest_request(req)?
         .filter(|q| !q.trim().is_empty())
         .ok_or_else(|| ApiError::invalid("plan mode needs a user message to plan for", Some("messages")))?;
     let run = engine.plan(&query, None).await.map_err(|e| ApiError::invalid(e.to_string(), Some("messages")))?;

@@ -1,9 +1,11 @@
 //! Reading a chat-completions request before anything is sent upstream:
-//! the body parsed (its `tools` array kept as raw JSON text, so that a
-//! list seen before is not parsed again, see [`super::tools`]), every
-//! field toolrouter relies on checked, the mode chosen.
+//! the body split into its top-level fields, kept as the JSON text they
+//! came as ([`RequestBody`]: what toolrouter does not change is passed on
+//! without being parsed or written again), every field toolrouter relies
+//! on checked, the `tools` list read once per distinct list (see
+//! [`super::tools`]), the mode chosen.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,11 +16,13 @@ use serde_json::{Map, Value};
 use super::ApiError;
 use super::tools::{ClientTool, ToolLists};
 use crate::config::OpenAiConfig;
-use crate::llm::wire::Message;
+use crate::llm::wire::{Message, RequestBody};
 
 /// A checked request.
 pub struct ChatRequest {
-    pub body: Map<String, Value>,
+    /// The client's body but `toolrouter` (toolrouter's own options), as it
+    /// came: route mode sends it on with its `model` and `tools` set.
+    pub body: RequestBody,
     /// The name the client asked for.
     pub model: String,
     /// The name sent upstream.
@@ -26,6 +30,8 @@ pub struct ChatRequest {
     pub stream: bool,
     pub include_usage: bool,
     pub tools: Arc<[ClientTool]>,
+    /// The function `tool_choice` names, if it names one.
+    pub forced: Option<String>,
     /// `toolrouter.mode` in the body, else the `x-toolrouter-mode` header,
     /// else route for a request with `tools`, else `openai.default_mode`.
     pub mode: Mode,
@@ -36,22 +42,25 @@ pub struct ChatRequest {
     pub deadline: Instant,
 }
 
-/// A request body's messages, typed (a request whose `messages` is not a
-/// list of objects has none; [`parse`] refuses it anyway).
-pub fn messages(body: &Map<String, Value>) -> Vec<Message> {
-    body.get("messages").and_then(|m| Vec::<Message>::deserialize(m).ok()).unwrap_or_default()
+impl ChatRequest {
+    /// The conversation, typed (read when a mode needs it, not for every
+    /// request). Its roles were checked by [`parse`]; what can still fail
+    /// is nesting past [`MAX_JSON_DEPTH`].
+    pub fn messages(&self) -> Result<Vec<Message>, ApiError> {
+        messages(&self.body)
+    }
+}
+
+/// The messages of a request body, typed.
+pub fn messages(body: &RequestBody) -> Result<Vec<Message>, ApiError> {
+    let raw = body.get("messages").map_or("[]", RawValue::get);
+    serde_json::from_str(raw).map_err(|e| ApiError::invalid(unparsable("`messages`", &e), Some("messages")))
 }
 
 /// How a request is served.
 pub use crate::config::ChatMode as Mode;
 
 const ROLES: [&str; 5] = ["system", "developer", "user", "assistant", "tool"];
-
-/// A request body: every field but `tools` as JSON values, `tools` as raw text.
-struct Fields {
-    body: Map<String, Value>,
-    tools: Option<Box<RawValue>>,
-}
 
 /// Nesting levels serde_json parses (its recursion limit, not configurable
 /// without risking the stack).
@@ -68,43 +77,41 @@ pub(super) fn unparsable(what: &str, e: &serde_json::Error) -> String {
     }
 }
 
-/// Parses a request body into its [`Fields`].
-fn fields(bytes: &[u8]) -> Result<Fields, ApiError> {
-    let raw: BTreeMap<String, Box<RawValue>> =
-        serde_json::from_slice(bytes).map_err(|e| match serde_json::from_slice::<Value>(bytes) {
-            Ok(_) => ApiError::invalid("the request body must be a JSON object", None),
-            Err(_) => ApiError::invalid(unparsable("the request body", &e), None),
-        })?;
-    let mut body = Map::new();
-    let mut tools = None;
-    for (key, value) in raw {
-        if key == "tools" {
-            tools = Some(value);
-            continue;
-        }
-        let value: Value = serde_json::from_str(value.get())
-            .map_err(|e| ApiError::invalid(unparsable(&format!("`{key}`"), &e), Some(&key)))?;
-        body.insert(key, value);
-    }
-    Ok(Fields { body, tools })
+/// A message's role, all that is read of it to check it.
+#[derive(Deserialize)]
+struct Role<'a> {
+    #[serde(borrow)]
+    role: Cow<'a, str>,
 }
 
-/// Parses and checks a request body; `lists`: the tool lists seen before;
-/// `budget_ms`: the request's time budget, from now. Long: one check per
-/// field toolrouter relies on, in the body's order, each a few lines with
-/// its own message.
-pub fn parse(
-    bytes: &[u8],
-    config: &OpenAiConfig,
+/// Field `key` of `body` as a `T`, `None` when absent or null; `wrong`
+/// is the message when it is something else.
+fn field<'a, T: Deserialize<'a>>(body: &'a RequestBody, key: &str, wrong: &str) -> Result<Option<T>, ApiError> {
+    match body.get(key) {
+        None => Ok(None),
+        Some(raw) if raw.get() == "null" => Ok(None),
+        Some(raw) => serde_json::from_str(raw.get()).map(Some).map_err(|_| ApiError::invalid(wrong, Some(key))),
+    }
+}
+
+/// The body of a request: a JSON object's fields.
+fn body_of(bytes: &[u8]) -> Result<RequestBody, ApiError> {
+    RequestBody::parse(bytes).map_err(|e| match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+        Ok(_) => ApiError::invalid("the request body must be a JSON object", None),
+        Err(_) => ApiError::invalid(unparsable("the request body", &e), None),
+    })
+}
+
+/// toolrouter's options (`toolrouter` in the body, never sent upstream):
+/// the mode it names, else `header_mode`, and `decompose`.
+fn options(
+    body: &mut RequestBody,
     header_mode: Option<&str>,
-    lists: &ToolLists,
-    budget_ms: u64,
-) -> Result<ChatRequest, ApiError> {
-    let Fields { mut body, tools: raw_tools } = fields(bytes)?;
-    // toolrouter's own options never go upstream.
-    let options = match body.remove("toolrouter") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(o)) => o,
+    config: &OpenAiConfig,
+) -> Result<(Option<Mode>, bool), ApiError> {
+    let options = match body.remove("toolrouter").map(|raw| serde_json::from_str::<Value>(raw.get())) {
+        None | Some(Ok(Value::Null)) => Map::new(),
+        Some(Ok(Value::Object(o))) => o,
         Some(_) => return Err(ApiError::invalid("`toolrouter` must be an object of options", Some("toolrouter"))),
     };
     let named = match options.get("mode") {
@@ -112,7 +119,7 @@ pub fn parse(
         Some(Value::String(m)) => Some(m.as_str()),
         Some(_) => return Err(ApiError::invalid("`toolrouter.mode` must be a string", Some("toolrouter.mode"))),
     };
-    let named = match named.map(|m| (m, Mode::parse(m))) {
+    let mode = match named.map(|m| (m, Mode::parse(m))) {
         None => None,
         Some((_, Some(mode))) => Some(mode),
         Some((other, None)) => {
@@ -129,9 +136,59 @@ pub fn parse(
             return Err(ApiError::invalid("`toolrouter.decompose` must be a boolean", Some("toolrouter.decompose")));
         }
     };
-    let model = match body.get("model") {
-        Some(Value::String(m)) if !m.trim().is_empty() => m.clone(),
-        Some(_) => return Err(ApiError::invalid("`model` must be a non-empty string", Some("model"))),
+    Ok((mode, decompose))
+}
+
+/// `messages`: a non-empty array of objects, each with a known role.
+fn check_messages(body: &RequestBody) -> Result<(), ApiError> {
+    let list = "`messages` must be an array of messages";
+    let messages: Vec<&RawValue> =
+        field(body, "messages", list)?.ok_or_else(|| ApiError::invalid(list, Some("messages")))?;
+    if messages.is_empty() {
+        return Err(ApiError::invalid("`messages` must not be empty", Some("messages")));
+    }
+    for (i, m) in messages.iter().enumerate() {
+        let role = serde_json::from_str::<Role>(m.get()).ok();
+        if !role.is_some_and(|r| ROLES.contains(&&*r.role)) {
+            return Err(ApiError::invalid(
+                format!("messages[{i}] needs a role: one of {}", ROLES.join(", ")),
+                Some(&format!("messages[{i}].role")),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `n`: absent, null or 1. Every choice would need its own checks,
+/// repairs and stream: refused rather than half served (only the first
+/// choice checked, streamed choices merged).
+fn check_n(body: &RequestBody) -> Result<(), ApiError> {
+    match field::<Value>(body, "n", "`n` must be a positive integer")? {
+        None => Ok(()),
+        Some(n) if n.as_u64() == Some(1) => Ok(()),
+        Some(n) if n.as_u64().is_some_and(|n| n > 1) => Err(ApiError::invalid(
+            format!("toolrouter answers one choice per request (`n` is {n}): send {n} requests instead"),
+            Some("n"),
+        )),
+        Some(_) => Err(ApiError::invalid("`n` must be a positive integer", Some("n"))),
+    }
+}
+
+/// Parses and checks a request body; `lists`: the tool lists seen before;
+/// `budget_ms`: the request's time budget, from now.
+pub fn parse(
+    bytes: &[u8],
+    config: &OpenAiConfig,
+    header_mode: Option<&str>,
+    lists: &ToolLists,
+    budget_ms: u64,
+) -> Result<ChatRequest, ApiError> {
+    let mut body = body_of(bytes)?;
+    let (named, decompose) = options(&mut body, header_mode, config)?;
+    let wrong_model = "`model` must be a non-empty string";
+    let model = match field::<String>(&body, "model", wrong_model)? {
+        Some(m) if !m.trim().is_empty() => m,
+        Some(_) => return Err(ApiError::invalid(wrong_model, Some("model"))),
         None => return Err(ApiError::invalid("you must provide a model parameter", Some("model"))),
     };
     let upstream_model = if config.models.is_empty() {
@@ -142,46 +199,22 @@ pub fn parse(
             ApiError::not_found("model_not_found", message, Some("model"))
         })?
     };
-    let messages = match body.get("messages") {
-        Some(Value::Array(m)) if !m.is_empty() => m,
-        Some(Value::Array(_)) => return Err(ApiError::invalid("`messages` must not be empty", Some("messages"))),
-        _ => return Err(ApiError::invalid("`messages` must be an array of messages", Some("messages"))),
-    };
-    for (i, m) in messages.iter().enumerate() {
-        let role = m.get("role").and_then(Value::as_str);
-        if !role.is_some_and(|r| ROLES.contains(&r)) {
-            return Err(ApiError::invalid(
-                format!("messages[{i}] needs a role: one of {}", ROLES.join(", ")),
-                Some(&format!("messages[{i}].role")),
-            ));
-        }
-    }
-    let stream = match body.get("stream") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(_) => return Err(ApiError::invalid("`stream` must be a boolean", Some("stream"))),
-    };
-    // Every choice would need its own checks, repairs and stream: refused
-    // rather than half served (only the first choice checked, streamed
-    // choices merged).
-    match body.get("n") {
-        None | Some(Value::Null) => {}
-        Some(n) if n.as_u64() == Some(1) => {}
-        Some(n) if n.as_u64().is_some_and(|n| n > 1) => {
-            return Err(ApiError::invalid(
-                format!("toolrouter answers one choice per request (`n` is {n}): send {n} requests instead"),
-                Some("n"),
-            ));
-        }
-        Some(_) => return Err(ApiError::invalid("`n` must be a positive integer", Some("n"))),
-    }
-    let include_usage =
-        body.get("stream_options").and_then(|o| o.get("include_usage")).and_then(Value::as_bool) == Some(true);
-    let tools: Arc<[ClientTool]> = match raw_tools {
+    check_messages(&body)?;
+    let stream = field::<bool>(&body, "stream", "`stream` must be a boolean")?.unwrap_or(false);
+    check_n(&body)?;
+    let options = field::<Value>(&body, "stream_options", "").unwrap_or_default();
+    let include_usage = options.and_then(|o| o.get("include_usage")?.as_bool()) == Some(true);
+    let tool_choice = field::<Value>(&body, "tool_choice", "").unwrap_or_default();
+    let forced = tool_choice.and_then(|c| Some(c.get("function")?.get("name")?.as_str()?.to_string()));
+    let tools: Arc<[ClientTool]> = match body.get("tools") {
         None => Arc::new([]),
         Some(raw) if raw.get() == "null" => Arc::new([]),
-        Some(raw) => lists.get_or_parse(&raw, config.max_request_tools)?,
+        Some(raw) => lists.get_or_parse(raw, config.max_request_tools)?,
     };
+    if tools.is_empty() {
+        // `null` or `[]`: no tools (OpenAI refuses an empty list).
+        body.remove("tools");
+    }
     let mode = match named {
         Some(mode) => mode,
         None if !tools.is_empty() => Mode::Route,
@@ -194,7 +227,7 @@ pub fn parse(
         ));
     }
     let deadline = Instant::now() + Duration::from_millis(budget_ms);
-    Ok(ChatRequest { body, model, upstream_model, stream, include_usage, tools, mode, decompose, deadline })
+    Ok(ChatRequest { body, model, upstream_model, stream, include_usage, tools, forced, mode, decompose, deadline })
 }
 
 #[cfg(test)]
@@ -222,7 +255,7 @@ mod tests {
         let first = parse(&body(&tools), &config, None, &lists, 1000).unwrap();
         let again = parse(&body(&tools), &config, None, &lists, 1000).unwrap();
         assert!(Arc::ptr_eq(&first.tools, &again.tools), "a list seen before is not parsed again");
-        assert!(!first.body.contains_key("tools"), "the narrowed list is put back by route mode");
+        assert_eq!(first.body.get("tools").map(RawValue::get), Some(serde_json::to_string(&tools).unwrap().as_str()));
 
         // Tools with the same schema share one compiled validator; calls are checked.
         assert!(std::ptr::eq(

@@ -13,13 +13,14 @@
 use std::sync::Arc;
 
 use axum::response::{IntoResponse, Response};
-use serde_json::{Map, Value, json};
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
 
 use super::ApiError;
 use super::request::{self, ChatRequest};
 use super::tools::ClientTool;
 use crate::config::OpenAiConfig;
-use crate::llm::wire::{Completion, Message};
+use crate::llm::wire::{Completion, Message, RequestBody};
 use crate::llm::{ChatModel, Usage};
 use crate::retrieval::Embedder;
 use crate::retrieval::tool_list::{self, Conversation, ListIndex, ListWeights, ToolListRanker};
@@ -174,22 +175,48 @@ fn repair_note(id: &str, wrong: &[Wrong], offered: &[&str]) -> String {
 
 /// A request made ready for the model: tools narrowed, model renamed.
 pub struct Narrowed {
-    pub body: Map<String, Value>,
+    /// The body sent upstream.
+    pub body: RequestBody,
     /// Indexes of the client's tools offered.
     pub keep: Vec<usize>,
-    pub messages: Vec<Message>,
 }
 
-pub async fn prepare(req: &ChatRequest, config: &OpenAiConfig, narrowing: &Narrowing) -> Narrowed {
-    let messages = request::messages(&req.body);
-    let forced = req.body.get("tool_choice").and_then(|c| c["function"]["name"].as_str());
-    let keep = narrowing.narrow(&req.tools, &messages, config.max_tools, forced).await;
-    let mut body: Map<String, Value> = req.body.clone();
-    body.insert("model".into(), Value::String(req.upstream_model.clone()));
-    if !req.tools.is_empty() {
-        body.insert("tools".into(), Value::Array(keep.iter().map(|&i| req.tools[i].definition.clone()).collect()));
+/// Narrows `req`'s tools and takes its body for the model: the client's
+/// fields as they came, but `model` (when `openai.models` renames it) and
+/// `tools` (when some were narrowed out, or plan mode offers catalog APIs).
+pub async fn prepare(
+    req: &mut ChatRequest,
+    config: &OpenAiConfig,
+    narrowing: &Narrowing,
+) -> Result<Narrowed, ApiError> {
+    let keep = if req.tools.len() <= config.max_tools {
+        (0..req.tools.len()).collect()
+    } else {
+        let messages = req.messages()?;
+        narrowing.narrow(&req.tools, &messages, config.max_tools, req.forced.as_deref()).await
+    };
+    let mut body = std::mem::take(&mut req.body);
+    if req.upstream_model != req.model {
+        body.set("model", &req.upstream_model);
     }
-    Narrowed { body, keep, messages }
+    let all_as_sent = keep.len() == req.tools.len() && body.get("tools").is_some();
+    if !req.tools.is_empty() && !all_as_sent {
+        body.set_raw("tools", tools_array(&req.tools, &keep));
+    }
+    Ok(Narrowed { body, keep })
+}
+
+/// The JSON array of the tools at `keep`, each as its client sent it.
+fn tools_array(tools: &[ClientTool], keep: &[usize]) -> Box<RawValue> {
+    let mut text = String::from("[");
+    for (n, &i) in keep.iter().enumerate() {
+        if n > 0 {
+            text.push(',');
+        }
+        text.push_str(tools[i].definition.get());
+    }
+    text.push(']');
+    RawValue::from_string(text).expect("an array of JSON values is JSON")
 }
 
 /// An answer whose tool calls passed their checks.
@@ -211,16 +238,13 @@ pub async fn repaired(
     config: &OpenAiConfig,
 ) -> Result<Repaired, ApiError> {
     let tools = &req.tools;
-    let offered: Vec<&str> = prepared.keep.iter().map(|&i| tools[i].name.as_str()).collect();
-    let mut body = prepared.body.clone();
-    body.remove("stream_options");
-    let mut conversation = prepared.messages.clone();
+    // The repair requests' body and conversation, made on the first repair.
+    let mut retry: Option<(RequestBody, Vec<Message>)> = None;
     let (mut repairs, mut usage) = (0, Usage::default());
     loop {
         let Some(message) = answer.message_mut() else { return Ok(Repaired { answer, repairs, usage }) };
         normalize_tool_calls(message);
-        let message = message.clone();
-        let wrong = problems(&message, tools);
+        let wrong = problems(message, tools);
         if wrong.is_empty() {
             return Ok(Repaired { answer, repairs, usage });
         }
@@ -236,13 +260,19 @@ pub async fn repaired(
             ));
         }
         repairs += 1;
+        let (body, conversation) = match &mut retry {
+            Some(retry) => retry,
+            None => retry.insert((prepared.body.clone(), request::messages(&prepared.body)?)),
+        };
         // Show the model its call and what was wrong with it; ask again.
+        let offered: Vec<&str> = prepared.keep.iter().map(|&i| tools[i].name.as_str()).collect();
+        let message = message.clone();
         let notes = message.calls().iter().map(|c| Message::tool_result(c.id(), repair_note(c.id(), &wrong, &offered)));
         let notes: Vec<Message> = notes.collect();
         conversation.push(message);
         conversation.extend(notes);
-        body.insert("messages".into(), Value::Array(conversation.iter().map(Message::to_value).collect()));
-        answer = llm.complete(&Value::Object(body.clone()), req.deadline).await?;
+        body.set("messages", conversation);
+        answer = llm.complete(body, req.deadline).await?;
         usage += answer.tokens();
     }
 }
@@ -261,23 +291,23 @@ pub fn report(req: &ChatRequest, prepared: &Narrowed, repairs: usize, planned: O
 /// A non-streaming answer: asks the model, checks and repairs its tool
 /// calls. `planned`: in plan mode, the planner's steps (reported).
 pub async fn complete(
-    req: &ChatRequest,
+    mut req: ChatRequest,
     llm: &dyn ChatModel,
     config: &OpenAiConfig,
     narrowing: &Narrowing,
     planned: Option<Value>,
 ) -> Result<Response, ApiError> {
-    let prepared = prepare(req, config, narrowing).await;
-    let first = llm.complete(&Value::Object(prepared.body.clone()), req.deadline).await?;
+    let prepared = prepare(&mut req, config, narrowing).await?;
+    let first = llm.complete(&prepared.body, req.deadline).await?;
     let mut tokens = first.tokens();
-    let Repaired { mut answer, repairs, usage } = repaired(llm, &prepared, first, req, config).await?;
+    let Repaired { mut answer, repairs, usage } = repaired(llm, &prepared, first, &req, config).await?;
     // Every request's tokens: the first answer's and the repairs'.
     if repairs > 0 {
         tokens += usage;
         answer.usage.get_or_insert_default().set_tokens(tokens);
     }
     answer.model = Some(req.model.clone());
-    answer.extra.insert("toolrouter".into(), report(req, &prepared, repairs, planned));
+    answer.extra.insert("toolrouter".into(), report(&req, &prepared, repairs, planned));
     Ok(axum::Json(answer).into_response())
 }
 
@@ -290,7 +320,10 @@ mod tests {
         ClientTool {
             name: name.into(),
             text: format!("{name} {description} city"),
-            definition: json!({"type": "function", "function": {"name": name, "parameters": schema.clone()}}),
+            definition: serde_json::value::to_raw_value(
+                &json!({"type": "function", "function": {"name": name, "parameters": schema.clone()}}),
+            )
+            .unwrap(),
             check: crate::server::openai::tools::Check::Schema(
                 crate::server::openai::tools::Schema::new(schema, true).unwrap(),
             ),

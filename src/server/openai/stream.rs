@@ -55,13 +55,13 @@ pub async fn stream(
     narrowing: &Narrowing,
     planned: Option<Value>,
 ) -> Result<Response, ApiError> {
-    let prepared = prepare(&req, &config, narrowing).await;
-    let mut body = Value::Object(prepared.body.clone());
+    let mut req = req;
+    let mut prepared = prepare(&mut req, &config, narrowing).await?;
     if req.include_usage {
-        body["stream_options"] = json!({"include_usage": true});
+        prepared.body.set("stream_options", &json!({"include_usage": true}));
     }
     // Errors before the first event keep their HTTP status.
-    let chunks = llm.stream(&body, req.deadline).await?;
+    let chunks = llm.stream(&prepared.body, req.deadline).await?;
     let (tx, rx) = mpsc::channel::<Event>(BUFFER);
     let keep_alive = config.keep_alive_ms;
     tokio::spawn(relay(chunks, tx, req, llm, config, prepared, planned));

@@ -36,7 +36,8 @@ pub struct ClientTool {
     pub name: String,
     /// Name, description and parameter names, for relevance.
     pub text: String,
-    pub definition: Value,
+    /// The tool as sent upstream: the client's own JSON text.
+    pub definition: Box<RawValue>,
     pub check: Check,
 }
 
@@ -221,7 +222,7 @@ impl ToolLists {
         for (i, item) in items.into_iter().enumerate() {
             let value: Value = serde_json::from_str(item.get())
                 .map_err(|e| ApiError::invalid(unparsable(&format!("tools[{i}]"), &e), Some(&format!("tools[{i}]"))))?;
-            tools.push(tool(i, &value, self.strict)?);
+            tools.push(tool(i, &value, item.to_owned(), self.strict)?);
         }
         let mut names = HashSet::new();
         for (i, t) in tools.iter().enumerate() {
@@ -247,6 +248,7 @@ pub fn catalog_tool(mut definition: Value, api: &Api, options: args::Options) ->
     let name = api.function_name.clone();
     let description = definition["function"]["description"].as_str().unwrap_or("");
     let text = tool_text(&name, description, &definition["function"]["parameters"]);
+    let definition = raw(&definition);
     ClientTool { text, name, definition, check: Check::Api(Box::new(api.clone()), options) }
 }
 
@@ -267,10 +269,16 @@ fn tool_text(name: &str, description: &str, schema: &Value) -> String {
 
 /// A client's tool definition (`{"type": "function", "function": {...}}`) checked and read.
 pub fn client_tool(definition: &Value, strict: bool) -> Result<ClientTool, ApiError> {
-    tool(0, definition, strict)
+    tool(0, definition, raw(definition), strict)
 }
 
-fn tool(i: usize, t: &Value, strict: bool) -> Result<ClientTool, ApiError> {
+/// A JSON value's text.
+fn raw(value: &Value) -> Box<RawValue> {
+    serde_json::value::to_raw_value(value).expect("a JSON value is JSON")
+}
+
+/// Tool `i` of a list: `t` parsed, `definition` its text.
+fn tool(i: usize, t: &Value, definition: Box<RawValue>, strict: bool) -> Result<ClientTool, ApiError> {
     let param = |p: &str| format!("tools[{i}].{p}");
     if t.get("type").and_then(Value::as_str) != Some("function") {
         return Err(ApiError::invalid("only tools of type `function` are supported", Some(&param("type"))));
@@ -304,5 +312,5 @@ fn tool(i: usize, t: &Value, strict: bool) -> Result<ClientTool, ApiError> {
             Some(&param("function.parameters")),
         )
     })?;
-    Ok(ClientTool { name: name.to_string(), text, definition: t.clone(), check: Check::Schema(schema) })
+    Ok(ClientTool { name: name.to_string(), text, definition, check: Check::Schema(schema) })
 }
