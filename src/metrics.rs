@@ -47,7 +47,7 @@ pub struct Metrics {
     /// Requests by route (looked up by `&str`: counting a request allocates nothing).
     routes: DashMap<String, RouteStats>,
     /// Log lines the server's log writer dropped (its queue was full).
-    dropped_log_lines: OnceLock<tracing_appender::non_blocking::ErrorCounter>,
+    dropped_log_lines: OnceLock<std::sync::Arc<AtomicU64>>,
     /// `toolrouter_tool_calls_total{api, outcome}`.
     tool_calls: DashMap<(String, String), AtomicU64>,
     upstream_retries: AtomicU64,
@@ -91,7 +91,7 @@ impl Metrics {
     }
 
     /// Where the server's log writer counts the lines it dropped.
-    pub fn set_dropped_log_lines(&self, counter: tracing_appender::non_blocking::ErrorCounter) {
+    pub fn set_dropped_log_lines(&self, counter: std::sync::Arc<AtomicU64>) {
         let _ = self.dropped_log_lines.set(counter);
     }
 
@@ -170,7 +170,7 @@ impl Metrics {
             "# HELP toolrouter_log_lines_dropped_total Log lines dropped because the log writer fell behind."
         );
         let _ = writeln!(out, "# TYPE toolrouter_log_lines_dropped_total counter");
-        let dropped = self.dropped_log_lines.get().map_or(0, |c| c.dropped_lines());
+        let dropped = self.dropped_log_lines.get().map_or(0, |c| c.load(Ordering::Relaxed));
         let _ = writeln!(out, "toolrouter_log_lines_dropped_total {dropped}");
         self.render_graph_recovery(&mut out);
         out

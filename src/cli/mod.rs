@@ -14,6 +14,7 @@ mod catalog;
 mod coverage;
 mod eval;
 mod graph;
+mod log_writer;
 mod plan;
 mod search;
 mod serve;
@@ -23,7 +24,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use tracing_appender::non_blocking::WorkerGuard;
 use tracing_subscriber::fmt::writer::BoxMakeWriter;
 
 use crate::catalog::{Catalog, Sources};
@@ -153,7 +153,7 @@ pub fn run() -> ExitCode {
 
 /// Loads and validates the config, applies the flags and starts logging
 /// (with the guard that flushes a server's log).
-fn load_config(cli: &Cli) -> Result<(Config, Option<WorkerGuard>), String> {
+fn load_config(cli: &Cli) -> Result<(Config, Option<log_writer::Guard>), String> {
     let (mut config, warnings) = Config::load(cli.config.as_deref()).map_err(|e| e.to_string())?;
     if !cli.catalog.is_empty() {
         for path in &cli.catalog {
@@ -171,19 +171,16 @@ fn load_config(cli: &Cli) -> Result<(Config, Option<WorkerGuard>), String> {
 }
 
 /// Logs to stderr. A server (`serve`) logs a line per request: there the
-/// lines are written by a thread of their own, many per `write` under
-/// load, so that a request neither waits for stderr nor makes a system
-/// call for its line (the synchronous write was a tenth of the server's
-/// CPU at saturation, docs/benchmarks.md). Lines that find that thread's
-/// queue (128k lines) full are dropped rather than stall requests; they
-/// are counted in `/metrics`. Commands keep writing at once, in order with
-/// what they print.
-fn init_logging(config: &Config, server: bool) -> Option<WorkerGuard> {
+/// lines are batched and written by a thread of their own
+/// ([`log_writer`]), so that a request neither waits for stderr nor makes
+/// a system call for its line. Commands write at once, in order with what
+/// they print.
+fn init_logging(config: &Config, server: bool) -> Option<log_writer::Guard> {
     let filter = tracing_subscriber::EnvFilter::try_new(&config.log.level).unwrap_or_else(|_| "info".into());
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let (writer, guard) = if server {
-        let (writer, guard) = tracing_appender::non_blocking(std::io::BufWriter::new(std::io::stderr()));
-        crate::metrics::global().set_dropped_log_lines(writer.error_counter());
+        let (writer, guard) = log_writer::batched(std::io::stderr());
+        crate::metrics::global().set_dropped_log_lines(writer.dropped());
         (BoxMakeWriter::new(writer), Some(guard))
     } else {
         (BoxMakeWriter::new(std::io::stderr), None)

@@ -39,7 +39,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 
 use super::mcp::McpServer;
 use super::mcp::http::mcp;
-use super::middleware::{RandomId, auth, not_ready, observe, read_body};
+use super::middleware::{admit, not_ready, observe};
 use super::openai::ApiError;
 use super::openai::chat::chat_completions;
 use super::openai::execute::Runner;
@@ -164,16 +164,13 @@ pub fn router(app: Arc<App>) -> axum::Router {
             "/metrics",
             get(|| async { ([("content-type", "text/plain; version=0.0.4")], crate::metrics::global().render()) }),
         )
-        .layer(axum::middleware::from_fn_with_state(app.clone(), read_body))
-        .layer(axum::middleware::from_fn_with_state(app.clone(), auth));
+        .layer(axum::middleware::from_fn_with_state(app.clone(), admit));
     axum::Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .merge(protected)
         .fallback(|| async { ApiError::status(StatusCode::NOT_FOUND, "no such route").into_response() })
         .layer(axum::middleware::from_fn_with_state(app.clone(), observe))
-        .layer(tower_http::request_id::PropagateRequestIdLayer::x_request_id())
-        .layer(tower_http::request_id::SetRequestIdLayer::x_request_id(RandomId))
         .layer(axum::extract::DefaultBodyLimit::max(app.config.server.max_body_bytes))
         .with_state(app)
 }

@@ -1,8 +1,8 @@
 //! What every request of `toolrouter serve` passes through before its
-//! handler: an id, a time limit and a log line (`observe`), the API key
-//! and the client's request rate (`auth`), and the body read whole
-//! within its time and size limits (`read_body`). Their refusals are in
-//! OpenAI's error shape.
+//! handler: an id, a time limit and a log line (`observe`, every route),
+//! then, on the routes that need a key, the API key, the client's request
+//! rate and the body read whole within its time and size limits
+//! (`admit`). Their refusals are in OpenAI's error shape.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,9 +10,13 @@ use std::time::Duration;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
+use axum::http::header::HeaderValue;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
+
+/// The header of request ids.
+const X_REQUEST_ID: &str = "x-request-id";
 
 use super::app::App;
 use super::mcp::ClientId;
@@ -29,18 +33,32 @@ pub fn hash_key(key: &str) -> String {
 #[derive(Clone, Copy)]
 pub(crate) struct Arrived(pub(crate) std::time::Instant);
 
-pub(super) async fn auth(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
+/// Admits a request to a protected route: its API key and the client's
+/// request rate checked ([`refused`]), then its body read
+/// ([`read_body`]). One middleware rather than two: each layer costs
+/// every request a boxed future and a clone of the route.
+pub(super) async fn admit(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
+    if let Some(refused) = refused(&app, &mut request) {
+        return refused;
+    }
+    match read_body(&app, request).await {
+        Ok(request) => next.run(request).await,
+        Err(refused) => refused,
+    }
+}
+
+/// The refusal of a request without a valid API key or over its client's
+/// request rate; the client's id goes into the request's extensions.
+fn refused(app: &App, request: &mut Request) -> Option<Response> {
     if app.key_hashes.is_empty() {
+        app.limiter.as_ref()?;
         // Without keys each peer address has its own rate: one client's
         // requests (stalled ones too) do not use up everyone's.
-        let client = match super::conn::peer(&request) {
+        let client = match super::conn::peer(request) {
             Some(peer) => format!("anonymous@{}", peer.ip()),
             None => "anonymous".to_string(),
         };
-        return match limited(&app, &client) {
-            Some(refused) => refused,
-            None => next.run(request).await,
-        };
+        return limited(app, &client);
     }
     let key = request
         .headers()
@@ -50,42 +68,42 @@ pub(super) async fn auth(State(app): State<Arc<App>>, mut request: Request, next
         .map(str::trim);
     let Some(key) = key else {
         let missing = "missing API key: send `Authorization: Bearer KEY`";
-        return ApiError::status(StatusCode::UNAUTHORIZED, missing).into_response();
+        return Some(ApiError::status(StatusCode::UNAUTHORIZED, missing).into_response());
     };
     let hash = hash_key(key);
     if !app.key_hashes.contains(&hash) {
-        return ApiError::status(StatusCode::UNAUTHORIZED, "invalid API key").into_response();
+        return Some(ApiError::status(StatusCode::UNAUTHORIZED, "invalid API key").into_response());
     }
     let client = hash[..12].to_string();
-    if let Some(refused) = limited(&app, &client) {
-        return refused;
+    if let Some(refused) = limited(app, &client) {
+        return Some(refused);
     }
     request.extensions_mut().insert(ClientId(client));
-    next.run(request).await
+    None
 }
 
 /// Reads the whole request body within `server.body_timeout_ms` and up to
 /// `server.max_body_bytes`, before the handler runs: a body that never
 /// comes gets 408 and frees its connection, instead of holding it (and a
 /// task) until the request's time limit.
-pub(super) async fn read_body(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+async fn read_body(app: &App, request: Request) -> Result<Request, Response> {
     let declared = request.headers().get("content-length").and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
     if declared.is_some_and(|n| n > app.config.server.max_body_bytes) {
         // Refused before it is read: the client need not send it all.
-        return ApiError::too_large().into_response();
+        return Err(ApiError::too_large().into_response());
     }
     let (parts, body) = request.into_parts();
     let limit = Duration::from_millis(app.config.server.body_timeout_ms);
     let read = axum::body::to_bytes(body, app.config.server.max_body_bytes);
     match tokio::time::timeout(limit, read).await {
-        Ok(Ok(bytes)) => next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await,
-        Ok(Err(e)) => unreadable_body(&e),
+        Ok(Ok(bytes)) => Ok(Request::from_parts(parts, axum::body::Body::from(bytes))),
+        Ok(Err(e)) => Err(unreadable_body(&e)),
         Err(_) => {
             let message =
                 format!("the request body did not arrive within {} ms (server.body_timeout_ms)", limit.as_millis());
             let mut response = ApiError::status(StatusCode::REQUEST_TIMEOUT, message).into_response();
             response.headers_mut().insert("connection", axum::http::HeaderValue::from_static("close"));
-            response
+            Err(response)
         }
     }
 }
@@ -106,33 +124,35 @@ fn limited(app: &App, client: &str) -> Option<Response> {
     Some(ApiError::rate_limited("rate_limited", message, Some(retry_after)).into_response())
 }
 
-/// Request ids for tower-http's `SetRequestIdLayer`: 16 random hex digits,
-/// unless the client sent its own `x-request-id` (kept, so that a caller's
-/// logs and toolrouter's can be joined).
-#[derive(Clone, Copy)]
-pub(super) struct RandomId;
-
-impl tower_http::request_id::MakeRequestId for RandomId {
-    fn make_request_id<B>(&mut self, _: &axum::http::Request<B>) -> Option<tower_http::request_id::RequestId> {
-        let id = format!("{:016x}", fastrand::u64(..));
-        axum::http::HeaderValue::from_str(&id).ok().map(tower_http::request_id::RequestId::new)
+/// The request's id: the client's own `x-request-id` (kept, so that a
+/// caller's logs and toolrouter's can be joined), else 16 random hex
+/// digits, set on the request for the handlers.
+fn request_id(request: &mut Request) -> HeaderValue {
+    if let Some(id) = request.headers().get(X_REQUEST_ID) {
+        return id.clone();
     }
+    let id = HeaderValue::try_from(format!("{:016x}", fastrand::u64(..))).expect("hex digits are a header value");
+    request.headers_mut().insert(X_REQUEST_ID, id.clone());
+    id
 }
 
-/// Gives every request a time limit and a log line (id, method, path,
-/// status, time; never a key or a body) and counts it. Hand-written
-/// rather than tower-http's `TimeoutLayer` and `TraceLayer`: the timeout
-/// must answer in OpenAI's error shape, race the shutdown's cut-off, and
-/// the same place counts the request for `/metrics`.
+/// Gives every request an id ([`request_id`], sent back on the answer), a
+/// time limit and a log line (id, method, path, status, time; never a key
+/// or a body) and counts it. Hand-written rather than tower-http's
+/// `SetRequestId`, `TimeoutLayer` and `TraceLayer`: the timeout must
+/// answer in OpenAI's error shape and race the shutdown's cut-off, the
+/// same place counts the request for `/metrics`, and one middleware costs
+/// a request less than four layers (docs/benchmarks.md).
 pub(super) async fn observe(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
-    let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-").to_string();
-    let (method, path) = (request.method().clone(), request.uri().path().to_string());
+    let id = request_id(&mut request);
+    let method = request.method().clone();
+    let uri = request.uri().clone();
     let matched = request.extensions().get::<axum::extract::MatchedPath>().cloned();
     let started = std::time::Instant::now();
     request.extensions_mut().insert(Arrived(started));
     let limit = Duration::from_millis(app.config.server.request_timeout_ms);
     let mut cut_off = app.cut_off.subscribe();
-    let response = tokio::select! {
+    let mut response = tokio::select! {
         answered = tokio::time::timeout(limit, next.run(request)) => match answered {
             Ok(r) => r,
             Err(_) => ApiError::server(StatusCode::GATEWAY_TIMEOUT, "timeout",
@@ -146,9 +166,11 @@ pub(super) async fn observe(State(app): State<Arc<App>>, mut request: Request, n
     // The route's template (`/v1/traces/{id}`), never the raw path, so that
     // arbitrary paths cannot blow up the label set.
     let route = matched.as_ref().map_or("other", |m| m.as_str());
-    crate::metrics::global().request(route, response.status().as_u16(), started.elapsed().as_secs_f64());
-    tracing::info!(request_id = %id, %method, %path, status = response.status().as_u16(),
-        ms = format!("{:.1}", crate::units::ms(started.elapsed())), "request");
+    let status = response.status().as_u16();
+    crate::metrics::global().request(route, status, started.elapsed().as_secs_f64());
+    tracing::info!(request_id = id.to_str().unwrap_or("-"), %method, path = uri.path(), status,
+        ms = (crate::units::ms(started.elapsed()) * 10.0).round() / 10.0, "request");
+    response.headers_mut().entry(X_REQUEST_ID).or_insert(id);
     response
 }
 
