@@ -114,9 +114,9 @@ pub(super) fn build(
     let started = Instant::now();
     let cache_dir = config.cache_dir();
     let io = |context: String| move |source| RetrievalError::Io { context, source };
-    let mut cache = EmbeddingCache::open(&cache_dir, embedder.id(), embedder.dims())
-        .map_err(io(format!("opening the embedding cache in {}", cache_dir.display())))?;
     let keys: Vec<cache::Key> = documents.iter().map(|d| cache::key(embedder.id(), d)).collect();
+    let mut cache = EmbeddingCache::open_for(&cache_dir, embedder.id(), embedder.dims(), &keys)
+        .map_err(io(format!("opening the embedding cache in {}", cache_dir.display())))?;
     let mut missing: Vec<usize> = (0..documents.len()).filter(|&i| cache.get(&keys[i]).is_none()).collect();
     // A batch is padded to its longest text: embedding texts of similar
     // length together is several times faster than catalog order.

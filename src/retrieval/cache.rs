@@ -45,51 +45,81 @@ pub struct EmbeddingCache {
 }
 
 impl EmbeddingCache {
-    /// Opens (or creates) the cache of `model_id` in `dir`.
+    /// Opens (or creates) the cache of `model_id` in `dir`, every record
+    /// read into memory.
     pub fn open(dir: &Path, model_id: &str, dims: usize) -> std::io::Result<EmbeddingCache> {
+        EmbeddingCache::open_keeping(dir, model_id, dims, |_| true)
+    }
+
+    /// Opens the cache keeping in memory only the records of `wanted`
+    /// keys: a small catalog's index need not hold (even for a moment)
+    /// the vectors of every catalog this machine has indexed (74 MB for
+    /// ToolBench's).
+    pub fn open_for(dir: &Path, model_id: &str, dims: usize, wanted: &[Key]) -> std::io::Result<EmbeddingCache> {
+        let wanted: std::collections::HashSet<&Key> = wanted.iter().collect();
+        EmbeddingCache::open_keeping(dir, model_id, dims, |key| wanted.contains(key))
+    }
+
+    /// Opens the cache, reading its records one by one (never the whole
+    /// file at once) and keeping those `keep` wants.
+    fn open_keeping(
+        dir: &Path,
+        model_id: &str,
+        dims: usize,
+        keep: impl Fn(&Key) -> bool,
+    ) -> std::io::Result<EmbeddingCache> {
         std::fs::create_dir_all(dir)?;
         let path = dir.join(format!("{model_id}.emb"));
         let record = 32 + 4 * dims;
-        let mut bytes = Vec::new();
-        if path.exists() {
-            File::open(&path)?.read_to_end(&mut bytes)?;
-        }
-        let valid_header = bytes.len() >= HEADER
-            && &bytes[..8] == MAGIC
-            && u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize == dims;
-        if !bytes.is_empty() && !valid_header {
-            let aside = path.with_extension("emb.corrupt");
-            tracing::warn!(cache = %path.display(), moved_to = %aside.display(), "embedding cache has a bad header; starting a new one");
-            std::fs::rename(&path, &aside)?;
-            bytes.clear();
-        }
+        let mut header = [0u8; HEADER];
+        let len = match File::open(&path) {
+            Ok(mut f) => {
+                let len = f.metadata()?.len() as usize;
+                let valid = len >= HEADER
+                    && f.read_exact(&mut header).is_ok()
+                    && &header[..8] == MAGIC
+                    && u32::from_le_bytes(header[8..12].try_into().expect("4 bytes")) as usize == dims;
+                if len > 0 && !valid {
+                    let aside = path.with_extension("emb.corrupt");
+                    tracing::warn!(cache = %path.display(), moved_to = %aside.display(), "embedding cache has a bad header; starting a new one");
+                    std::fs::rename(&path, &aside)?;
+                    0
+                } else {
+                    len
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+            Err(e) => return Err(e),
+        };
         let mut file = OpenOptions::new().create(true).read(true).append(true).open(&path)?;
-        if bytes.is_empty() {
+        if len == 0 {
             let mut header = MAGIC.to_vec();
             header.extend((dims as u32).to_le_bytes());
             file.write_all(&header)?;
             file.sync_all()?;
-            bytes = header;
         }
-        let whole = (bytes.len() - HEADER) / record;
-        let torn = (bytes.len() - HEADER) % record;
+        let whole = len.saturating_sub(HEADER) / record;
+        let torn = len.saturating_sub(HEADER) % record;
         if torn != 0 {
             tracing::warn!(cache = %path.display(), bytes = torn, "cutting off a torn record at the end of the embedding cache");
             file.set_len((HEADER + whole * record) as u64)?;
             file.sync_all()?;
         }
-        let mut cache = EmbeddingCache {
-            path,
-            dims,
-            index: HashMap::with_capacity(whole),
-            vectors: Vec::with_capacity(whole * dims),
-            file,
-        };
-        for rec in bytes[HEADER..HEADER + whole * record].chunks_exact(record) {
-            let key: Key = rec[..32].try_into().expect("32 bytes");
-            let at = cache.vectors.len();
-            cache.vectors.extend(rec[32..].chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes"))));
-            cache.index.insert(key, at);
+        let mut cache = EmbeddingCache { path, dims, index: HashMap::new(), vectors: Vec::new(), file };
+        if whole > 0 {
+            let mut reader = std::io::BufReader::with_capacity(1 << 16, File::open(&cache.path)?);
+            reader.seek_relative(HEADER as i64)?;
+            let mut rec = vec![0u8; record];
+            for _ in 0..whole {
+                reader.read_exact(&mut rec)?;
+                let key: Key = rec[..32].try_into().expect("32 bytes");
+                if keep(&key) {
+                    let at = cache.vectors.len();
+                    let vector = rec[32..].chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes")));
+                    cache.vectors.extend(vector);
+                    cache.index.insert(key, at);
+                }
+            }
         }
         Ok(cache)
     }
@@ -174,6 +204,11 @@ mod tests {
         assert_eq!(cache.len(), 2);
         assert_eq!(cache.get(&b), Some(&[4.0, 5.0, 6.0][..]));
         assert_eq!(std::fs::metadata(&path).unwrap().len() as usize, HEADER + 2 * (32 + 12));
+        // Opened for some keys, it holds those alone and still appends.
+        let mut only_b = EmbeddingCache::open_for(dir.path(), "m", 3, &[b, key("m", "c")]).unwrap();
+        assert_eq!((only_b.len(), only_b.get(&a), only_b.get(&b)), (1, None, Some(&[4.0, 5.0, 6.0][..])));
+        only_b.put(&[(key("m", "c"), vec![0.0; 3])]).unwrap();
+        assert_eq!(EmbeddingCache::open(dir.path(), "m", 3).unwrap().len(), 3);
     }
 
     #[test]
