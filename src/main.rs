@@ -1,11 +1,12 @@
 //! The `toolrouter` binary: everything happens in [`toolrouter::cli`].
 
-/// mimalloc rather than glibc's allocator: a request allocates and frees
+/// jemalloc rather than glibc's allocator: a request allocates and frees
 /// many small objects across two threads, and under load glibc's malloc
-/// and free took a quarter of the server's CPU (docs/benchmarks.md,
-/// "Where the time goes").
+/// and free took a quarter of the server's CPU. jemalloc rather than
+/// mimalloc: as fast here, with less memory held and a faster index load
+/// (docs/benchmarks.md, "Proxy cost").
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> std::process::ExitCode {
     // Rust ignores SIGPIPE, so printing to a closed pipe (`toolrouter … |
