@@ -49,13 +49,12 @@ struct Gathered {
 
 /// Streams the answer to `req`.
 pub async fn stream(
-    req: ChatRequest,
+    mut req: ChatRequest,
     llm: std::sync::Arc<dyn ChatModel>,
     config: OpenAiConfig,
     narrowing: &Narrowing,
     planned: Option<Value>,
 ) -> Result<Response, ApiError> {
-    let mut req = req;
     let mut prepared = prepare(&mut req, &config, narrowing).await?;
     if req.include_usage {
         prepared.body.set("stream_options", &json!({"include_usage": true}));
