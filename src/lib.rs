@@ -5,8 +5,9 @@
 //! Four rooms, bottom to top; a module imports only from its own room and
 //! the ones below. The protocol rule is checkable: nothing outside
 //! `server/` and `cli/` uses axum or rmcp, the crates of the faces'
-//! protocols (`grep -rn "axum\|rmcp" src --include=*.rs | grep -v
-//! "src/server/\|src/cli/"` finds only this paragraph). docs/architecture.md tells how a request flows through
+//! protocols, except `downstream/`, which speaks MCP as a client as `llm`
+//! speaks OpenAI (`grep -rln "axum\|rmcp" src --include=*.rs | grep -v
+//! "src/server/\|src/cli/\|src/downstream/"` finds only this file). docs/architecture.md tells how a request flows through
 //! them.
 //!
 //! **Foundations and the domain** (no protocol, no network):
@@ -52,6 +53,9 @@
 //! * [`upstream`]: calls the APIs: requests in RapidAPI's conventions, the
 //!   SSRF guard, rate limits (governor), retries, size and time caps, and
 //!   the replay table of recorded responses.
+//! * [`downstream`]: the user's own MCP servers, with toolrouter as their
+//!   client (rmcp's client side): connects over stdio or streamable HTTP,
+//!   lists their tools for the catalog, calls them, reconnects.
 //! * [`llm`]: the client of an upstream OpenAI-compatible model (typed
 //!   wire types; non-streaming and streaming, every way a stream ends told
 //!   apart; one time budget per request).
@@ -79,6 +83,7 @@ pub mod catalog;
 pub mod cli;
 pub mod compress;
 pub mod config;
+pub mod downstream;
 pub mod engine;
 pub mod eval;
 pub mod graph;

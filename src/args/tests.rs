@@ -127,6 +127,8 @@ fn upstream_names_are_renamed_to_schema_keys() {
             schema: json!({"type": "string"}),
             explode: false,
         }],
+        declared_schema: None,
+        mcp: None,
     };
     let ok = validate(&api, &json!({"from": "me"}), Options::default()).unwrap();
     assert_eq!(ok.arguments["is_from"], json!("me"));

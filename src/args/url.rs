@@ -119,6 +119,8 @@ mod tests {
             method: Method::Get,
             url_template: template.map(str::to_string),
             params: Vec::new(),
+            declared_schema: None,
+            mcp: None,
         }
     }
 

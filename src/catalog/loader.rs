@@ -404,6 +404,8 @@ impl Builder {
                 method: api.method,
                 url_template: api.url_template,
                 params: api.params,
+                declared_schema: None,
+                mcp: None,
             });
         }
         self.tools.push(Tool {

@@ -8,7 +8,9 @@
 //! * OpenAPI 3.x specs, YAML or JSON, one [`Api`] per operation;
 //! * optionally, the `api_list` entries of ToolBench query files for tools
 //!   that have no tool file (schema and description, no URL);
-//! * the embedded examples shipped with the binary (`openapi/examples/`).
+//! * the embedded examples shipped with the binary (`openapi/examples/`);
+//! * the tools of the user's own MCP servers ([`Catalog::with_mcp_tools`],
+//!   one [`Api`] per MCP tool, served by the `downstream` module).
 //!
 //! Every API gets a function name unique in the catalog and valid for
 //! OpenAI (`^[a-zA-Z0-9_-]{1,64}$`); [`Catalog::resolve`] also finds it by
@@ -17,6 +19,7 @@
 
 mod embedded;
 mod loader;
+mod mcp;
 pub mod names;
 mod openapi;
 mod resolve;
@@ -31,6 +34,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 pub use loader::{LoadReport, Sources};
+pub use mcp::{MCP_CATEGORY, McpServerTools, McpTool, NAMESPACE_SEPARATOR};
 pub use resolve::{Resolution, ResolvedBy};
 
 /// Availability prior of an API whose tool has no RapidAPI success rate (docs/architecture.md §4).
@@ -59,6 +63,8 @@ pub enum Origin {
     OpenApi,
     /// An OpenAPI spec embedded in the binary.
     Embedded,
+    /// A downstream MCP server's `tools/list`.
+    Mcp,
 }
 
 /// RapidAPI hub statistics of a tool, kept as priors.
@@ -214,6 +220,22 @@ pub struct Api {
     /// for APIs known only by their schema (query `api_list` entries).
     pub url_template: Option<String>,
     pub params: Vec<Param>,
+    /// The input schema as its source declared it whole (an MCP tool's
+    /// `inputSchema`); `None`: the schema is built from `params`.
+    pub declared_schema: Option<Value>,
+    /// Set when a downstream MCP server serves this API (a tool of it)
+    /// instead of HTTP; `name` is then the MCP tool's name.
+    pub mcp: Option<McpTarget>,
+}
+
+/// The downstream MCP server that serves an API, and what it said of the tool.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct McpTarget {
+    /// The server's configured name.
+    pub server: String,
+    pub title: Option<String>,
+    /// The tool's `annotations`, as the server sent them.
+    pub annotations: Option<Value>,
 }
 
 impl Api {
@@ -231,6 +253,9 @@ impl Api {
     /// per parameter. Unknown properties are not forbidden here; strict
     /// mode is a validation option (see `args`).
     pub fn input_schema(&self) -> Value {
+        if let Some(schema) = &self.declared_schema {
+            return schema.clone();
+        }
         let mut properties = Map::new();
         let mut required = Vec::new();
         for p in &self.params {

@@ -83,7 +83,8 @@ pub(super) fn call(a: &CallArgs, config: &Config) -> Result<ExitCode, CliError> 
     match super::runtime()?.block_on(engine.call(request)) {
         Called::Unknown(unknown) => Err(CliError::Usage(unknown.to_string())),
         Called::Refused(problem) => {
-            let function = engine.api(&a.function).map_or(a.function.as_str(), |api| &api.function_name);
+            let catalog = engine.catalog();
+            let function = catalog.find(&a.function).map_or(a.function.as_str(), |api| &api.function_name);
             if a.json {
                 println!("{}", json!({"function": function, "ok": false, "refused": problem}));
             } else {

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::McpServerConfig;
+
 /// `[catalog]`: where APIs come from.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -16,6 +18,8 @@ pub struct CatalogConfig {
     pub include_embedded: bool,
     /// ToolBench query files whose `api_list` adds tools that have no tool file.
     pub query_files: Vec<PathBuf>,
+    /// The user's own MCP servers, whose tools join the catalog.
+    pub mcp_servers: Vec<McpServerConfig>,
 }
 
 impl CatalogConfig {
@@ -33,6 +37,6 @@ impl CatalogConfig {
                 return Err((format!("catalog.query_files[{i}]"), format!("{} is not a file", p.display())));
             }
         }
-        Ok(())
+        super::mcp_servers::validate(&self.mcp_servers)
     }
 }

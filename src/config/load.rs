@@ -107,6 +107,17 @@ fn read_file(path: &Path) -> Result<Table, ConfigError> {
             resolve_paths(value, base);
         }
     }
+    // The paths inside `[[catalog.mcp_servers]]`: a working directory, secret files.
+    let servers = table.get_mut("catalog").and_then(|c| c.get_mut("mcp_servers")).and_then(Value::as_array_mut);
+    for server in servers.into_iter().flatten().filter_map(Value::as_table_mut) {
+        if let Some(cwd) = server.get_mut("cwd") {
+            resolve_paths(cwd, base);
+        }
+        let secrets = server.get_mut("secret_headers").and_then(Value::as_table_mut);
+        for file in secrets.into_iter().flat_map(|t| t.iter_mut().map(|(_, v)| v)).filter_map(|s| s.get_mut("file")) {
+            resolve_paths(file, base);
+        }
+    }
     Ok(table)
 }
 

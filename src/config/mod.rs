@@ -21,6 +21,7 @@
 //! constants and its checks:
 //!
 //! - `catalog.rs`: `[catalog]`
+//! - `mcp_servers.rs`: `[[catalog.mcp_servers]]`
 //! - `args.rs`: `[args]`
 //! - `upstream.rs`: `[upstream]`
 //! - `compress.rs`: `[compress]`
@@ -52,6 +53,7 @@ mod llm;
 mod load;
 mod log;
 mod mcp;
+mod mcp_servers;
 mod openai;
 mod planner;
 mod retrieval;
@@ -68,6 +70,7 @@ pub use llm::*;
 pub use load::*;
 pub use log::*;
 pub use mcp::*;
+pub use mcp_servers::*;
 pub use openai::*;
 pub use planner::*;
 pub use retrieval::*;

@@ -18,6 +18,10 @@ pub(super) const SECRET_KEYS: [(&str, &str, &str, &str); 2] = [
 pub struct Secret(String);
 
 impl Secret {
+    pub(super) fn new(value: String) -> Secret {
+        Secret(value)
+    }
+
     /// The value, for the one place that sends it.
     pub fn expose(&self) -> &str {
         &self.0

@@ -8,14 +8,16 @@
 //! on tokio's blocking pool, never on the async workers.
 
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::args::{self, Invalid, Options};
-use crate::catalog::{Api, Catalog, Sources, UnknownApi};
+use crate::catalog::{Catalog, Sources, UnknownApi};
 use crate::compress::{Compressed, FieldChoices, compress};
 use crate::config::Config;
+use crate::downstream::{Downstream, Health};
 use crate::graph::build::clean_path;
 use crate::graph::store::{self, GraphStore};
 use crate::graph::{NodeKey, Params, RunCall, RunRecord, ToolGraph};
@@ -28,6 +30,9 @@ use crate::upstream::{CallError, Response, Upstream};
 
 pub mod loading;
 pub mod solve;
+mod world;
+
+pub use world::World;
 
 /// Largest serialized arguments accepted by [`Engine::call`].
 pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
@@ -90,9 +95,14 @@ pub struct CallRequest<'a> {
 /// The engine.
 pub struct Engine {
     pub config: Config,
-    pub catalog: Arc<Catalog>,
-    /// `None` in an engine opened for calls alone ([`Engine::open_for_calls`]).
-    retriever: Option<Retriever>,
+    /// The catalog of the configured sources alone; the world's adds the
+    /// downstream MCP servers' tools to it.
+    base: Arc<Catalog>,
+    /// The catalog and index as they are now ([`World`]).
+    world: RwLock<Arc<World>>,
+    /// The user's own MCP servers, when any is configured.
+    downstream: Option<Arc<Downstream>>,
+    tools_changed: tokio::sync::watch::Sender<u64>,
     /// Readers take a snapshot (an `Arc`), so a long execute run never
     /// holds the lock; a write copies the graph only while a snapshot is out.
     graph: RwLock<Arc<ToolGraph>>,
@@ -121,9 +131,47 @@ impl Engine {
             query_files: config.catalog.query_files.clone(),
         };
         progress.set_stage("loading the catalog");
-        let catalog = Arc::new(Catalog::load(&sources)?);
+        let base = Arc::new(Catalog::load(&sources)?);
+        let downstream = Engine::connect_downstream(config, progress);
+        let (catalog, mcp) = Engine::with_downstream_tools(&base, downstream.as_ref());
         let retriever = Retriever::open_reporting(catalog.clone(), config, progress)?;
-        Engine::assemble(config, catalog, Some(retriever), progress)
+        Engine::assemble(config, base, World::new(catalog, Some(retriever), mcp), downstream, progress)
+    }
+
+    /// Starts the downstream MCP servers' supervisors and waits for their
+    /// first connection attempts (each within its `connect_timeout_ms`).
+    /// `None` without servers, or outside a tokio runtime (said in the log).
+    fn connect_downstream(config: &Config, progress: &Progress) -> Option<Arc<Downstream>> {
+        let servers = &config.catalog.mcp_servers;
+        if servers.is_empty() {
+            return None;
+        }
+        if tokio::runtime::Handle::try_current().is_err() {
+            tracing::warn!("no async runtime here: the downstream MCP servers are not connected");
+            return None;
+        }
+        progress.set_stage("connecting to the MCP servers");
+        let downstream = Downstream::start(servers);
+        let patience = servers.iter().map(|s| s.connect_timeout_ms).max().unwrap_or(0) + 1_000;
+        downstream.wait_first_attempts(Duration::from_millis(patience));
+        for health in downstream.health().iter().filter(|h| h.error.is_some()) {
+            tracing::warn!(server = %health.server, error = ?health.error, "a downstream MCP server is not connected; its tools join the catalog when it is");
+        }
+        Some(downstream)
+    }
+
+    /// `base` with the tools `downstream` has listed (and those tools).
+    fn with_downstream_tools(
+        base: &Arc<Catalog>,
+        downstream: Option<&Arc<Downstream>>,
+    ) -> (Arc<Catalog>, Vec<crate::catalog::McpServerTools>) {
+        match downstream {
+            Some(d) => {
+                let tools = d.tools();
+                (Arc::new(base.with_mcp_tools(&tools)), tools)
+            }
+            None => (base.clone(), Vec::new()),
+        }
     }
 
     /// An engine for [`Engine::call`] alone (`toolrouter call`): the same
@@ -133,17 +181,28 @@ impl Engine {
     /// minutes) and the long-term memory (a standalone call is never
     /// remembered). [`Engine::search`], [`Engine::plan`] and [`Engine::run`]
     /// fail on it.
-    pub fn open_for_calls(config: &Config, catalog: Arc<Catalog>) -> anyhow::Result<Arc<Engine>> {
-        Engine::assemble(config, catalog, None, &Progress::default())
+    pub fn open_for_calls(config: &Config, base: Arc<Catalog>) -> anyhow::Result<Arc<Engine>> {
+        let progress = Progress::default();
+        let downstream = Engine::connect_downstream(config, &progress);
+        let (catalog, mcp) = Engine::with_downstream_tools(&base, downstream.as_ref());
+        Engine::assemble(config, base, World::new(catalog, None, mcp), downstream, &progress)
     }
 
     /// The rest of the engine around a loaded catalog (and retriever).
     fn assemble(
         config: &Config,
-        catalog: Arc<Catalog>,
-        retriever: Option<Retriever>,
+        base: Arc<Catalog>,
+        world: World,
+        downstream: Option<Arc<Downstream>>,
         progress: &Progress,
     ) -> anyhow::Result<Arc<Engine>> {
+        // Read the changes counter before the tools: a change after this is followed.
+        let changes = downstream.as_ref().map(|d| {
+            let mut changes = d.changes();
+            changes.borrow_and_update();
+            changes
+        });
+        let catalog = world.catalog.clone();
         progress.set_stage("loading the tool graph");
         let state = config.state.dir();
         let params = Params::from(&config.graph);
@@ -161,42 +220,51 @@ impl Engine {
             Err(e) => tracing::warn!("the graph's last recovery report is unreadable: {e}"),
         }
         let memory_path = memory::memory_path(&state);
-        let (memory, memory_writer) = match (&retriever, &store) {
+        let (memory, memory_writer) = match (world.has_retriever(), &store) {
             // Only searches and plans read the memory; a call alone is never remembered.
-            (None, _) => (LongTermMemory::default(), None),
-            (Some(_), Some(_)) => {
+            (false, _) => (LongTermMemory::default(), None),
+            (true, Some(_)) => {
                 let (memory, writer, report) = LongTermMemory::open(&memory_path)?;
                 if report.dropped > 0 {
                     tracing::warn!(dropped = report.dropped, problems = ?report.problems, "the memory journal had damaged entries; they were skipped");
                 }
                 (memory, Some(writer))
             }
-            (Some(_), None) => (LongTermMemory::read(&memory_path)?, None),
+            (true, None) => (LongTermMemory::read(&memory_path)?, None),
         };
-        let upstream = Upstream::new(&catalog, config)?;
+        let mut upstream = Upstream::new(&base, config)?;
+        if let Some(d) = &downstream {
+            upstream = upstream.with_downstream(d.clone());
+        }
         let choices = FieldChoices::load(&FieldChoices::path_in(&state)).unwrap_or_default();
-        Ok(Arc::new(Engine {
+        let engine = Arc::new(Engine {
             config: config.clone(),
-            catalog,
-            retriever,
+            base,
+            world: RwLock::new(Arc::new(world)),
+            downstream,
+            tools_changed: tokio::sync::watch::channel(0).0,
             graph: RwLock::new(Arc::new(graph)),
             store: Mutex::new(store),
             memory: RwLock::new(Arc::new(memory)),
             memory_writer: Mutex::new(memory_writer),
             upstream,
             choices,
-        }))
+        });
+        if let Some(changes) = changes {
+            tokio::spawn(world::follow_downstream(Arc::downgrade(&engine), changes));
+        }
+        Ok(engine)
+    }
+
+    /// The downstream MCP servers' health (empty without servers).
+    pub fn downstream_health(&self) -> Vec<Health> {
+        self.downstream.as_ref().map(|d| d.health()).unwrap_or_default()
     }
 
     /// Forgets the rate limiters' idle keys (clients, APIs, hosts) and
     /// expired `Retry-After` holds; a long-running server calls it now and then.
     pub fn prune_limits(&self) {
         self.upstream.limits().prune();
-    }
-
-    /// The API a function name (any spelling) names.
-    pub fn api(&self, function: &str) -> Result<&Api, UnknownApi> {
-        self.catalog.find(function)
     }
 
     /// The `k` APIs that best fit `query` (optionally within a category).
@@ -212,24 +280,26 @@ impl Engine {
         let (engine, query) = (self.clone(), query.to_string());
         let filters = Filters { category: category.map(str::to_string), tool: None };
         let results = tokio::task::spawn_blocking(move || {
-            let retriever = engine.retriever()?;
+            let world = engine.world();
+            let retriever = world.retriever()?;
             let options = retriever.options();
             let mut prepared = retriever.prepare(&query, options).map_err(|e| EngineError::BadInput(e.to_string()))?;
             if let Some(vector) = prepared.vectors.first() {
                 let examples = engine.memory().examples(vector, engine.config.planner.hints);
-                prepared.remembered = crate::planner::remembered(&examples, &engine.catalog);
+                prepared.remembered = crate::planner::remembered(&examples, &world.catalog);
             }
-            Ok::<_, EngineError>(retriever.rank(&prepared, k, &filters, options))
+            Ok::<_, EngineError>((retriever.rank(&prepared, k, &filters, options), world.catalog.clone()))
         })
         .await
         .map_err(|e| EngineError::Internal(e.to_string()))??;
+        let (results, catalog) = results;
         let graph = self.graph();
         Ok(results
             .hits
             .iter()
             .map(|h| {
-                let api = self.catalog.api(h.api);
-                let tool = self.catalog.tool(api.tool);
+                let api = catalog.api(h.api);
+                let tool = catalog.tool(api.tool);
                 let alpha =
                     graph.alpha(&NodeKey::Api(api.function_name.clone())).unwrap_or_else(|| tool.availability_prior());
                 SearchHit {
@@ -257,8 +327,8 @@ impl Engine {
             if let Some(n) = max_steps {
                 settings.budget.max_steps = n.clamp(1, settings.budget.max_steps.max(1));
             }
-            let (graph, memory) = (engine.graph(), engine.memory());
-            let planner = Planner::new(engine.retriever()?, Some(&graph), Some(&memory), settings);
+            let (graph, memory, world) = (engine.graph(), engine.memory(), engine.world());
+            let planner = Planner::new(world.retriever()?, Some(&graph), Some(&memory), settings);
             runtime
                 .block_on(planner.run(&query, &DeterministicDecider::default(), &DryRun))
                 .map_err(|e| EngineError::BadInput(e.to_string()))
@@ -280,15 +350,16 @@ impl Engine {
     ) -> Result<PlanRun, EngineError> {
         settings.args = Options::from(&self.config.args);
         let started = std::time::Instant::now();
-        let (engine, text) = (self.clone(), task.to_string());
+        let world = self.world();
+        let (retriever_world, text) = (world.clone(), task.to_string());
         let prepared = tokio::task::spawn_blocking(move || {
-            let retriever = engine.retriever()?;
+            let retriever = retriever_world.retriever()?;
             retriever.prepare(&text, retriever.options()).map_err(|e| EngineError::BadInput(e.to_string()))
         })
         .await
         .map_err(|e| EngineError::Internal(e.to_string()))??;
         let (graph, memory) = (self.graph(), self.memory());
-        let planner = Planner::new(self.retriever()?, Some(&graph), Some(&memory), settings).with_outputs(outputs);
+        let planner = Planner::new(world.retriever()?, Some(&graph), Some(&memory), settings).with_outputs(outputs);
         planner
             .run_prepared(task, &prepared, started, decider, caller)
             .await
@@ -301,7 +372,8 @@ impl Engine {
     /// standalone call's outcome (off the async workers: it fsyncs) and
     /// compresses the response for the call's purpose.
     pub async fn call(self: &Arc<Self>, request: CallRequest<'_>) -> Called {
-        let api = match self.catalog.find(request.function) {
+        let catalog = self.catalog();
+        let api = match catalog.find(request.function) {
             Ok(api) => api,
             Err(unknown) => return Called::Unknown(unknown),
         };
@@ -363,11 +435,13 @@ impl Engine {
     /// its path (the successful calls, cleaned as the graph cleans them)
     /// written to the journal, then shown to later plans.
     fn remember(&self, run: &RunRecord) {
+        let catalog = self.catalog();
         let path: Vec<String> = clean_path(run.calls.iter().map(|c| (c.function.as_str(), c.ok)))
             .into_iter()
-            .filter_map(|f| self.catalog.resolve(f).first().map(|id| self.catalog.api(id).function_name.clone()))
+            .filter_map(|f| catalog.resolve(f).first().map(|id| catalog.api(id).function_name.clone()))
             .collect();
-        let embedder = self.retriever.as_ref().and_then(Retriever::embedder);
+        let world = self.world();
+        let embedder = world.retriever().ok().and_then(Retriever::embedder);
         let (Some(embedder), false, false) = (embedder, path.is_empty(), run.task.trim().is_empty()) else {
             return;
         };
@@ -398,7 +472,7 @@ impl Engine {
         let mut store = self.store.lock().unwrap_or_else(|e| e.into_inner());
         let store = store.as_mut()?;
         let mut graph = self.graph.write().unwrap_or_else(|e| e.into_inner());
-        match store.record(Arc::make_mut(&mut graph), run, Some(&self.catalog)) {
+        match store.record(Arc::make_mut(&mut graph), run, Some(&self.catalog())) {
             Ok(seq) => {
                 if seq % self.config.graph.snapshot_every == 0
                     && let Err(e) = store.snapshot(&graph)
@@ -421,14 +495,7 @@ impl Engine {
 
     /// The embedding model, when dense retrieval is on.
     pub fn embedder(&self) -> Option<Arc<Embedder>> {
-        self.retriever.as_ref().and_then(Retriever::embedder).cloned()
-    }
-
-    /// The retriever searches and plans rank with.
-    fn retriever(&self) -> Result<&Retriever, EngineError> {
-        self.retriever.as_ref().ok_or_else(|| {
-            EngineError::Internal("this engine was opened for calls alone: it has no search index".into())
-        })
+        self.world().retriever().ok().and_then(Retriever::embedder).cloned()
     }
 
     /// `w(from, to)` in the tool graph (0 without such an edge).

@@ -218,7 +218,7 @@ async fn run_subtask(
         }
         opening.push(Message::new("user", part));
     }
-    let decider = LlmDecider::new(llm.clone(), engine.catalog.clone(), request.model.clone(), opening, deadline);
+    let decider = LlmDecider::new(llm.clone(), engine.catalog(), request.model.clone(), opening, deadline);
     let caller =
         Calls { engine, client: request.client.as_deref(), request: &sub.task, deadline, made: Mutex::default() };
     let mut settings = Settings::from(&engine.config);
@@ -359,7 +359,8 @@ fn needs(engine: &Engine, subtasks: &[Subtask]) -> Vec<Need> {
     }) else {
         return Vec::new();
     };
-    let api = engine.api(function).ok();
+    let catalog = engine.catalog();
+    let api = catalog.find(function).ok();
     missing
         .iter()
         .map(|p| Need {

@@ -18,6 +18,9 @@
 //!    the call's deadline; each attempt has its own timeout covering the
 //!    whole read, and the body is cut off at `max_response_bytes`.
 //!
+//! An API a downstream MCP server serves goes to it instead ([`mcp`]),
+//! through the same rate limits.
+//!
 //! With `mode = "replay"` the answer comes from the [`replay`] table in
 //! the process instead (limits still apply). Every result carries an
 //! [`Outcome`] (success, error class, latency) for the tool graph's
@@ -25,6 +28,7 @@
 
 pub mod guard;
 pub mod limits;
+mod mcp;
 pub mod replay;
 pub mod request;
 
@@ -37,6 +41,7 @@ use url::Url;
 
 use crate::catalog::{Api, Catalog};
 use crate::config::{Config, Secret, UpstreamConfig, UpstreamMode};
+use crate::downstream::Downstream;
 use crate::outbound::ReadError;
 use crate::units::ms;
 pub use guard::Guard;
@@ -75,6 +80,10 @@ pub enum ErrorClass {
     NotJson,
     /// Replay: nothing recorded for this API.
     NoRecording,
+    /// The downstream MCP server serving the API is not connected.
+    Unavailable,
+    /// A downstream MCP tool ran and reported an error (`isError`).
+    ToolError,
 }
 
 impl ErrorClass {
@@ -171,6 +180,8 @@ pub struct Upstream {
     config: UpstreamConfig,
     base_url: Option<Url>,
     key: Option<Secret>,
+    /// The downstream MCP servers serving the catalog's MCP tools.
+    downstream: Option<Arc<Downstream>>,
 }
 
 /// Installs rustls' crypto provider (ring) once per process (reqwest is
@@ -196,7 +207,13 @@ impl Upstream {
         };
         let base_url = (!c.base_url.is_empty()).then(|| Url::parse(&c.base_url)).transpose()?;
         let key = config.rapidapi_key().map_err(anyhow::Error::msg)?;
-        Ok(Upstream { backend, limits: Limits::new(c), guard, config: c.clone(), base_url, key })
+        Ok(Upstream { backend, limits: Limits::new(c), guard, config: c.clone(), base_url, key, downstream: None })
+    }
+
+    /// Sends calls to the catalog's MCP tools to `downstream`.
+    pub fn with_downstream(mut self, downstream: Arc<Downstream>) -> Upstream {
+        self.downstream = Some(downstream);
+        self
     }
 
     /// The rate limits calls go through.
@@ -211,6 +228,9 @@ impl Upstream {
         arguments: &Map<String, Value>,
         client: Option<&str>,
     ) -> Result<Response, CallError> {
+        if let Some(target) = &api.mcp {
+            return self.mcp_call(api, target, arguments, client).await;
+        }
         let started = Instant::now();
         let deadline = started + Duration::from_millis(self.config.deadline_ms);
         let mut trace = CallTrace { function: api.function_name.clone(), ..CallTrace::default() };

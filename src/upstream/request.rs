@@ -399,6 +399,8 @@ mod tests {
             method: Method::Get,
             url_template: Some(url.into()),
             params,
+            declared_schema: None,
+            mcp: None,
         }
     }
 

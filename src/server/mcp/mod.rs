@@ -296,7 +296,7 @@ impl ServerHandler for McpServer {
                 ready.call(&name, &Value::Object(args), client.as_deref()).await
             }
             name => {
-                let hint = if engine.api(name).is_ok() {
+                let hint = if engine.catalog().find(name).is_ok() {
                     format!(
                         "`{name}` is a catalog API but not a tool of this session: call it through call_api, or find it with search_tools first"
                     )

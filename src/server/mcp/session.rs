@@ -57,11 +57,12 @@ impl Session {
     /// The session's tools, with their input schemas, most recent last.
     pub fn tools(&self) -> Vec<Tool> {
         let names = self.state().tools.clone();
+        let catalog = self.engine.catalog();
         names
             .iter()
-            .filter_map(|name| self.engine.api(name).ok())
+            .filter_map(|name| catalog.find(name).ok())
             .map(|api| {
-                let definition = self.engine.catalog.function_definition(api);
+                let definition = catalog.function_definition(api);
                 let description = definition["function"]["description"].as_str().unwrap_or("").to_string();
                 let schema = match api.input_schema() {
                     serde_json::Value::Object(map) => map,

@@ -35,10 +35,11 @@ pub async fn offer(engine: &Arc<Engine>, req: &ChatRequest, max: usize) -> Resul
     }
     names.truncate(max);
     let options = crate::args::Options::from(&engine.config.args);
+    let catalog = engine.catalog();
     let tools = names
         .iter()
-        .filter_map(|n| engine.api(n).ok())
-        .map(|api| catalog_tool(engine.catalog.function_definition(api), api, options))
+        .filter_map(|n| catalog.find(n).ok())
+        .map(|api| catalog_tool(catalog.function_definition(api), api, options))
         .collect();
     let steps: Vec<Value> = run
         .steps
