@@ -14,4 +14,6 @@ if ! scripts/fetch-models.sh; then
 fi
 # The Python clients the MCP and OpenAI integration tests drive (PyPI).
 scripts/python-env.sh
+# Real MCP servers the federation tests start (PyPI, npm).
+scripts/mcp-servers.sh
 cargo test --locked "$@"

@@ -176,7 +176,14 @@ fn load_config(cli: &Cli) -> Result<(Config, Option<log_writer::Guard>), String>
 /// a system call for its line. Commands write at once, in order with what
 /// they print.
 fn init_logging(config: &Config, server: bool) -> Option<log_writer::Guard> {
-    let filter = tracing_subscriber::EnvFilter::try_new(&config.log.level).unwrap_or_else(|_| "info".into());
+    // rmcp logs every session's start at info, a downstream server's whole
+    // instructions included: warnings only, unless the filter names rmcp.
+    let level = if config.log.level.contains("rmcp") {
+        config.log.level.clone()
+    } else {
+        format!("{},rmcp=warn", config.log.level)
+    };
+    let filter = tracing_subscriber::EnvFilter::try_new(&level).unwrap_or_else(|_| "info".into());
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let (writer, guard) = if server {
         let (writer, guard) = log_writer::batched(std::io::stderr());

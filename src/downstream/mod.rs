@@ -35,7 +35,7 @@ use crate::config::McpServerConfig;
 /// How a server's connection is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum State {
+pub enum ServerState {
     /// Not connected yet (the first attempt is under way).
     Connecting,
     Up,
@@ -43,11 +43,21 @@ pub enum State {
     Down,
 }
 
+impl ServerState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerState::Connecting => "connecting",
+            ServerState::Up => "up",
+            ServerState::Down => "down",
+        }
+    }
+}
+
 /// A server's health, for `/readyz`, `/metrics` and the log.
 #[derive(Debug, Clone, Serialize)]
 pub struct Health {
     pub server: String,
-    pub state: State,
+    pub state: ServerState,
     /// Why it is down (the last connection's end, or the failed attempt).
     pub error: Option<String>,
     /// Tools known (the last listing, kept while down).
@@ -143,7 +153,7 @@ impl Downstream {
                         listed: None,
                         health: Health {
                             server: config.name.clone(),
-                            state: State::Connecting,
+                            state: ServerState::Connecting,
                             error: None,
                             tools: 0,
                             reconnects: 0,
@@ -219,7 +229,7 @@ impl Server {
         let (peer, signals) = {
             let live = self.live();
             match (&live.peer, live.health.state) {
-                (Some(peer), State::Up) => (peer.clone(), live.signals.clone()),
+                (Some(peer), ServerState::Up) => (peer.clone(), live.signals.clone()),
                 _ => {
                     let reason = live.health.error.clone().unwrap_or_else(|| "not connected yet".into());
                     return Err(CallFailure::Unavailable { server: name.clone(), reason });

@@ -8,7 +8,7 @@ use rmcp::service::{Peer, RoleClient};
 use tokio::sync::{mpsc, watch};
 
 use super::connect::{Handler, connect};
-use super::{Health, Server, Signal, State, unix_ms};
+use super::{Health, Server, ServerState, Signal, unix_ms};
 use crate::catalog::{McpServerTools, McpTool};
 
 /// First wait before reconnecting; doubled after each failure.
@@ -182,10 +182,10 @@ impl Context {
 impl Server {
     fn set_up(&self, peer: Peer<RoleClient>, signals: mpsc::Sender<Signal>, listed: McpServerTools) {
         let mut live = self.live();
-        let reconnects = live.health.reconnects + u64::from(live.tried && live.health.state != State::Up);
+        let reconnects = live.health.reconnects + u64::from(live.tried && live.health.state != ServerState::Up);
         live.health = Health {
             server: self.config.name.clone(),
-            state: State::Up,
+            state: ServerState::Up,
             error: None,
             tools: listed.tools.len(),
             reconnects,
@@ -200,10 +200,10 @@ impl Server {
         let mut live = self.live();
         live.peer = None;
         live.signals = None;
-        if live.health.state != State::Down || live.health.error.as_deref() != Some(&reason) {
+        if live.health.state != ServerState::Down || live.health.error.as_deref() != Some(&reason) {
             live.health.since_unix_ms = unix_ms();
         }
-        live.health.state = State::Down;
+        live.health.state = ServerState::Down;
         live.health.error = Some(reason);
     }
 

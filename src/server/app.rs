@@ -49,6 +49,7 @@ use super::openai::tools::ToolLists;
 use super::openai::tools_call::tools_call;
 use super::openai::traces::trace;
 use crate::config::Config;
+use crate::downstream::{Health, ServerState};
 use crate::engine::Engine;
 use crate::engine::loading::{Loading, NotReady};
 use crate::llm::{ChatModel, LlmClient};
@@ -160,10 +161,7 @@ pub fn router(app: Arc<App>) -> axum::Router {
         .route("/v1/chat/completions", axum::routing::post(chat_completions))
         .route("/v1/tools/call", axum::routing::post(tools_call))
         .route("/v1/traces/{id}", get(trace))
-        .route(
-            "/metrics",
-            get(|| async { ([("content-type", "text/plain; version=0.0.4")], crate::metrics::global().render()) }),
-        )
+        .route("/metrics", get(metrics))
         .layer(axum::middleware::from_fn_with_state(app.clone(), admit));
     axum::Router::new()
         .route("/healthz", get(|| async { "ok" }))
@@ -175,11 +173,73 @@ pub fn router(app: Arc<App>) -> axum::Router {
         .with_state(app)
 }
 
+/// 200 once the engine is loaded; "degraded", naming them, while some
+/// downstream MCP servers are not connected (the rest keeps working).
 async fn readyz(State(app): State<Arc<App>>) -> Response {
     match app.engine() {
-        Ok(_) => (StatusCode::OK, "ready").into_response(),
+        Ok(engine) => {
+            let down: Vec<String> = engine
+                .downstream_health()
+                .into_iter()
+                .filter(|h| h.state != ServerState::Up)
+                .map(|h| {
+                    format!(
+                        "the MCP server `{}` is {} ({})",
+                        h.server,
+                        h.state.as_str(),
+                        h.error.as_deref().unwrap_or("connecting")
+                    )
+                })
+                .collect();
+            if down.is_empty() {
+                (StatusCode::OK, "ready").into_response()
+            } else {
+                (StatusCode::OK, format!("ready, degraded: {}", down.join("; "))).into_response()
+            }
+        }
         Err(e) => not_ready(e),
     }
+}
+
+/// The process counters, then the downstream MCP servers' gauges.
+async fn metrics(State(app): State<Arc<App>>) -> Response {
+    let mut text = crate::metrics::global().render();
+    if let Ok(engine) = app.engine() {
+        let health = engine.downstream_health();
+        if !health.is_empty() {
+            text.push_str(&downstream_gauges(&health));
+        }
+    }
+    ([("content-type", "text/plain; version=0.0.4")], text).into_response()
+}
+
+fn downstream_gauges(health: &[Health]) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(out, "# HELP toolrouter_mcp_server_up Whether a downstream MCP server is connected.");
+    let _ = writeln!(out, "# TYPE toolrouter_mcp_server_up gauge");
+    for h in health {
+        let _ = writeln!(
+            out,
+            "toolrouter_mcp_server_up{{server=\"{}\"}} {}",
+            h.server,
+            u8::from(h.state == ServerState::Up)
+        );
+    }
+    let _ = writeln!(out, "# HELP toolrouter_mcp_server_tools Tools a downstream MCP server listed last.");
+    let _ = writeln!(out, "# TYPE toolrouter_mcp_server_tools gauge");
+    for h in health {
+        let _ = writeln!(out, "toolrouter_mcp_server_tools{{server=\"{}\"}} {}", h.server, h.tools);
+    }
+    let _ = writeln!(
+        out,
+        "# HELP toolrouter_mcp_server_reconnects_total Connections to a downstream MCP server after the first."
+    );
+    let _ = writeln!(out, "# TYPE toolrouter_mcp_server_reconnects_total counter");
+    for h in health {
+        let _ = writeln!(out, "toolrouter_mcp_server_reconnects_total{{server=\"{}\"}} {}", h.server, h.reconnects);
+    }
+    out
 }
 
 /// Serves until SIGINT or SIGTERM, then drains for up to the grace period.

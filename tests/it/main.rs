@@ -6,6 +6,7 @@
 mod common;
 
 mod cli;
+mod downstream;
 mod faults;
 mod graph_crash;
 mod llm_client;

@@ -181,4 +181,5 @@ async def main():
         print(f"ok (mcp {importlib.metadata.version('mcp')}, {mode}, protocol {attr(init, 'protocolVersion')})")
 
 
-asyncio.run(main())
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -32,7 +32,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult, ErrorCode, Implementation,
     ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
@@ -227,6 +227,28 @@ impl ServerHandler for McpServer {
             ProtocolVersion::V_2025_11_25,
             ProtocolVersion::V_2026_07_28,
         ])
+    }
+
+    /// Tells the client when the catalog's tools change (a downstream MCP
+    /// server's tools were added, changed or removed), for as long as the
+    /// session lasts.
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let (loading, peer) = (self.loading.clone(), context.peer);
+        tokio::spawn(async move {
+            let engine = loop {
+                match loading.engine() {
+                    Ok(engine) => break engine.clone(),
+                    Err(NotReady::Failed(_)) => return,
+                    Err(NotReady::Loading(_)) => tokio::time::sleep(std::time::Duration::from_secs(1)).await,
+                }
+            };
+            let mut changes = engine.tools_changed();
+            while changes.changed().await.is_ok() {
+                if peer.notify_tool_list_changed().await.is_err() {
+                    return;
+                }
+            }
+        });
     }
 
     async fn discover(&self, _context: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {

@@ -71,6 +71,7 @@ fn failed(e: &CallError) -> ApiError {
         ErrorClass::RateLimited => (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error"),
         ErrorClass::Timeout | ErrorClass::Deadline => (StatusCode::GATEWAY_TIMEOUT, "server_error"),
         ErrorClass::Refused | ErrorClass::Request => (StatusCode::BAD_REQUEST, "invalid_request_error"),
+        ErrorClass::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "server_error"),
         _ => (StatusCode::BAD_GATEWAY, "server_error"),
     };
     let error = ApiError::new(status, kind, e.class.name(), e.message.clone())

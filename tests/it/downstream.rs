@@ -1,0 +1,198 @@
+//! Federation: `toolrouter serve` with real MCP servers from the package
+//! registries as catalog sources (`mcp-server-time` from PyPI over stdio,
+//! `@modelcontextprotocol/server-everything` from npm over stdio and over
+//! streamable HTTP) and a fixture server on the official `mcp` SDK
+//! (`tests/python/downstream_fixture.py`) for what the public servers
+//! cannot be made to do: hang, answer huge, list a bad schema, add tools at
+//! run time, flood `list_changed`, die. `scripts/mcp-servers.sh` installs
+//! the public servers; without them the test says SKIPPED.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+struct Servers {
+    time: PathBuf,
+    everything: PathBuf,
+    fixture_python: PathBuf,
+}
+
+fn servers() -> Option<Servers> {
+    Some(Servers {
+        time: common::python_env("py-mcp-servers", "bin/mcp-server-time")?,
+        everything: common::python_env(
+            "npm-servers",
+            "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+        )?,
+        fixture_python: common::python_env("py-mcp1", "bin/python")?,
+    })
+}
+
+fn python_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python")
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn wait_port(port: u16) {
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(started.elapsed() < Duration::from_secs(30), "port {port} never opened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn config(servers: &Servers, http_port: u16, pid_file: &Path) -> String {
+    format!(
+        r#"
+[upstream]
+max_response_bytes = 100000
+
+[[catalog.mcp_servers]]
+name = "time"
+command = "{time}"
+args = ["--local-timezone", "UTC"]
+
+[[catalog.mcp_servers]]
+name = "everything"
+command = "node"
+args = ["{everything}", "stdio"]
+
+[[catalog.mcp_servers]]
+name = "everything_http"
+url = "http://127.0.0.1:{http_port}/mcp"
+
+[[catalog.mcp_servers]]
+name = "fixture"
+command = "{python}"
+args = ["{fixture}"]
+env = {{ FIXTURE_PID_FILE = "{pid}" }}
+timeout_ms = 1500
+"#,
+        time = servers.time.display(),
+        everything = servers.everything.display(),
+        python = servers.fixture_python.display(),
+        fixture = python_dir().join("downstream_fixture.py").display(),
+        pid = pid_file.display(),
+    )
+}
+
+/// `POST /v1/tools/call`: (status, body).
+fn call(url: &str, name: &str, arguments: Value) -> (u16, Value) {
+    let body = json!({"name": name, "arguments": arguments}).to_string();
+    let (status, _, text) = common::http(url, "POST", "/v1/tools/call", None, body.as_bytes());
+    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+fn get(url: &str, path: &str) -> String {
+    common::http(url, "GET", path, None, b"").2
+}
+
+/// Polls `check` every 20 ms for up to `limit`.
+fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+#[test]
+fn federated_mcp_servers_are_found_called_checked_and_kept_alive() {
+    let Some(servers) = servers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let http_port = free_port();
+    let mut http_server = Command::new("node");
+    http_server.arg(&servers.everything).arg("streamableHttp").env("PORT", http_port.to_string());
+    let _http_server = common::Killed(http_server.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap());
+    wait_port(http_port);
+    let pid_file = dir.path().join("fixture.pid");
+    let config_path = dir.path().join("toolrouter.toml");
+    std::fs::write(&config_path, config(&servers, http_port, &pid_file)).unwrap();
+    let (_toolrouter, url) = common::serve(&[("TOOLROUTER_CONFIG", config_path.to_str().unwrap())]);
+    common::wait_ready(&url, None);
+    assert_eq!(get(&url, "/readyz"), "ready");
+
+    // Every server's tools are callable, namespaced; arguments are checked first.
+    let (status, body) = call(&url, "time__get_current_time", json!({"timezone": "Europe/Berlin"}));
+    assert_eq!((status, &body["response"]["timezone"]), (200, &json!("Europe/Berlin")), "{body}");
+    let (status, body) = call(&url, "time__get_current_time", json!({"tz": "Europe/Berlin"}));
+    assert_eq!(status, 400, "{body}");
+    let problems = body["error"]["problems"].to_string();
+    assert!(problems.contains("/tz") && problems.contains("missing required parameter `timezone`"), "{problems}");
+    let (status, body) = call(&url, "everything__get-sum", json!({"a": 2, "b": 3}));
+    assert!(status == 200 && body["response"].to_string().contains('5'), "{body}");
+    let (status, body) = call(&url, "everything_http__echo", json!({"message": "over http"}));
+    assert_eq!((status, &body["response"]), (200, &json!("Echo: over http")), "{body}");
+    let (status, body) = call(&url, "fixture__stats", json!({}));
+    assert!(status == 200 && body["response"]["pid"].is_u64(), "JSON text comes back as JSON: {body}");
+
+    // A tool whose schema is not valid is left out, the rest of its server kept.
+    let (status, body) = call(&url, "fixture__bad_schema", json!({}));
+    assert_eq!(status, 404, "{body}");
+
+    // A call that never answers times out (and is cancelled); the server still serves.
+    let started = Instant::now();
+    let (status, body) = call(&url, "fixture__hang", json!({}));
+    assert_eq!((status, &body["error"]["code"]), (504, &json!("timeout")), "{body}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let (status, body) = call(&url, "fixture__echo", json!({"text": "still here"}));
+    assert_eq!((status, &body["response"]), (200, &json!("still here")), "{body}");
+
+    // A huge result is cut to upstream.max_response_bytes, and the trace says so.
+    let (status, body) = call(&url, "fixture__huge", json!({"bytes": 1_000_000}));
+    assert_eq!(status, 200, "{body}");
+    let outcome = body["trace"]["attempts"][0]["outcome"].as_str().unwrap_or_default();
+    assert!(outcome.contains("cut from") && outcome.contains("to 100000 bytes"), "{outcome}");
+
+    // A flood of list_changed is one re-list; the new tool joins the catalog.
+    let (status, body) = call(&url, "fixture__add_tool", json!({"name": "flooded", "flood": 50}));
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        eventually(Duration::from_secs(15), || call(&url, "fixture__flooded", json!({})).0 == 200),
+        "the added tool becomes callable"
+    );
+    let (_, stats) = call(&url, "fixture__stats", json!({}));
+    let lists = stats["response"]["list_calls"].as_u64().unwrap();
+    assert!(lists <= 4, "50 notifications made {lists} tools/list calls");
+
+    // Through the MCP face, with both SDKs: search, call, refuse, list_changed.
+    for (env, tool) in [("py-mcp2", "added_for_sdk_2"), ("py-mcp1", "added_for_sdk_1")] {
+        let Some(python) = common::python_env(env, "bin/python") else { continue };
+        let out = Command::new(python)
+            .arg(python_dir().join("downstream_check.py"))
+            .args([&format!("{url}/mcp"), tool])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{env}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    // A killed server is reported (readyz, the call's error), then reconnected.
+    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    assert!(
+        eventually(Duration::from_secs(5), || get(&url, "/readyz")
+            .contains("degraded: the MCP server `fixture` is down")),
+        "readyz says the fixture is down: {}",
+        get(&url, "/readyz")
+    );
+    let (status, body) = call(&url, "fixture__echo", json!({"text": "anyone?"}));
+    assert_eq!((status, &body["error"]["code"]), (503, &json!("unavailable")), "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("reconnecting"), "{body}");
+    assert!(eventually(Duration::from_secs(30), || get(&url, "/readyz") == "ready"), "{}", get(&url, "/readyz"));
+    let (status, body) = call(&url, "fixture__echo", json!({"text": "back"}));
+    assert_eq!((status, &body["response"]), (200, &json!("back")), "{body}");
+    let metrics = get(&url, "/metrics");
+    assert!(metrics.contains("toolrouter_mcp_server_reconnects_total{server=\"fixture\"} 1"), "{metrics}");
+    assert!(metrics.contains("toolrouter_mcp_server_up{server=\"time\"} 1"), "{metrics}");
+}
