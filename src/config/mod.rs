@@ -24,6 +24,7 @@
 //! - `mcp_servers.rs`: `[[catalog.mcp_servers]]`
 //! - `args.rs`: `[args]`
 //! - `upstream.rs`: `[upstream]`
+//! - `credentials.rs`: `[[upstream.credentials]]`
 //! - `compress.rs`: `[compress]`
 //! - `state.rs`: `[state]`
 //! - `embedding.rs`: `[embedding]` (and [`models_dir`])
@@ -47,6 +48,7 @@ use serde::{Deserialize, Serialize};
 mod args;
 mod catalog;
 mod compress;
+mod credentials;
 mod embedding;
 mod graph;
 mod llm;
@@ -64,6 +66,7 @@ mod upstream;
 pub use args::*;
 pub use catalog::*;
 pub use compress::*;
+pub use credentials::*;
 pub use embedding::*;
 pub use graph::*;
 pub use llm::*;

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::CredentialConfig;
 use super::secret::secret;
 
 /// Environment variable holding the RapidAPI key.
@@ -74,6 +75,8 @@ pub struct UpstreamConfig {
     pub client_rate: f64,
     pub burst: u32,
     pub max_redirects: usize,
+    /// Credentials of the user's own HTTP services, one per host.
+    pub credentials: Vec<CredentialConfig>,
 }
 
 impl Default for UpstreamConfig {
@@ -97,6 +100,7 @@ impl Default for UpstreamConfig {
             client_rate: DEFAULT_CLIENT_RATE,
             burst: DEFAULT_BURST,
             max_redirects: DEFAULT_MAX_REDIRECTS,
+            credentials: Vec::new(),
         }
     }
 }
@@ -155,6 +159,6 @@ impl UpstreamConfig {
         }
         secret(RAPIDAPI_KEY_ENV, &self.rapidapi_key_file)
             .map_err(|message| ("upstream.rapidapi_key_file".into(), message))?;
-        Ok(())
+        super::credentials::validate(&self.credentials)
     }
 }

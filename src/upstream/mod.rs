@@ -26,12 +26,14 @@
 //! [`Outcome`] (success, error class, latency) for the tool graph's
 //! availability.
 
+mod credentials;
 pub mod guard;
 pub mod limits;
 mod mcp;
 pub mod replay;
 pub mod request;
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -182,6 +184,8 @@ pub struct Upstream {
     key: Option<Secret>,
     /// The downstream MCP servers serving the catalog's MCP tools.
     downstream: Option<Arc<Downstream>>,
+    /// Credentials of the user's own services, by host.
+    credentials: Vec<credentials::Credential>,
 }
 
 /// Installs rustls' crypto provider (ring) once per process (reqwest is
@@ -198,16 +202,18 @@ impl Upstream {
     pub fn new(catalog: &Catalog, config: &Config) -> anyhow::Result<Upstream> {
         let c = &config.upstream;
         let guard = Arc::new(Guard::new(catalog, &c.allowed_hosts, c.allow_private));
+        let credentials = credentials::load(&c.credentials)?;
         let backend = match c.mode {
             UpstreamMode::Replay => Backend::Replay(
                 ReplayTable::load(&c.replay_dir, catalog)
                     .map_err(|e| anyhow::anyhow!("reading the replay table {}: {e}", c.replay_dir.display()))?,
             ),
-            UpstreamMode::Live => Backend::Live(client(c, guard.clone())?),
+            UpstreamMode::Live => Backend::Live(client(c, guard.clone(), credentials::hosts(&credentials))?),
         };
         let base_url = (!c.base_url.is_empty()).then(|| Url::parse(&c.base_url)).transpose()?;
         let key = config.rapidapi_key().map_err(anyhow::Error::msg)?;
-        Ok(Upstream { backend, limits: Limits::new(c), guard, config: c.clone(), base_url, key, downstream: None })
+        let limits = Limits::new(c);
+        Ok(Upstream { backend, limits, guard, config: c.clone(), base_url, key, downstream: None, credentials })
     }
 
     /// Sends calls to the catalog's MCP tools to `downstream`.
@@ -338,8 +344,14 @@ impl Upstream {
 
     /// One attempt: send, read the body up to the cap, interpret it.
     async fn send(&self, client: &reqwest::Client, http: &request::HttpCall) -> Result<(u16, Value, usize), Failure> {
-        let mut req = client.request(http.method.clone(), http.url.clone()).header("X-RapidAPI-Host", &http.api_host);
-        if let Some(key) = &self.key {
+        let credential = credentials::for_url(&self.credentials, &http.url);
+        let url = credential.map_or_else(|| http.url.clone(), |c| c.url(&http.url));
+        let mut req = client.request(http.method.clone(), url).header("X-RapidAPI-Host", &http.api_host);
+        if let Some(credential) = credential {
+            req = credential.authorize(req).map_err(|message| Failure::fatal(ErrorClass::Request, message))?;
+        }
+        // The RapidAPI key goes to RapidAPI's hosts (or to the base URL standing in for them), no other.
+        if let Some(key) = self.key.as_ref().filter(|_| self.base_url.is_some() || is_rapidapi_host(&http.api_host)) {
             let mut value = reqwest::header::HeaderValue::from_str(key.expose()).map_err(|_| {
                 Failure::fatal(ErrorClass::Request, "the RapidAPI key is not a valid header value".into())
             })?;
@@ -393,13 +405,27 @@ impl Upstream {
     }
 }
 
-/// The pooled HTTP client: rustls, gzip, the guarded resolver, redirects re-checked.
-fn client(c: &UpstreamConfig, guard: Arc<Guard>) -> anyhow::Result<reqwest::Client> {
+/// Whether `host` is one of RapidAPI's (`*.rapidapi.com`).
+fn is_rapidapi_host(host: &str) -> bool {
+    let host = host.to_ascii_lowercase();
+    host == "rapidapi.com" || host.ends_with(".rapidapi.com")
+}
+
+/// The pooled HTTP client: rustls, gzip, the guarded resolver, redirects
+/// re-checked (and never followed to another host from a host that has a
+/// credential, which would carry it there).
+fn client(c: &UpstreamConfig, guard: Arc<Guard>, credential_hosts: HashSet<String>) -> anyhow::Result<reqwest::Client> {
     install_crypto();
     let max_redirects = c.max_redirects;
     let policy = reqwest::redirect::Policy::custom(move |attempt| {
         if attempt.previous().len() > max_redirects {
             return attempt.error(format!("more than {max_redirects} redirects"));
+        }
+        let from = attempt.previous().first().map(credentials::host_key).unwrap_or_default();
+        let to = credentials::host_key(attempt.url());
+        if credential_hosts.contains(&from) && from != to {
+            return attempt
+                .error(format!("redirect refused: {from} has a credential and redirected to another host ({to})"));
         }
         match guard.check_url(attempt.url()) {
             Ok(()) => attempt.follow(),
@@ -436,6 +462,8 @@ impl Failure {
 
 /// Classifies a reqwest error, naming its innermost cause.
 fn classify(e: reqwest::Error) -> Failure {
+    // The URL may carry a credential (a query API key): never in a message.
+    let e = e.without_url();
     let mut cause = e.to_string();
     let mut source = std::error::Error::source(&e);
     while let Some(s) = source {

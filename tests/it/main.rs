@@ -14,6 +14,7 @@ mod mcp_python;
 mod memory;
 mod openai_inprocess;
 mod openai_python;
+mod openapi_auth;
 mod openapi_schemathesis;
 mod planning;
 mod replay_all;
