@@ -205,7 +205,7 @@ fn sdk_2_and_1_over_http_with_api_keys() {
     let no_env: Vec<(&'static str, String)> = vec![("TOOLROUTER_LOG_LEVEL", "warn".into())];
     assert!(run_check(&py2, &["http", &mcp, key], &no_env).contains("mcp 2."));
     assert!(run_check(&py1, &["http", &mcp, key], &no_env).contains("mcp 1."));
-    assert!(run_check(&py2, &["discover", &mcp, key], &no_env).contains("fell back"));
+    assert!(run_check(&py2, &["discover", &mcp, key], &no_env).contains("protocol 2026-07-28, no session"));
 
     // An oversized body is refused before it is read (only its head is sent).
     let huge = (2 << 20).to_string();
@@ -241,11 +241,20 @@ fn sdk_2_and_1_over_http_with_api_keys() {
         error["error"]["code"] == -32600 && error["error"]["message"].as_str().unwrap().contains("application/json"),
         "{body}"
     );
-    // server/discover (2026-07-28, sessionless) is an unknown method, whatever its params.
+    // server/discover (2026-07-28, sessionless), by hand: the versions, no session id.
+    let mut modern = headers.to_vec();
+    modern.extend([("mcp-protocol-version", "2026-07-28"), ("mcp-method", "server/discover")]);
+    let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+    let discover = format!(r#"{{"jsonrpc":"2.0","id":4,"method":"server/discover","params":{{{meta}}}}}"#);
+    let (status, body) = server.request("POST", "/mcp", &modern, &discover);
+    assert!(
+        status == 200 && body.contains(r#""supportedVersions":["2025-03-26","2025-06-18","2025-11-25","2026-07-28"]"#),
+        "{status} {body}"
+    );
+    // Without the metadata the protocol requires, a clear JSON-RPC error.
     let (status, body) =
-        server.request("POST", "/mcp", &headers, r#"{"jsonrpc":"2.0","id":4,"method":"server/discover"}"#);
-    let error: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-    assert!(status == 404 && error["error"]["code"] == -32601 && error["id"] == 4, "{status} {body}");
+        server.request("POST", "/mcp", &modern, r#"{"jsonrpc":"2.0","id":5,"method":"server/discover","params":{}}"#);
+    assert!(status >= 400 && body.contains(r#""id":5"#) && body.contains("_meta"), "{status} {body}");
     let mut with_session = headers.to_vec();
     with_session.push(("mcp-session-id", "no-such-session"));
     let (status, _) =

@@ -2,7 +2,7 @@
 
     python mcp_check.py stdio BINARY            # launches `BINARY mcp`
     python mcp_check.py http URL [API_KEY]      # streamable HTTP
-    python mcp_check.py discover URL [API_KEY]  # 2.x high-level Client: server/discover, then initialize
+    python mcp_check.py discover URL [API_KEY]  # 2.x high-level Client: server/discover, protocol 2026-07-28, no session
 
 The environment passes through (catalog, replay upstream, state directory).
 Exits non-zero with a message on the first failed check.
@@ -150,6 +150,24 @@ async def exercise(session, changed):
     return init
 
 
+async def exercise_stateless(client):
+    """A 2026-07-28 client: no session, so no session tools; it calls what it found by name."""
+    check(client.session.protocol_version == "2026-07-28", f"protocol {client.session.protocol_version}")
+    tools, _ = await all_tools(client.session)
+    check(sorted(t.name for t in tools) == ["call_api", "plan", "search_tools"], f"the fixed tools: {[t.name for t in tools]}")
+    found = await client.call_tool("search_tools", {"query": "number of snow days at a location since a date (ecoweather Schneetage)", "k": 5})
+    results = attr(found, "structuredContent")["results"]
+    check(any(r["name"] == SNOW for r in results), f"{SNOW} found: {[r['name'] for r in results]}")
+    direct = await client.call_tool(SNOW, SNOW_ARGS)
+    check(not attr(direct, "isError") and "days with snow" in text_of(direct), f"called by name: {text_of(direct)}")
+    via = await client.call_tool("call_api", {"name": SNOW, "arguments": SNOW_ARGS})
+    check(not attr(via, "isError") and "days with snow" in text_of(via), f"call_api answers: {text_of(via)}")
+    bad = await client.call_tool(SNOW, {"lat": "north"})
+    check(attr(bad, "isError") and "/lat" in text_of(bad), f"bad arguments are an isError result: {text_of(bad)}")
+    tools, _ = await all_tools(client.session)
+    check(len(tools) == 3, f"tools/list does not grow without a session: {[t.name for t in tools]}")
+
+
 async def main():
     mode, target = sys.argv[1], sys.argv[2]
     key = sys.argv[3] if len(sys.argv) > 3 else None
@@ -165,8 +183,8 @@ async def main():
             from mcp import Client
 
             client = await stack.enter_async_context(Client(http_transport(target, key), message_handler=on_message))
-            await exercise(client.session, changed)
-            print("ok (server/discover fell back to initialize)")
+            await exercise_stateless(client)
+            print(f"ok (server/discover, protocol {client.session.protocol_version}, no session)")
             return
         if mode == "stdio":
             params = StdioServerParameters(command=target, args=["mcp"], env=dict(os.environ))

@@ -1,7 +1,8 @@
 //! `/mcp`: rmcp's streamable HTTP service behind toolrouter's middleware,
 //! with the fixes clients need: malformed JSON and rmcp's plain-text
-//! refusals answered as JSON-RPC errors, `server/discover` refused so
-//! clients fall back to `initialize`, a closed session answered 204.
+//! refusals answered as JSON-RPC errors, a closed session answered 204.
+//! rmcp routes the sessionless 2026-07-28 requests (`server/discover` and
+//! every request carrying its `_meta`) without a session.
 
 use std::sync::Arc;
 
@@ -28,18 +29,8 @@ pub(crate) async fn mcp(State(app): State<Arc<App>>, request: Request) -> Respon
         let Ok(bytes) = axum::body::to_bytes(body, app.config.server.max_body_bytes).await else {
             return ApiError::too_large().into_response();
         };
-        let message = match serde_json::from_slice::<serde_json::Value>(&bytes) {
-            Ok(message) => message,
-            Err(e) => {
-                return jsonrpc_error(StatusCode::BAD_REQUEST, &json!(null), -32700, &format!("parse error: {e}"));
-            }
-        };
-        // The sessionless 2026-07-28 protocol is not served: whatever its
-        // params, `server/discover` is an unknown method, so clients fall
-        // back to `initialize`.
-        if message["method"] == "server/discover" {
-            let text = "server/discover is not supported: send initialize (protocol 2025-11-25)";
-            return jsonrpc_error(StatusCode::NOT_FOUND, &message["id"], -32601, text);
+        if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+            return jsonrpc_error(StatusCode::BAD_REQUEST, &json!(null), -32700, &format!("parse error: {e}"));
         }
         Request::from_parts(parts, Body::from(bytes))
     } else {

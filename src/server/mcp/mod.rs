@@ -17,9 +17,12 @@
 //! errors. When the session ends, its calls are recorded as a run in the
 //! tool graph.
 //!
-//! Sessions need the 2025 protocol versions: `server/discover` (protocol
-//! 2026-07-28, which has no sessions) is answered with -32601 so that newer
-//! clients fall back to `initialize`.
+//! The 2025 protocol versions have sessions (`initialize`); with 2026-07-28
+//! a client discovers with `server/discover` and sends every request on
+//! its own (rmcp answers each with a fresh handler, over streamable HTTP
+//! without a session id): it has the three fixed tools, `tools/list` never
+//! grows, and any API `search_tools` or `plan` found is called by its
+//! function name (directly, or through `call_api`).
 
 pub mod http;
 pub mod session;
@@ -29,8 +32,8 @@ use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult, ErrorCode, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -46,9 +49,9 @@ const FIXED: [&str; 3] = ["search_tools", "plan", "call_api"];
 const LOAD_PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Server instructions sent at `initialize`.
-const INSTRUCTIONS: &str = "toolrouter reaches thousands of real REST APIs. Call `search_tools` (or `plan` for \
-a multi-step request) to find the APIs you need; they then appear as tools you can call directly, or call \
-them through `call_api`.";
+const INSTRUCTIONS: &str = "toolrouter reaches thousands of real REST APIs and the tools of its MCP servers. \
+Call `search_tools` (or `plan` for a multi-step request) to find the APIs you need; then call them by name \
+(they also appear as tools of your session), or through `call_api`.";
 
 /// The client on whose behalf an HTTP request runs (set by the server's
 /// auth layer as a request extension): rate limits are kept per client.
@@ -91,6 +94,12 @@ fn text_result(text: String, structured: Option<Value>, is_error: bool) -> CallT
     };
     r.structured_content = structured;
     r
+}
+
+/// Whether a request stands on its own (protocol 2026-07-28: no session,
+/// so no session tools; any catalog API is called by its name).
+fn is_stateless(context: &RequestContext<RoleServer>) -> bool {
+    context.meta.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
 fn client_of(context: &RequestContext<RoleServer>) -> Option<String> {
@@ -218,8 +227,10 @@ impl ServerHandler for McpServer {
             .with_instructions(INSTRUCTIONS)
     }
 
-    /// 2026-07-28 is listed so that its `server/discover` reaches
-    /// [`Self::discover`] and gets -32601 (rather than a version error).
+    /// The 2025 revisions (sessions, `initialize`) and 2026-07-28
+    /// (`server/discover`, every request on its own: rmcp serves each with a
+    /// handler of its own, so a 2026 client has no session tools and calls
+    /// catalog APIs by name).
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         Cow::Borrowed(&[
             ProtocolVersion::V_2025_03_26,
@@ -249,14 +260,6 @@ impl ServerHandler for McpServer {
                 }
             }
         });
-    }
-
-    async fn discover(&self, _context: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
-        Err(McpError::new(
-            ErrorCode::METHOD_NOT_FOUND,
-            "server/discover is not supported: send initialize (protocol 2025-11-25)",
-            None,
-        ))
     }
 
     async fn list_tools(
@@ -313,7 +316,7 @@ impl ServerHandler for McpServer {
                     Err(e) => bad_arguments(tool, e),
                 }
             }
-            name if session.has_tool(name) => {
+            name if session.has_tool(name) || (is_stateless(&context) && engine.catalog().find(name).is_ok()) => {
                 let name = name.to_string();
                 ready.call(&name, &Value::Object(args), client.as_deref()).await
             }
