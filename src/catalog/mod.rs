@@ -338,7 +338,10 @@ impl Catalog {
     pub fn function_definition(&self, api: &Api) -> Value {
         let tool = self.tool_of(api);
         let mut description = if api.description.is_empty() { api.name.clone() } else { api.description.clone() };
-        description.push_str(&format!(" (API `{}` of tool `{}`", api.name, tool.name));
+        match &api.mcp {
+            Some(target) => description.push_str(&format!(" (tool `{}` of MCP server `{}`", api.name, target.server)),
+            None => description.push_str(&format!(" (API `{}` of tool `{}`", api.name, tool.name)),
+        }
         if !tool.description.is_empty() {
             description.push_str(&format!(": {}", tool.description));
         }

@@ -9,7 +9,8 @@
 //! * `GET /metrics`: Prometheus counters ([`crate::metrics`]);
 //! * `POST /v1/chat/completions`, `GET /v1/models`: the OpenAI face
 //!   ([`crate::server::openai`]); `POST /v1/tools/call`: a catalog API called for
-//!   the client; `GET /v1/traces/{id}`: an execute run's trace.
+//!   the client; `POST /v1/tools/search`: the catalog's search for clients
+//!   that load tools on demand; `GET /v1/traces/{id}`: an execute run's trace.
 //!
 //! The listener opens at once and the engine loads in the background
 //! ([`crate::engine::loading`]), so health checks and MCP's `initialize` answer
@@ -47,6 +48,7 @@ use super::openai::models::models;
 use super::openai::route::Narrowing;
 use super::openai::tools::ToolLists;
 use super::openai::tools_call::tools_call;
+use super::openai::tools_search::tools_search;
 use super::openai::traces::trace;
 use crate::config::Config;
 use crate::downstream::{Health, ServerState};
@@ -160,6 +162,7 @@ pub fn router(app: Arc<App>) -> axum::Router {
         .route("/v1/models", get(models))
         .route("/v1/chat/completions", axum::routing::post(chat_completions))
         .route("/v1/tools/call", axum::routing::post(tools_call))
+        .route("/v1/tools/search", axum::routing::post(tools_search))
         .route("/v1/traces/{id}", get(trace))
         .route("/metrics", get(metrics))
         .layer(axum::middleware::from_fn_with_state(app.clone(), admit));

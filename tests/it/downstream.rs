@@ -118,7 +118,11 @@ fn federated_mcp_servers_are_found_called_checked_and_kept_alive() {
     let pid_file = dir.path().join("fixture.pid");
     let config_path = dir.path().join("toolrouter.toml");
     std::fs::write(&config_path, config(&servers, http_port, &pid_file)).unwrap();
-    let (_toolrouter, url) = common::serve(&[("TOOLROUTER_CONFIG", config_path.to_str().unwrap())]);
+    let Some(model_python) = common::python_env("py-openai", "bin/python") else { return };
+    let (_model, model_url) = common::scripted_model(&model_python);
+    let llm = format!("{model_url}/v1");
+    let (_toolrouter, url) =
+        common::serve(&[("TOOLROUTER_CONFIG", config_path.to_str().unwrap()), ("TOOLROUTER_LLM_BASE_URL", &llm)]);
     common::wait_ready(&url, None);
     assert_eq!(get(&url, "/readyz"), "ready");
 
@@ -135,6 +139,26 @@ fn federated_mcp_servers_are_found_called_checked_and_kept_alive() {
     assert_eq!((status, &body["response"]), (200, &json!("Echo: over http")), "{body}");
     let (status, body) = call(&url, "fixture__stats", json!({}));
     assert!(status == 200 && body["response"]["pid"].is_u64(), "JSON text comes back as JSON: {body}");
+
+    // Search as a backend for client-side tool loading: names, definitions, references.
+    let body = json!({"query": "What is the current time in a given time zone?", "k": 3}).to_string();
+    let (status, _, text) = common::http(&url, "POST", "/v1/tools/search", None, body.as_bytes());
+    let found: Value = serde_json::from_str(&text).unwrap();
+    let names: Vec<&str> = found["data"].as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap()).collect();
+    assert!(status == 200 && names.contains(&"time__get_current_time"), "{text}");
+    let hit = found["data"].as_array().unwrap().iter().find(|d| d["name"] == "time__get_current_time").unwrap();
+    assert_eq!(hit["definition"]["function"]["parameters"]["required"], json!(["timezone"]), "{hit}");
+    assert_eq!(found["tool_references"][0], json!({"type": "tool_reference", "tool_name": names[0]}));
+
+    // Plan mode offers the downstream tool to the model.
+    let chat = json!({"model": "scripted", "messages": [{"role": "user", "content": "What is the current time in the Asia/Tokyo time zone?"}],
+        "toolrouter": {"mode": "plan"}});
+    let (status, _, text) = common::http(&url, "POST", "/v1/chat/completions", None, chat.to_string().as_bytes());
+    assert_eq!(status, 200, "{text}");
+    let (_, _, seen) = common::http(&model_url, "GET", "/seen", None, b"");
+    let seen: Value = serde_json::from_str(&seen).unwrap();
+    let offered = seen.as_array().and_then(|s| s.last()).map(|s| s["tools"].to_string()).unwrap_or_default();
+    assert!(offered.contains("time__get_current_time"), "plan mode offered {offered}");
 
     // A tool whose schema is not valid is left out, the rest of its server kept.
     let (status, body) = call(&url, "fixture__bad_schema", json!({}));

@@ -28,6 +28,7 @@ pub mod route;
 pub mod stream;
 pub mod tools;
 pub mod tools_call;
+pub mod tools_search;
 pub mod traces;
 
 use std::borrow::Cow;

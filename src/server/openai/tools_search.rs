@@ -1,0 +1,86 @@
+//! `POST /v1/tools/search`: toolrouter's search as a backend for clients
+//! that load tools on demand (client-side tool search): the ranked tool
+//! names, each with its OpenAI function definition, and the same names as
+//! `tool_reference` blocks, the shape a custom tool-search tool returns.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::ApiError;
+use crate::engine::EngineError;
+use crate::server::app::App;
+use crate::server::middleware::{not_ready, unreadable};
+
+/// Most results one search returns.
+pub const MAX_RESULTS: usize = 50;
+/// Results when the request does not say.
+pub const DEFAULT_RESULTS: usize = 5;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchRequest {
+    query: String,
+    #[serde(default)]
+    k: Option<usize>,
+    #[serde(default)]
+    category: Option<String>,
+}
+
+/// `POST /v1/tools/search {query, k?, category?}`.
+pub(crate) async fn tools_search(
+    State(app): State<Arc<App>>,
+    body: Result<axum::body::Bytes, BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => return unreadable(e),
+    };
+    let engine = match app.engine() {
+        Ok(engine) => engine,
+        Err(e) => return not_ready(e),
+    };
+    let request: SearchRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            let message =
+                format!("the request body must be {{\"query\": string, \"k\"?: integer, \"category\"?: string}}: {e}");
+            return ApiError::invalid(message, None).into_response();
+        }
+    };
+    let k = request.k.unwrap_or(DEFAULT_RESULTS);
+    if !(1..=MAX_RESULTS).contains(&k) {
+        return ApiError::invalid(format!("`k` must be 1 to {MAX_RESULTS}, got {k}"), Some("k")).into_response();
+    }
+    let found = match engine.search(&request.query, k, request.category.as_deref()).await {
+        Ok(found) => found,
+        Err(EngineError::BadInput(message)) => return ApiError::invalid(message, Some("query")).into_response(),
+        Err(EngineError::Internal(message)) => {
+            return ApiError::server(axum::http::StatusCode::INTERNAL_SERVER_ERROR, "internal_error", message)
+                .into_response();
+        }
+    };
+    let catalog = engine.catalog();
+    let data: Vec<Value> = found
+        .iter()
+        .filter_map(|hit| {
+            let api = catalog.find(&hit.function).ok()?;
+            Some(json!({
+                "name": hit.function,
+                "score": hit.score,
+                "availability": hit.alpha,
+                "tool": hit.tool,
+                "category": hit.category,
+                "definition": catalog.function_definition(api),
+            }))
+        })
+        .collect();
+    let references: Vec<Value> =
+        data.iter().map(|d| json!({"type": "tool_reference", "tool_name": d["name"]})).collect();
+    axum::Json(json!({"object": "list", "query": request.query, "data": data, "tool_references": references}))
+        .into_response()
+}
