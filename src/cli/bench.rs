@@ -29,6 +29,8 @@ pub(super) enum BenchCommand {
     Upstream(super::bench_upstream::UpstreamBenchArgs),
     /// What the OpenAI face adds to a model request (route mode), at a steady rate.
     Openai(super::bench_openai::OpenAiBenchArgs),
+    /// What toolrouter adds to a downstream MCP server's tools/call (direct vs through `toolrouter mcp`).
+    Mcp(super::bench_mcp::McpBenchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -49,6 +51,7 @@ pub(super) fn run(command: &BenchCommand, config: &Config) -> Result<ExitCode, C
         BenchCommand::Retrieval(args) => args,
         BenchCommand::Upstream(args) => return super::bench_upstream::run(args, config),
         BenchCommand::Openai(args) => return super::bench_openai::run(args, config),
+        BenchCommand::Mcp(args) => return super::bench_mcp::run(args, config),
     };
     let mut texts = Vec::new();
     let mut short = Vec::new();

@@ -7,6 +7,7 @@
 //! logs and errors to stderr.
 
 mod bench;
+mod bench_mcp;
 mod bench_openai;
 mod bench_upstream;
 mod call;

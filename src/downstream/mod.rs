@@ -32,6 +32,9 @@ use tokio::sync::{mpsc, watch};
 use crate::catalog::McpServerTools;
 use crate::config::McpServerConfig;
 
+/// Longest wait for a server's own rate before a call is refused.
+const MAX_RATE_WAIT: Duration = Duration::from_secs(2);
+
 /// How a server's connection is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -236,12 +239,15 @@ impl Server {
                 }
             }
         };
-        if let Some(limiter) = &self.limiter
-            && let Err(not_until) = limiter.check()
-        {
-            let retry_after =
-                not_until.wait_time_from(governor::clock::Clock::now(&governor::clock::DefaultClock::default()));
-            return Err(CallFailure::RateLimited { retry_after });
+        if let Some(limiter) = &self.limiter {
+            let clock = governor::clock::DefaultClock::default();
+            while let Err(not_until) = limiter.check() {
+                let wait = not_until.wait_time_from(governor::clock::Clock::now(&clock));
+                if wait > MAX_RATE_WAIT {
+                    return Err(CallFailure::RateLimited { retry_after: wait });
+                }
+                tokio::time::sleep(wait).await;
+            }
         }
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let limit = Duration::from_millis(self.config.timeout_ms);

@@ -86,9 +86,26 @@ impl Limits {
     /// Takes a cell of every limit that applies, waiting up to `max_wait`
     /// in all. Returns the time waited.
     pub async fn acquire(&self, host: &str, api: &str, client: Option<&str>) -> Result<Duration, RateLimited> {
+        self.take(Some(host), Some(api), client, true).await
+    }
+
+    /// The client's cell alone: a call to a downstream MCP tool, which has
+    /// its server's own rate (the global, per-host and per-API rates guard
+    /// RapidAPI's hosts).
+    pub async fn acquire_for_client(&self, client: Option<&str>) -> Result<Duration, RateLimited> {
+        self.take(None, None, client, false).await
+    }
+
+    async fn take(
+        &self,
+        host: Option<&str>,
+        api: Option<&str>,
+        client: Option<&str>,
+        global: bool,
+    ) -> Result<Duration, RateLimited> {
         let started = Instant::now();
         let deadline = started + self.max_wait;
-        if let Some(until) = self.slowed.get(host).map(|u| *u) {
+        if let Some(until) = host.and_then(|host| self.slowed.get(host).map(|u| *u)) {
             let now = Instant::now();
             if until > now {
                 if until > deadline {
@@ -97,11 +114,8 @@ impl Limits {
                 tokio::time::sleep(until - now).await;
             }
         }
-        let keyed = [
-            (Limit::Client, &self.client, client),
-            (Limit::Api, &self.api, Some(api)),
-            (Limit::Host, &self.host, Some(host)),
-        ];
+        let keyed =
+            [(Limit::Client, &self.client, client), (Limit::Api, &self.api, api), (Limit::Host, &self.host, host)];
         for (limit, limiter, key) in keyed {
             let (Some(limiter), Some(key)) = (limiter, key) else { continue };
             let key = key.to_string();
@@ -112,7 +126,7 @@ impl Limits {
                 }
             }
         }
-        if let Some(global) = &self.global {
+        if let Some(global) = self.global.as_ref().filter(|_| global) {
             loop {
                 match global.check() {
                     Ok(()) => break,

@@ -1,6 +1,7 @@
-//! Calls to APIs a downstream MCP server serves: the same rate limits as
-//! HTTP calls (the server's name standing for the host), then the
-//! server's own rate and time limit in [`crate::downstream`]. An answer
+//! Calls to APIs a downstream MCP server serves: the per-client rate of
+//! every call, then the server's own rate and time limit in
+//! [`crate::downstream`] (the global, per-host and per-API rates guard
+//! RapidAPI's hosts and do not apply). An answer
 //! larger than `upstream.max_response_bytes` is cut to that size, and the
 //! trace says so.
 
@@ -32,7 +33,7 @@ impl Upstream {
             let message = format!("the MCP server `{}` is not connected in this process", target.server);
             return Err(finish(error(ErrorClass::Unavailable, message, trace), started));
         };
-        match self.limits.acquire(&format!("mcp:{}", target.server), &api.function_name, client).await {
+        match self.limits.acquire_for_client(client).await {
             Ok(waited) => trace.rate_limit_wait_ms = ms(waited),
             Err(limited) => {
                 let mut e = error(ErrorClass::RateLimited, limited.to_string(), trace);
