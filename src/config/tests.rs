@@ -141,3 +141,64 @@ fn sections_are_checked_in_the_order_config_declares_them() {
     let err = r.unwrap_err().to_string();
     assert!(err.starts_with("config key `log.level`"), "{err}");
 }
+
+/// The federation example loads: its servers, its credential, its spec
+/// path resolved against the example's directory.
+#[test]
+fn the_federation_example_loads() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/federation.toml");
+    let (config, warnings) = Config::load_with_env(Some(&path), Vec::new()).unwrap();
+    assert!(warnings.is_empty());
+    let names: Vec<&str> = config.catalog.mcp_servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["time", "git", "everything"]);
+    assert!(config.catalog.paths[0].ends_with("examples/inventory.openapi.yaml") && config.catalog.paths[0].is_file());
+    assert_eq!(config.upstream.credentials[0].host, "inventory.internal.example");
+    assert_eq!(config.upstream.credentials[0].secret.env, "INVENTORY_TOKEN");
+}
+
+#[test]
+fn mcp_servers_and_credentials_are_checked() {
+    for (text, key, says) in [
+        ("[[catalog.mcp_servers]]\nname = \"a__b\"\ncommand = \"x\"\n", "catalog.mcp_servers[0].name", "no `__`"),
+        ("[[catalog.mcp_servers]]\nname = \"a\"\n", "catalog.mcp_servers[0].command", "`command` (stdio) or `url`"),
+        (
+            "[[catalog.mcp_servers]]\nname = \"a\"\ncommand = \"x\"\nurl = \"http://h/mcp\"\n",
+            "catalog.mcp_servers[0].url",
+            "not both",
+        ),
+        (
+            "[[catalog.mcp_servers]]\nname = \"a\"\nurl = \"ftp://h/mcp\"\n",
+            "catalog.mcp_servers[0].url",
+            "http or https",
+        ),
+        (
+            "[[catalog.mcp_servers]]\nname = \"a\"\ncommand = \"x\"\n[[catalog.mcp_servers]]\nname = \"A\"\ncommand = \"y\"\n",
+            "catalog.mcp_servers[1].name",
+            "already the name",
+        ),
+        (
+            "[[catalog.mcp_servers]]\nname = \"a\"\nurl = \"http://h/mcp\"\nsecret_headers = { Authorization = { env = \"T\", file = \"f\" } }\n",
+            "catalog.mcp_servers[0].secret_headers.Authorization",
+            "exactly one",
+        ),
+        (
+            "[[upstream.credentials]]\nhost = \"h\"\nscheme = \"header\"\nsecret = { env = \"T\" }\n",
+            "upstream.credentials[0].name",
+            "required",
+        ),
+        (
+            "[[upstream.credentials]]\nhost = \"https://h/\"\nsecret = { env = \"T\" }\n",
+            "upstream.credentials[0].host",
+            "not a host",
+        ),
+        (
+            "[[upstream.credentials]]\nhost = \"h\"\nscheme = \"basic\"\nsecret = { env = \"T\" }\n",
+            "upstream.credentials[0].username",
+            "username",
+        ),
+    ] {
+        let (_, r) = load_text(text, &[]);
+        let err = r.unwrap_err().to_string();
+        assert!(err.contains(&format!("`{key}`")) && err.contains(says), "{text}: {err}");
+    }
+}

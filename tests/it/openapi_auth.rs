@@ -145,3 +145,22 @@ async fn credentials_reach_their_own_host_only() {
     let err = Upstream::new(&catalog, &broken).err().unwrap().to_string();
     assert!(err.contains(&format!("127.0.0.1:{secured_port}")) && err.contains("TOOLROUTER_TEST_UNSET_TOKEN"), "{err}");
 }
+
+/// The federation example's spec loads: its three operations, the POST's
+/// JSON body as parameters; the Claude Desktop example is valid JSON
+/// pointing at the federation config.
+#[test]
+fn the_federation_examples_are_usable() {
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let sources = Sources { paths: vec![examples.join("inventory.openapi.yaml")], ..Sources::default() };
+    let catalog = Catalog::load(&sources).unwrap();
+    let mut names: Vec<&str> = catalog.apis().iter().map(|a| a.function_name.as_str()).collect();
+    names.sort();
+    assert_eq!(names, ["createorder_for_inventory", "getitem_for_inventory", "searchitems_for_inventory"]);
+    let order = catalog.find("createorder_for_inventory").unwrap();
+    assert_eq!(order.input_schema()["required"], json!(["sku", "quantity"]));
+    let claude: Value =
+        serde_json::from_str(&std::fs::read_to_string(examples.join("claude_desktop_federation.json")).unwrap())
+            .unwrap();
+    assert!(claude["mcpServers"]["toolrouter"]["args"].to_string().contains("federation.toml"));
+}
