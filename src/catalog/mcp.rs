@@ -14,7 +14,7 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::loader::Skipped;
@@ -27,7 +27,7 @@ pub const NAMESPACE_SEPARATOR: &str = "__";
 pub const MCP_CATEGORY: &str = "MCP";
 
 /// A tool as a downstream MCP server lists it (`tools/list`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct McpTool {
     pub name: String,
     pub title: Option<String>,
@@ -39,7 +39,7 @@ pub struct McpTool {
 }
 
 /// The tools one downstream server offers.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct McpServerTools {
     /// The server's configured name (its namespace).
     pub server: String,

@@ -10,15 +10,18 @@
 //! and a periodic re-list update them, and a connection that closes, a
 //! program that dies or a server that stops answering is reconnected
 //! with exponential backoff. The last tools a server listed stay known
-//! while it is down, so their names keep resolving; a call to them is
-//! answered [`CallFailure::Unavailable`] at once.
+//! while it is down, and across restarts ([`known`]), so their names keep
+//! resolving; a call to them is answered [`CallFailure::Unavailable`] at
+//! once.
 //!
 //! Every change to a server's tools bumps [`Downstream::changes`]; the
 //! engine rebuilds its catalog and index from [`Downstream::tools`].
 
 mod connect;
+mod known;
 mod supervise;
 
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -109,6 +112,8 @@ enum Signal {
 /// The state of one server, shared between its supervisor and callers.
 struct Server {
     config: McpServerConfig,
+    /// Where its listed tools are kept between runs.
+    state_dir: PathBuf,
     live: Mutex<Live>,
     limiter: Option<DefaultDirectRateLimiter>,
 }
@@ -134,8 +139,10 @@ pub struct Downstream {
 }
 
 impl Downstream {
-    /// Starts a supervisor per server on the current tokio runtime.
-    pub fn start(configs: &[McpServerConfig]) -> Arc<Downstream> {
+    /// Starts a supervisor per server on the current tokio runtime. Each
+    /// server's tools as kept in `state_dir` from an earlier run are known
+    /// at once (calls to them answer "unavailable" until it is up).
+    pub fn start(configs: &[McpServerConfig], state_dir: &Path) -> Arc<Downstream> {
         crate::upstream::install_crypto();
         let (changes, _) = watch::channel(0);
         let (stop, _) = watch::channel(());
@@ -147,21 +154,23 @@ impl Downstream {
                     .then(|| Quota::with_period(Duration::from_secs_f64(1.0 / config.rate)))
                     .flatten()
                     .map(RateLimiter::direct);
+                let kept = known::load(state_dir, &config.name);
                 Arc::new(Server {
                     config: config.clone(),
                     limiter,
+                    state_dir: state_dir.to_path_buf(),
                     live: Mutex::new(Live {
                         peer: None,
                         signals: None,
-                        listed: None,
                         health: Health {
                             server: config.name.clone(),
                             state: ServerState::Connecting,
                             error: None,
-                            tools: 0,
+                            tools: kept.as_ref().map_or(0, |k| k.tools.len()),
                             reconnects: 0,
                             since_unix_ms: unix_ms(),
                         },
+                        listed: kept,
                         tried: false,
                     }),
                 })

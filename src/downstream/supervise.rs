@@ -181,6 +181,7 @@ impl Context {
 
 impl Server {
     fn set_up(&self, peer: Peer<RoleClient>, signals: mpsc::Sender<Signal>, listed: McpServerTools) {
+        super::known::save(&self.state_dir, &listed);
         let mut live = self.live();
         let reconnects = live.health.reconnects + u64::from(live.tried && live.health.state != ServerState::Up);
         live.health = Health {
@@ -216,6 +217,9 @@ impl Server {
             tools
         };
         let changed = live.listed.as_ref().is_none_or(|old| sorted(old) != sorted(&listed));
+        if changed {
+            super::known::save(&self.state_dir, &listed);
+        }
         live.health.tools = listed.tools.len();
         live.listed = Some(listed);
         changed

@@ -151,7 +151,7 @@ impl Engine {
             return None;
         }
         progress.set_stage("connecting to the MCP servers");
-        let downstream = Downstream::start(servers);
+        let downstream = Downstream::start(servers, &config.state.dir());
         let patience = servers.iter().map(|s| s.connect_timeout_ms).max().unwrap_or(0) + 1_000;
         downstream.wait_first_attempts(Duration::from_millis(patience));
         for health in downstream.health().iter().filter(|h| h.error.is_some()) {

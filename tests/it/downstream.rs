@@ -220,3 +220,88 @@ fn federated_mcp_servers_are_found_called_checked_and_kept_alive() {
     assert!(metrics.contains("toolrouter_mcp_server_reconnects_total{server=\"fixture\"} 1"), "{metrics}");
     assert!(metrics.contains("toolrouter_mcp_server_up{server=\"time\"} 1"), "{metrics}");
 }
+
+/// The API nodes of the tool graph in `state` (`toolrouter graph stats`).
+fn graph_nodes(state: &Path) -> u64 {
+    let out = Command::new(common::binary())
+        .args(["graph", "stats", "--json"])
+        .env_remove("TOOLROUTER_CONFIG")
+        .env("TOOLROUTER_STATE_DIR", state)
+        .output()
+        .unwrap();
+    let stats: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    stats["stats"]["api_nodes"].as_u64().unwrap_or_else(|| panic!("{}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// Servers that do not start, answer garbage or never answer are reported
+/// and the rest keeps working; a server down at the next start keeps its
+/// last tools (they answer "unavailable"); one removed from the config is
+/// gone, and the tool graph keeps what it learned of it.
+#[test]
+fn broken_servers_are_reported_and_a_removed_one_keeps_its_history() {
+    let Some(python) = common::python_env("py-mcp1", "bin/python") else { return };
+    let (dir, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let fixture = format!(
+        "[[catalog.mcp_servers]]\nname = \"fixture\"\ncommand = \"{}\"\nargs = [\"{}\"]\n",
+        python.display(),
+        python_dir().join("downstream_fixture.py").display()
+    );
+    let broken = format!(
+        r#"
+[[catalog.mcp_servers]]
+name = "missing"
+command = "/nonexistent/toolrouter-test-program"
+
+[[catalog.mcp_servers]]
+name = "garbage"
+command = "{python}"
+args = ["-c", "import time; print('this is not JSON-RPC', flush=True); time.sleep(60)"]
+connect_timeout_ms = 1500
+
+[[catalog.mcp_servers]]
+name = "silent"
+command = "{python}"
+args = ["-c", "import time; time.sleep(60)"]
+connect_timeout_ms = 1500
+"#,
+        python = python.display()
+    );
+    let run = |config: &str| {
+        let path = dir.path().join("toolrouter.toml");
+        std::fs::write(&path, config).unwrap();
+        let state = state.path().to_str().unwrap();
+        let served = common::serve(&[("TOOLROUTER_CONFIG", path.to_str().unwrap()), ("TOOLROUTER_STATE_DIR", state)]);
+        common::wait_ready(&served.1, None);
+        served
+    };
+
+    let (first, url) = run(&format!("{fixture}{broken}"));
+    let ready = get(&url, "/readyz");
+    for name in ["missing", "garbage", "silent"] {
+        assert!(ready.contains(&format!("the MCP server `{name}` is down")), "{ready}");
+    }
+    assert!(ready.starts_with("ready, degraded") && !ready.contains("`fixture`"), "{ready}");
+    assert!(ready.contains("cannot start `/nonexistent/toolrouter-test-program`"), "{ready}");
+    let metrics = get(&url, "/metrics");
+    assert!(metrics.contains("toolrouter_mcp_server_up{server=\"silent\"} 0"), "{metrics}");
+    assert!(metrics.contains("toolrouter_mcp_server_up{server=\"fixture\"} 1"), "{metrics}");
+    let (status, body) = call(&url, "fixture__echo", json!({"text": "the rest works"}));
+    assert_eq!((status, &body["response"]), (200, &json!("the rest works")), "{body}");
+    drop(first);
+    let nodes = graph_nodes(state.path());
+    assert!(nodes >= 1, "the call was learned");
+
+    // Down at the next start: its tools are kept, and say it is unavailable.
+    let down = "[[catalog.mcp_servers]]\nname = \"fixture\"\ncommand = \"/nonexistent/toolrouter-test-program\"\n";
+    let (second, url) = run(down);
+    let (status, body) = call(&url, "fixture__echo", json!({"text": "anyone?"}));
+    assert_eq!((status, &body["error"]["code"]), (503, &json!("unavailable")), "{body}");
+    drop(second);
+
+    // Removed: its tools are gone; the graph keeps what it learned.
+    let (third, url) = run("");
+    let (status, body) = call(&url, "fixture__echo", json!({"text": "gone"}));
+    assert_eq!(status, 404, "{body}");
+    drop(third);
+    assert_eq!(graph_nodes(state.path()), nodes);
+}
