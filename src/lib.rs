@@ -53,6 +53,8 @@
 //! * [`upstream`]: calls the APIs: requests in RapidAPI's conventions, the
 //!   SSRF guard, rate limits (governor), retries, size and time caps, and
 //!   the replay table of recorded responses.
+//! * [`cluster`]: what replicas share through Redis (`[cluster]`): the
+//!   rate limits, atomically (GCRA in a Lua script), with a local fallback.
 //! * [`downstream`]: the user's own MCP servers, with toolrouter as their
 //!   client (rmcp's client side): connects over stdio or streamable HTTP,
 //!   lists their tools for the catalog, calls them, reconnects.
@@ -81,6 +83,7 @@
 pub mod args;
 pub mod catalog;
 pub mod cli;
+pub mod cluster;
 pub mod compress;
 pub mod config;
 pub mod downstream;

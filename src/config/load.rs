@@ -16,7 +16,8 @@ pub const ENV_PREFIX: &str = "TOOLROUTER_";
 pub const CONFIG_ENV: &str = "TOOLROUTER_CONFIG";
 
 /// Keys holding paths, resolved against the config file's directory.
-const PATH_KEYS: [(&str, &str); 9] = [
+const PATH_KEYS: [(&str, &str); 10] = [
+    ("cluster", "redis_password_file"),
     ("llm", "api_key_file"),
     ("catalog", "paths"),
     ("catalog", "query_files"),
@@ -51,7 +52,7 @@ impl Config {
         let mut env: Vec<(String, String)> = env.into_iter().filter(|(k, _)| k.starts_with(ENV_PREFIX)).collect();
         env.sort();
         for (var, raw) in env {
-            if var == RAPIDAPI_KEY_ENV || var == LLM_KEY_ENV || var == CONFIG_ENV {
+            if var == RAPIDAPI_KEY_ENV || var == LLM_KEY_ENV || var == CONFIG_ENV || var == super::REDIS_PASSWORD_ENV {
                 continue;
             }
             let Some((section, key, default)) = find_key(defaults, &var[ENV_PREFIX.len()..]) else {

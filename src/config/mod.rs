@@ -36,6 +36,7 @@
 //! - `openai.rs`: `[openai]`
 //! - `llm.rs`: `[llm]`
 //! - `log.rs`: `[log]`
+//! - `cluster.rs`: `[cluster]`
 //!
 //! `load.rs` reads the file and applies the environment; `secret.rs` holds
 //! [`Secret`] and reads the API keys.
@@ -47,6 +48,7 @@ use serde::{Deserialize, Serialize};
 
 mod args;
 mod catalog;
+mod cluster;
 mod compress;
 mod credentials;
 mod embedding;
@@ -65,6 +67,7 @@ mod state;
 mod upstream;
 pub use args::*;
 pub use catalog::*;
+pub use cluster::*;
 pub use compress::*;
 pub use credentials::*;
 pub use embedding::*;
@@ -100,6 +103,7 @@ pub struct Config {
     pub openai: OpenAiConfig,
     pub llm: LlmConfig,
     pub log: LogConfig,
+    pub cluster: ClusterConfig,
 }
 
 /// Where a config value came from (the file, the environment or the
@@ -153,6 +157,7 @@ impl Config {
             .and_then(|()| self.openai.validate())
             .and_then(|()| self.llm.validate())
             .and_then(|()| self.log.validate())
+            .and_then(|()| self.cluster.validate())
             .map_err(|(key, message)| fail(&key, message))?;
         // Across sections: an execute run must end before its request times out.
         if self.openai.execute_deadline_ms == 0 || self.openai.execute_deadline_ms >= self.server.request_timeout_ms {

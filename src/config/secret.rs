@@ -8,7 +8,8 @@ use std::path::Path;
 use super::{Config, LLM_KEY_ENV, RAPIDAPI_KEY_ENV};
 
 /// Keys that must never be set in the file, with where to put them instead.
-pub(super) const SECRET_KEYS: [(&str, &str, &str, &str); 2] = [
+pub(super) const SECRET_KEYS: [(&str, &str, &str, &str); 3] = [
+    ("cluster", "redis_password", super::REDIS_PASSWORD_ENV, "cluster.redis_password_file"),
     ("upstream", "rapidapi_key", RAPIDAPI_KEY_ENV, "upstream.rapidapi_key_file"),
     ("llm", "api_key", LLM_KEY_ENV, "llm.api_key_file"),
 ];

@@ -256,6 +256,11 @@ impl Engine {
         Ok(engine)
     }
 
+    /// The Redis cluster the replicas share limits through, if configured.
+    pub fn cluster(&self) -> Option<&Arc<crate::cluster::Cluster>> {
+        self.upstream.limits().cluster()
+    }
+
     /// The downstream MCP servers' health (empty without servers).
     pub fn downstream_health(&self) -> Vec<Health> {
         self.downstream.as_ref().map(|d| d.health()).unwrap_or_default()

@@ -181,7 +181,7 @@ pub fn router(app: Arc<App>) -> axum::Router {
 async fn readyz(State(app): State<Arc<App>>) -> Response {
     match app.engine() {
         Ok(engine) => {
-            let down: Vec<String> = engine
+            let mut down: Vec<String> = engine
                 .downstream_health()
                 .into_iter()
                 .filter(|h| h.state != ServerState::Up)
@@ -194,6 +194,11 @@ async fn readyz(State(app): State<Arc<App>>) -> Response {
                     )
                 })
                 .collect();
+            if let Some(cluster) = engine.cluster()
+                && let Err(e) = cluster.ping().await
+            {
+                down.push(format!("{e}; each replica enforces its share of the limits (cluster.replicas)"));
+            }
             if down.is_empty() {
                 (StatusCode::OK, "ready").into_response()
             } else {
@@ -208,6 +213,24 @@ async fn readyz(State(app): State<Arc<App>>) -> Response {
 async fn metrics(State(app): State<Arc<App>>) -> Response {
     let mut text = crate::metrics::global().render();
     if let Ok(engine) = app.engine() {
+        if let Some(cluster) = engine.cluster() {
+            use std::fmt::Write;
+            let up = u8::from(cluster.health().0);
+            let _ = writeln!(
+                text,
+                "# HELP toolrouter_cluster_up Whether the last Redis command of this replica succeeded."
+            );
+            let _ = writeln!(text, "# TYPE toolrouter_cluster_up gauge\ntoolrouter_cluster_up {up}");
+            let _ = writeln!(
+                text,
+                "# HELP toolrouter_cluster_fallbacks_total Redis commands that failed or timed out (local limits used)."
+            );
+            let _ = writeln!(
+                text,
+                "# TYPE toolrouter_cluster_fallbacks_total counter\ntoolrouter_cluster_fallbacks_total {}",
+                cluster.failures()
+            );
+        }
         let health = engine.downstream_health();
         if !health.is_empty() {
             text.push_str(&downstream_gauges(&health));

@@ -4,8 +4,14 @@
 //! when a limit would make it wait longer, it fails at once with
 //! [`RateLimited`], naming the limit and when to retry. An upstream 429
 //! slows its host: no call goes to it before its `Retry-After` has passed.
+//!
+//! With `[cluster]` on, the same limits (and slowed hosts) are shared by
+//! every replica through Redis ([`crate::cluster::limits`]); when Redis
+//! cannot answer within `cluster.timeout_ms`, a call takes this replica's
+//! local cells instead, each rate divided by `cluster.replicas`.
 
 use std::num::NonZeroU32;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
@@ -13,6 +19,8 @@ use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultDirectRateLimiter, DefaultKeyedRateLimiter, Quota, RateLimiter};
 use serde::Serialize;
 
+use crate::cluster::Cluster;
+use crate::cluster::limits::{Cell, Verdict};
 use crate::config::UpstreamConfig;
 
 /// Which limit stopped a call.
@@ -48,8 +56,13 @@ pub struct RateLimited {
 }
 
 /// The configured limits and their state.
-#[derive(Debug)]
 pub struct Limits {
+    /// Shared by every replica through Redis, when `[cluster]` is on; the
+    /// local limiters below are then this replica's fallback share.
+    cluster: Option<Arc<Cluster>>,
+    /// Emission interval of the global, per-host, per-API and per-client rates.
+    intervals: [Option<Duration>; 4],
+    burst: u32,
     global: Option<DefaultDirectRateLimiter>,
     host: Option<DefaultKeyedRateLimiter<String>>,
     api: Option<DefaultKeyedRateLimiter<String>>,
@@ -69,14 +82,35 @@ fn quota(rate: f64, burst: u32) -> Option<Quota> {
     Quota::with_period(period).map(|q| q.allow_burst(NonZeroU32::new(burst.max(1)).unwrap()))
 }
 
+impl std::fmt::Debug for Limits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Limits").field("intervals", &self.intervals).field("shared", &self.cluster.is_some()).finish()
+    }
+}
+
+/// The interval between cells of `rate` per second (`None`: no limit).
+fn interval(rate: f64) -> Option<Duration> {
+    (rate > 0.0).then(|| Duration::from_secs_f64(1.0 / rate))
+}
+
 impl Limits {
     pub fn new(config: &UpstreamConfig) -> Limits {
+        Limits::shared(config, None, 1)
+    }
+
+    /// Limits shared through `cluster` by `replicas` replicas: while Redis
+    /// is unreachable, each enforces `1/replicas` of every rate locally.
+    pub fn shared(config: &UpstreamConfig, cluster: Option<Arc<Cluster>>, replicas: u32) -> Limits {
         let burst = config.burst;
+        let share = if cluster.is_some() { f64::from(replicas.max(1)) } else { 1.0 };
         Limits {
-            global: quota(config.global_rate, burst).map(RateLimiter::direct),
-            host: quota(config.host_rate, burst).map(RateLimiter::keyed),
-            api: quota(config.api_rate, burst).map(RateLimiter::keyed),
-            client: quota(config.client_rate, burst).map(RateLimiter::keyed),
+            cluster,
+            intervals: [config.global_rate, config.host_rate, config.api_rate, config.client_rate].map(interval),
+            burst,
+            global: quota(config.global_rate / share, burst).map(RateLimiter::direct),
+            host: quota(config.host_rate / share, burst).map(RateLimiter::keyed),
+            api: quota(config.api_rate / share, burst).map(RateLimiter::keyed),
+            client: quota(config.client_rate / share, burst).map(RateLimiter::keyed),
             slowed: DashMap::new(),
             max_wait: Duration::from_millis(config.max_wait_ms),
             clock: DefaultClock::default(),
@@ -105,6 +139,11 @@ impl Limits {
     ) -> Result<Duration, RateLimited> {
         let started = Instant::now();
         let deadline = started + self.max_wait;
+        if let Some(cluster) = &self.cluster
+            && self.take_shared(cluster, host, api, client, global, deadline).await?
+        {
+            return Ok(started.elapsed());
+        }
         if let Some(until) = host.and_then(|host| self.slowed.get(host).map(|u| *u)) {
             let now = Instant::now();
             if until > now {
@@ -139,6 +178,40 @@ impl Limits {
         Ok(started.elapsed())
     }
 
+    /// The shared cells: `Ok(true)` once taken, `Ok(false)` when Redis
+    /// cannot say (the caller takes the local ones instead).
+    async fn take_shared(
+        &self,
+        cluster: &Cluster,
+        host: Option<&str>,
+        api: Option<&str>,
+        client: Option<&str>,
+        global: bool,
+        deadline: Instant,
+    ) -> Result<bool, RateLimited> {
+        let [global_interval, host_interval, api_interval, client_interval] = self.intervals;
+        let wanted = [
+            (Limit::Client, "client", client, client_interval),
+            (Limit::Api, "api", api, api_interval),
+            (Limit::Host, "host", host, host_interval),
+            (Limit::Global, "global", global.then_some(""), global_interval),
+        ];
+        let (limits, cells): (Vec<Limit>, Vec<Cell>) = wanted
+            .into_iter()
+            .filter_map(|(limit, kind, key, interval)| {
+                Some((limit, Cell { kind, key: key?, interval: interval?, burst: self.burst }))
+            })
+            .unzip();
+        loop {
+            match cluster.take(host, &cells).await {
+                Ok(Verdict::Taken) => return Ok(true),
+                Ok(Verdict::Slowed(wait)) => self.wait(Limit::HostRetryAfter, wait, deadline).await?,
+                Ok(Verdict::Wait(i, wait)) => self.wait(limits[i], wait, deadline).await?,
+                Err(_) => return Ok(false),
+            }
+        }
+    }
+
     async fn wait(&self, limit: Limit, wait: Duration, deadline: Instant) -> Result<(), RateLimited> {
         if Instant::now() + wait > deadline {
             return Err(RateLimited { limit, retry_after: wait });
@@ -149,8 +222,17 @@ impl Limits {
 
     /// No call goes to `host` for `wait` (an upstream 429's `Retry-After`).
     pub fn slow_host(&self, host: &str, wait: Duration) {
+        if let Some(cluster) = self.cluster.clone() {
+            let host = host.to_string();
+            tokio::spawn(async move { cluster.slow_host(&host, wait).await });
+        }
         let until = Instant::now() + wait;
         self.slowed.entry(host.to_string()).and_modify(|u| *u = (*u).max(until)).or_insert(until);
+    }
+
+    /// The cluster the limits are shared through, if any.
+    pub fn cluster(&self) -> Option<&Arc<Cluster>> {
+        self.cluster.as_ref()
     }
 
     /// Forgets idle keys (call now and then on a long-running server).

@@ -212,7 +212,8 @@ impl Upstream {
         };
         let base_url = (!c.base_url.is_empty()).then(|| Url::parse(&c.base_url)).transpose()?;
         let key = config.rapidapi_key().map_err(anyhow::Error::msg)?;
-        let limits = Limits::new(c);
+        let cluster = crate::cluster::Cluster::open(&config.cluster)?;
+        let limits = Limits::shared(c, cluster, config.cluster.replicas);
         Ok(Upstream { backend, limits, guard, config: c.clone(), base_url, key, downstream: None, credentials })
     }
 

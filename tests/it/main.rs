@@ -6,6 +6,7 @@
 mod common;
 
 mod cli;
+mod cluster;
 mod downstream;
 mod faults;
 mod graph_crash;

@@ -1,0 +1,108 @@
+//! What replicas share through Redis (`[cluster]`, docs/configuration.md
+//! "Replicas"): today the rate limits ([`limits`]).
+//!
+//! The connection is made lazily and kept by redis-rs's
+//! `ConnectionManager` (reconnecting on its own). Every command has
+//! `cluster.timeout_ms`: a Redis that is down, lost or slow never holds a
+//! request; the caller falls back to its local state, and the cluster is
+//! reported degraded (`/readyz`, `/metrics`) until a command succeeds again.
+
+pub mod limits;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+
+use crate::config::ClusterConfig;
+
+/// The shared state of a cluster of replicas.
+pub struct Cluster {
+    connection: ConnectionManager,
+    prefix: String,
+    timeout: Duration,
+    healthy: AtomicBool,
+    /// Commands that failed or timed out (each fell back to local state).
+    failures: AtomicU64,
+    last_error: std::sync::Mutex<Option<String>>,
+}
+
+impl Cluster {
+    /// The cluster of `config`, when `cluster.redis_url` is set. Does not
+    /// connect yet (a Redis down at start is a degraded cluster, not an
+    /// error); a URL or password that cannot be used is.
+    pub fn open(config: &ClusterConfig) -> anyhow::Result<Option<Arc<Cluster>>> {
+        if !config.enabled() {
+            return Ok(None);
+        }
+        let mut url = url::Url::parse(&config.redis_url)?;
+        if let Some(password) = config.redis_password().map_err(anyhow::Error::msg)? {
+            url.set_password(Some(password.expose()))
+                .map_err(|()| anyhow::anyhow!("cluster.redis_url cannot take a password"))?;
+        }
+        let client = redis::Client::open(url.as_str()).map_err(|e| anyhow::anyhow!("cluster.redis_url: {e}"))?;
+        let timeout = Duration::from_millis(config.timeout_ms);
+        let manager_config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(timeout.max(Duration::from_millis(500))))
+            .set_response_timeout(Some(timeout))
+            .set_number_of_retries(1)
+            .set_max_delay(Duration::from_secs(2));
+        let connection = ConnectionManager::new_lazy_with_config(client, manager_config)
+            .map_err(|e| anyhow::anyhow!("cluster.redis_url: {e}"))?;
+        Ok(Some(Arc::new(Cluster {
+            connection,
+            prefix: config.key_prefix.clone(),
+            timeout,
+            healthy: AtomicBool::new(true),
+            failures: AtomicU64::new(0),
+            last_error: std::sync::Mutex::new(None),
+        })))
+    }
+
+    /// `<prefix>:<kind>:<name>`.
+    fn key(&self, kind: &str, name: &str) -> String {
+        format!("{}:{kind}:{name}", self.prefix)
+    }
+
+    /// Whether the last command reached Redis, and why not.
+    pub fn health(&self) -> (bool, Option<String>) {
+        let error = self.last_error.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        (self.healthy.load(Ordering::Relaxed), error)
+    }
+
+    /// Asks Redis whether it is there (updating the health).
+    pub async fn ping(&self) -> Result<(), String> {
+        let mut connection = self.connection.clone();
+        self.run(redis::cmd("PING").query_async::<()>(&mut connection)).await
+    }
+
+    /// Commands that fell back to local state so far.
+    pub fn failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
+    }
+
+    /// Runs `command` within the timeout, noting the cluster's health.
+    async fn run<T>(&self, command: impl std::future::Future<Output = redis::RedisResult<T>>) -> Result<T, String> {
+        let outcome = match tokio::time::timeout(self.timeout, command).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => Err(format!("Redis: {e}")),
+            Err(_) => Err(format!("Redis did not answer within {} ms", self.timeout.as_millis())),
+        };
+        match &outcome {
+            Ok(_) => {
+                if !self.healthy.swap(true, Ordering::Relaxed) {
+                    tracing::info!("Redis is reachable again: limits are shared");
+                }
+            }
+            Err(e) => {
+                self.failures.fetch_add(1, Ordering::Relaxed);
+                if self.healthy.swap(false, Ordering::Relaxed) {
+                    tracing::warn!("{e}; falling back to this replica's share of every limit");
+                }
+                *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.clone());
+            }
+        }
+        outcome
+    }
+}

@@ -1,0 +1,83 @@
+//! `[cluster]`: replicas that share state through Redis, with the
+//! section's defaults and checks. Off (an empty `redis_url`) by default:
+//! one process works alone, with no Redis.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::Secret;
+use super::secret::secret;
+
+/// Environment variable holding the Redis password.
+pub const REDIS_PASSWORD_ENV: &str = "TOOLROUTER_CLUSTER_REDIS_PASSWORD";
+/// `cluster.timeout_ms`: a Redis command slower than this falls back to local state.
+pub const DEFAULT_CLUSTER_TIMEOUT_MS: u64 = 100;
+/// `cluster.key_prefix`: the namespace of toolrouter's keys in Redis.
+pub const DEFAULT_KEY_PREFIX: &str = "toolrouter";
+
+/// `[cluster]`: shared state across replicas.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClusterConfig {
+    /// `redis://host:port/db` (no password: that comes from the
+    /// environment or `redis_password_file`). Empty: no cluster.
+    pub redis_url: String,
+    /// File holding the Redis password (empty: only the environment variable).
+    pub redis_password_file: PathBuf,
+    /// Prefix of every key toolrouter writes.
+    pub key_prefix: String,
+    /// How many replicas share the limits: while Redis is unreachable each
+    /// one enforces this share of every rate, so the total still holds.
+    pub replicas: u32,
+    /// Longest wait for one Redis command before the local fallback.
+    pub timeout_ms: u64,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            redis_url: String::new(),
+            redis_password_file: PathBuf::new(),
+            key_prefix: DEFAULT_KEY_PREFIX.to_string(),
+            replicas: 1,
+            timeout_ms: DEFAULT_CLUSTER_TIMEOUT_MS,
+        }
+    }
+}
+
+impl ClusterConfig {
+    /// Whether replicas share state (a Redis URL is set).
+    pub fn enabled(&self) -> bool {
+        !self.redis_url.is_empty()
+    }
+
+    /// The Redis password: the environment variable, else the file, else none.
+    pub fn redis_password(&self) -> Result<Option<Secret>, String> {
+        secret(REDIS_PASSWORD_ENV, &self.redis_password_file)
+    }
+
+    /// As (key, problem).
+    pub(super) fn validate(&self) -> Result<(), (String, String)> {
+        if self.enabled() {
+            let url = url::Url::parse(&self.redis_url)
+                .map_err(|e| ("cluster.redis_url".to_string(), format!("not a URL ({e})")))?;
+            if !matches!(url.scheme(), "redis" | "rediss") || url.host_str().is_none() {
+                return Err(("cluster.redis_url".into(), "must be redis://host:port[/db]".into()));
+            }
+            if url.password().is_some() {
+                return Err((
+                    "cluster.redis_url".into(),
+                    format!("must not hold the password; use {REDIS_PASSWORD_ENV} or cluster.redis_password_file"),
+                ));
+            }
+        }
+        if self.replicas == 0 || self.timeout_ms == 0 {
+            return Err(("cluster.replicas".into(), "replicas and timeout_ms must be at least 1".into()));
+        }
+        if self.key_prefix.is_empty() || self.key_prefix.contains(char::is_whitespace) {
+            return Err(("cluster.key_prefix".into(), "must be a non-empty word".into()));
+        }
+        self.redis_password().map(|_| ()).map_err(|message| ("cluster.redis_password_file".into(), message))
+    }
+}

@@ -1,0 +1,167 @@
+//! Replicas sharing rate limits through a real `redis-server` (the Debian
+//! package, started here on a loopback port): three `toolrouter serve`
+//! processes, driven at ten times a host's rate, let through what one
+//! would; with Redis stopped mid-traffic they keep serving (no 5xx), say
+//! they are degraded, and their local shares still hold the total.
+
+use crate::common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// The host's rate (calls per second) and burst under test.
+const RATE: f64 = 20.0;
+const BURST: usize = 5;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn redis_server() -> Option<(common::Killed, u16)> {
+    if Command::new("redis-server").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: no redis-server (apt-get install redis-server)");
+        return None;
+    }
+    let port = free_port();
+    let child = Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(started.elapsed() < Duration::from_secs(10), "redis-server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Some((common::Killed(child), port))
+}
+
+/// An upstream that answers every request at once and counts them.
+fn counting_upstream() -> (u16, Arc<AtomicUsize>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counter = hits.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let counter = counter.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut stream = stream;
+                loop {
+                    let mut line = String::new();
+                    let mut head = 0;
+                    while reader.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
+                        head += 1;
+                        if line == "\r\n" {
+                            break;
+                        }
+                        line.clear();
+                    }
+                    if head == 0 {
+                        return;
+                    }
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    let body = r#"{"base":"EUR","rates":{"GBP":0.86}}"#;
+                    let reply = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if stream.write_all(reply.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (port, hits)
+}
+
+/// Calls the same API through every replica, from 40 threads at about
+/// 200 calls per second in all (ten times the host's rate), for `seconds`.
+/// Returns the statuses seen.
+fn drive(urls: &[String], seconds: f64) -> Vec<u16> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads: Vec<_> = (0..40)
+        .map(|i| {
+            let (url, stop) = (urls[i % urls.len()].clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut statuses = Vec::new();
+                let body = br#"{"name": "latest_rates_for_frankfurter", "arguments": {"base": "EUR"}}"#;
+                while !stop.load(Ordering::Relaxed) {
+                    let started = Instant::now();
+                    statuses.push(common::http(&url, "POST", "/v1/tools/call", None, body).0);
+                    std::thread::sleep(Duration::from_millis(200).saturating_sub(started.elapsed()));
+                }
+                statuses
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs_f64(seconds));
+    stop.store(true, Ordering::Relaxed);
+    threads.into_iter().flat_map(|t| t.join().unwrap()).collect()
+}
+
+#[test]
+fn three_replicas_share_a_hosts_rate_and_survive_redis_going_away() {
+    let Some((mut redis, redis_port)) = redis_server() else { return };
+    let (upstream_port, hits) = counting_upstream();
+    let redis_url = format!("redis://127.0.0.1:{redis_port}");
+    let base_url = format!("http://127.0.0.1:{upstream_port}");
+    let allowed = format!("127.0.0.1:{upstream_port}");
+    let (rate, burst) = (RATE.to_string(), BURST.to_string());
+    let env = [
+        ("TOOLROUTER_CLUSTER_REDIS_URL", redis_url.as_str()),
+        ("TOOLROUTER_CLUSTER_REPLICAS", "3"),
+        ("TOOLROUTER_UPSTREAM_BASE_URL", base_url.as_str()),
+        ("TOOLROUTER_UPSTREAM_ALLOWED_HOSTS", allowed.as_str()),
+        ("TOOLROUTER_UPSTREAM_ALLOW_PRIVATE", "true"),
+        ("TOOLROUTER_UPSTREAM_HOST_RATE", rate.as_str()),
+        ("TOOLROUTER_UPSTREAM_BURST", burst.as_str()),
+        ("TOOLROUTER_UPSTREAM_API_RATE", "0"),
+        ("TOOLROUTER_UPSTREAM_GLOBAL_RATE", "0"),
+        ("TOOLROUTER_UPSTREAM_CLIENT_RATE", "0"),
+        ("TOOLROUTER_UPSTREAM_MAX_WAIT_MS", "50"),
+        ("TOOLROUTER_SERVER_CLIENT_RATE", "0"),
+    ];
+    let replicas: Vec<(common::Killed, String)> = (0..3).map(|_| common::serve(&env)).collect();
+    let urls: Vec<String> = replicas.iter().map(|(_, url)| url.clone()).collect();
+    for url in &urls {
+        common::wait_ready(url, None);
+        assert_eq!(common::http(url, "GET", "/readyz", None, b"").2, "ready");
+    }
+
+    // Shared: the three together let through one host's rate (one burst).
+    let seconds = 4.0;
+    let statuses = drive(&urls, seconds);
+    let passed = hits.swap(0, Ordering::SeqCst);
+    let allowed = RATE * seconds + BURST as f64;
+    eprintln!("shared: {} calls offered, {passed} reached the host (limit {allowed})", statuses.len());
+    assert!(statuses.len() as f64 > 8.0 * RATE * seconds, "offered {} calls", statuses.len());
+    assert!(statuses.iter().all(|s| *s == 200 || *s == 429), "only answers and refusals: {statuses:?}");
+    assert!(passed as f64 <= allowed * 1.02, "{passed} calls reached the host; the limit allows {allowed}");
+    assert!(passed as f64 >= RATE * seconds * 0.9, "only {passed} calls reached the host");
+    assert_eq!(statuses.iter().filter(|s| **s == 200).count(), passed);
+    for url in &urls {
+        let metrics = common::http(url, "GET", "/metrics", None, b"").2;
+        assert!(metrics.contains("toolrouter_cluster_up 1"), "{metrics}");
+        assert!(metrics.contains("toolrouter_cluster_fallbacks_total 0"), "{metrics}");
+    }
+
+    // Redis gone mid-traffic: no 5xx, degraded, each replica its share.
+    redis.0.kill().unwrap();
+    redis.0.wait().unwrap();
+    let statuses = drive(&urls, 3.0);
+    let passed = hits.swap(0, Ordering::SeqCst);
+    assert!(statuses.iter().all(|s| *s == 200 || *s == 429), "no 5xx without Redis: {statuses:?}");
+    let allowed = RATE * 3.0 + (3 * BURST) as f64;
+    eprintln!("without Redis: {} calls offered, {passed} reached the host (shares allow {allowed})", statuses.len());
+    assert!(passed as f64 <= allowed, "{passed} calls reached the host without Redis; the shares allow {allowed}");
+    for url in &urls {
+        let ready = common::http(url, "GET", "/readyz", None, b"").2;
+        assert!(ready.starts_with("ready, degraded") && ready.contains("Redis"), "{ready}");
+    }
+}
