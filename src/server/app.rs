@@ -71,6 +71,9 @@ pub struct App {
     pub(super) llm: Option<Arc<dyn ChatModel>>,
     /// Requests per client key.
     pub(super) limiter: Option<governor::DefaultKeyedRateLimiter<String>>,
+    /// The Redis cluster the per-key request rate is shared through (the
+    /// local `limiter` is then this replica's share, used without Redis).
+    pub(super) cluster: Option<Arc<crate::cluster::Cluster>>,
     /// Execute runs: the model, the cap on runs in flight, the traces
     /// (`None` without a model).
     pub(super) runner: Option<Arc<Runner>>,
@@ -96,8 +99,13 @@ impl App {
     pub fn with_model(config: &Config, llm: Option<Arc<dyn ChatModel>>) -> Arc<App> {
         let key_hashes = config.server.api_key_hashes.iter().map(|h| h.to_ascii_lowercase()).collect();
         let runner = llm.clone().map(|llm| Arc::new(Runner::new(llm, &config.openai)));
+        let cluster = crate::cluster::Cluster::open(&config.cluster).unwrap_or_else(|e| {
+            tracing::error!("the cluster cannot be used, so limits are this replica's alone: {e:#}");
+            None
+        });
+        let share = if cluster.is_some() { f64::from(config.cluster.replicas.max(1)) } else { 1.0 };
         let limiter = (config.server.client_rate > 0.0)
-            .then(|| governor::Quota::with_period(Duration::from_secs_f64(1.0 / config.server.client_rate)))
+            .then(|| governor::Quota::with_period(Duration::from_secs_f64(share / config.server.client_rate)))
             .flatten()
             .map(|q| q.allow_burst(std::num::NonZeroU32::new(config.server.client_burst.max(1)).expect("at least 1")))
             .map(governor::RateLimiter::keyed);
@@ -108,6 +116,7 @@ impl App {
             mcp: OnceLock::new(),
             llm,
             limiter,
+            cluster,
             runner,
             cut_off: tokio::sync::watch::Sender::new(false),
             ranker: Arc::default(),

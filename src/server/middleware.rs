@@ -21,6 +21,7 @@ const X_REQUEST_ID: &str = "x-request-id";
 use super::app::App;
 use super::mcp::ClientId;
 use super::openai::ApiError;
+use crate::cluster::limits::{Cell, Verdict};
 use crate::engine::loading::NotReady;
 
 /// The SHA-256 of a key, in hex (what `server.api_key_hashes` holds).
@@ -38,7 +39,7 @@ pub(crate) struct Arrived(pub(crate) std::time::Instant);
 /// ([`read_body`]). One middleware rather than two: each layer costs
 /// every request a boxed future and a clone of the route.
 pub(super) async fn admit(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
-    if let Some(refused) = refused(&app, &mut request) {
+    if let Some(refused) = refused(&app, &mut request).await {
         return refused;
     }
     match read_body(&app, request).await {
@@ -49,7 +50,7 @@ pub(super) async fn admit(State(app): State<Arc<App>>, mut request: Request, nex
 
 /// The refusal of a request without a valid API key or over its client's
 /// request rate; the client's id goes into the request's extensions.
-fn refused(app: &App, request: &mut Request) -> Option<Response> {
+async fn refused(app: &App, request: &mut Request) -> Option<Response> {
     if app.key_hashes.is_empty() {
         app.limiter.as_ref()?;
         // Without keys each peer address has its own rate: one client's
@@ -58,7 +59,7 @@ fn refused(app: &App, request: &mut Request) -> Option<Response> {
             Some(peer) => format!("anonymous@{}", peer.ip()),
             None => "anonymous".to_string(),
         };
-        return limited(app, &client);
+        return limited(app, &client).await;
     }
     let key = request
         .headers()
@@ -75,7 +76,7 @@ fn refused(app: &App, request: &mut Request) -> Option<Response> {
         return Some(ApiError::status(StatusCode::UNAUTHORIZED, "invalid API key").into_response());
     }
     let client = hash[..12].to_string();
-    if let Some(refused) = limited(app, &client) {
+    if let Some(refused) = limited(app, &client).await {
         return Some(refused);
     }
     request.extensions_mut().insert(ClientId(client));
@@ -108,13 +109,33 @@ async fn read_body(app: &App, request: Request) -> Result<Request, Response> {
     }
 }
 
-/// 429 with `Retry-After` when `client` is over its request rate.
-fn limited(app: &App, client: &str) -> Option<Response> {
+/// 429 with `Retry-After` when `client` is over its request rate: shared
+/// by the replicas through Redis when `[cluster]` is on (this replica's
+/// share locally when Redis cannot answer).
+async fn limited(app: &App, client: &str) -> Option<Response> {
     let limiter = app.limiter.as_ref()?;
-    let not_until = limiter.check_key(&client.to_string()).err()?;
+    let shared = match &app.cluster {
+        Some(cluster) => {
+            let cell = Cell {
+                kind: "request",
+                key: client,
+                interval: Duration::from_secs_f64(1.0 / app.config.server.client_rate),
+                burst: app.config.server.client_burst,
+            };
+            cluster.take(None, std::slice::from_ref(&cell)).await.ok()
+        }
+        None => None,
+    };
+    let wait = match shared {
+        Some(Verdict::Taken) => return None,
+        Some(Verdict::Wait(_, wait) | Verdict::Slowed(wait)) => wait,
+        None => {
+            let not_until = limiter.check_key(&client.to_string()).err()?;
+            use governor::clock::Clock;
+            not_until.wait_time_from(governor::clock::DefaultClock::default().now())
+        }
+    };
     crate::metrics::global().rate_limited("incoming");
-    use governor::clock::Clock;
-    let wait = not_until.wait_time_from(governor::clock::DefaultClock::default().now());
     let message = format!(
         "rate limited: this key may make {} requests per second; retry after {:.2} s",
         app.config.server.client_rate,

@@ -84,16 +84,27 @@ fn counting_upstream() -> (u16, Arc<AtomicUsize>) {
 /// 200 calls per second in all (ten times the host's rate), for `seconds`.
 /// Returns the statuses seen.
 fn drive(urls: &[String], seconds: f64) -> Vec<u16> {
+    let body = br#"{"name": "latest_rates_for_frankfurter", "arguments": {"base": "EUR"}}"#;
+    drive_path(urls, seconds, "POST", "/v1/tools/call", body)
+}
+
+/// [`drive`] with any request.
+fn drive_path(
+    urls: &[String],
+    seconds: f64,
+    method: &'static str,
+    path: &'static str,
+    body: &'static [u8],
+) -> Vec<u16> {
     let stop = Arc::new(AtomicBool::new(false));
     let threads: Vec<_> = (0..40)
         .map(|i| {
             let (url, stop) = (urls[i % urls.len()].clone(), stop.clone());
             std::thread::spawn(move || {
                 let mut statuses = Vec::new();
-                let body = br#"{"name": "latest_rates_for_frankfurter", "arguments": {"base": "EUR"}}"#;
                 while !stop.load(Ordering::Relaxed) {
                     let started = Instant::now();
-                    statuses.push(common::http(&url, "POST", "/v1/tools/call", None, body).0);
+                    statuses.push(common::http(&url, method, path, None, body).0);
                     std::thread::sleep(Duration::from_millis(200).saturating_sub(started.elapsed()));
                 }
                 statuses
@@ -164,4 +175,33 @@ fn three_replicas_share_a_hosts_rate_and_survive_redis_going_away() {
         let ready = common::http(url, "GET", "/readyz", None, b"").2;
         assert!(ready.starts_with("ready, degraded") && ready.contains("Redis"), "{ready}");
     }
+}
+
+/// The server's per-key request rate (`server.client_rate`) holds across
+/// the replicas too: a client spread over three is admitted at one rate.
+#[test]
+fn three_replicas_share_a_clients_request_rate() {
+    let Some((_redis, redis_port)) = redis_server() else { return };
+    let redis_url = format!("redis://127.0.0.1:{redis_port}");
+    let env = [
+        ("TOOLROUTER_CLUSTER_REDIS_URL", redis_url.as_str()),
+        ("TOOLROUTER_CLUSTER_REPLICAS", "3"),
+        ("TOOLROUTER_SERVER_CLIENT_RATE", "20"),
+        ("TOOLROUTER_SERVER_CLIENT_BURST", "5"),
+    ];
+    let replicas: Vec<(common::Killed, String)> = (0..3).map(|_| common::serve(&env)).collect();
+    let urls: Vec<String> = replicas.iter().map(|(_, url)| url.clone()).collect();
+    for url in &urls {
+        common::wait_ready(url, None);
+    }
+    let seconds = 3.0;
+    let statuses = drive_path(&urls, seconds, "GET", "/metrics", b"");
+    let admitted = statuses.iter().filter(|s| **s == 200).count();
+    let allowed = 20.0 * seconds + 5.0;
+    eprintln!("requests: {} offered, {admitted} admitted (limit {allowed})", statuses.len());
+    assert!(statuses.iter().all(|s| *s == 200 || *s == 429), "{statuses:?}");
+    assert!(
+        admitted as f64 <= allowed * 1.02 && admitted as f64 >= 20.0 * seconds * 0.9,
+        "{admitted} admitted, limit {allowed}"
+    );
 }
