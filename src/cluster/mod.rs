@@ -1,5 +1,6 @@
 //! What replicas share through Redis (`[cluster]`, docs/configuration.md
-//! "Replicas"): today the rate limits ([`limits`]).
+//! "Replicas"): the rate limits ([`limits`]) and execute runs' traces
+//! ([`Cluster::put_trace`], with an expiry and a size cap).
 //!
 //! The connection is made lazily and kept by redis-rs's
 //! `ConnectionManager` (reconnecting on its own). Every command has
@@ -69,6 +70,39 @@ impl Cluster {
     pub fn health(&self) -> (bool, Option<String>) {
         let error = self.last_error.lock().unwrap_or_else(|e| e.into_inner()).clone();
         (self.healthy.load(Ordering::Relaxed), error)
+    }
+
+    /// Keeps `trace` for every replica for `ttl`, with the key that may read
+    /// it; a trace over `max_bytes` is not shared. Whether it was.
+    pub async fn put_trace(
+        &self,
+        id: &str,
+        owner: Option<&str>,
+        trace: &serde_json::Value,
+        ttl: Duration,
+        max_bytes: usize,
+    ) -> bool {
+        let text = serde_json::json!({"owner": owner, "trace": trace}).to_string();
+        if text.len() > max_bytes {
+            tracing::info!(id, bytes = text.len(), "a trace larger than cluster.max_trace_bytes stays on this replica");
+            return false;
+        }
+        let mut connection = self.connection.clone();
+        let mut command = redis::cmd("SET");
+        command.arg(self.key("trace", id)).arg(text).arg("EX").arg(ttl.as_secs().max(1));
+        self.run(command.query_async::<()>(&mut connection)).await.is_ok()
+    }
+
+    /// A trace another replica (or this one) shared: its owner and itself.
+    pub async fn get_trace(&self, id: &str) -> Option<(Option<String>, serde_json::Value)> {
+        let mut connection = self.connection.clone();
+        let mut command = redis::cmd("GET");
+        command.arg(self.key("trace", id));
+        let text: Option<String> = self.run(command.query_async(&mut connection)).await.ok()?;
+        let text = text?;
+        let mut kept: serde_json::Value = serde_json::from_str(&text).ok()?;
+        let owner = kept["owner"].as_str().map(str::to_string);
+        Some((owner, kept["trace"].take()))
     }
 
     /// Asks Redis whether it is there (updating the health).

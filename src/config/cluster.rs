@@ -13,6 +13,10 @@ use super::secret::secret;
 pub const REDIS_PASSWORD_ENV: &str = "TOOLROUTER_CLUSTER_REDIS_PASSWORD";
 /// `cluster.timeout_ms`: a Redis command slower than this falls back to local state.
 pub const DEFAULT_CLUSTER_TIMEOUT_MS: u64 = 100;
+/// `cluster.trace_ttl_s`: how long an execute run's trace stays readable on every replica.
+pub const DEFAULT_TRACE_TTL_S: u64 = 3600;
+/// `cluster.max_trace_bytes`: larger traces stay on the replica that made them.
+pub const DEFAULT_MAX_TRACE_BYTES: usize = 1024 * 1024;
 /// `cluster.key_prefix`: the namespace of toolrouter's keys in Redis.
 pub const DEFAULT_KEY_PREFIX: &str = "toolrouter";
 
@@ -32,6 +36,10 @@ pub struct ClusterConfig {
     pub replicas: u32,
     /// Longest wait for one Redis command before the local fallback.
     pub timeout_ms: u64,
+    /// How long a trace stays readable on every replica, in seconds.
+    pub trace_ttl_s: u64,
+    /// Larger traces are kept only by the replica that made them.
+    pub max_trace_bytes: usize,
 }
 
 impl Default for ClusterConfig {
@@ -42,6 +50,8 @@ impl Default for ClusterConfig {
             key_prefix: DEFAULT_KEY_PREFIX.to_string(),
             replicas: 1,
             timeout_ms: DEFAULT_CLUSTER_TIMEOUT_MS,
+            trace_ttl_s: DEFAULT_TRACE_TTL_S,
+            max_trace_bytes: DEFAULT_MAX_TRACE_BYTES,
         }
     }
 }

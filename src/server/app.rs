@@ -98,11 +98,11 @@ impl App {
     /// The app of `config` with `llm` as its model (tests script one).
     pub fn with_model(config: &Config, llm: Option<Arc<dyn ChatModel>>) -> Arc<App> {
         let key_hashes = config.server.api_key_hashes.iter().map(|h| h.to_ascii_lowercase()).collect();
-        let runner = llm.clone().map(|llm| Arc::new(Runner::new(llm, &config.openai)));
         let cluster = crate::cluster::Cluster::open(&config.cluster).unwrap_or_else(|e| {
             tracing::error!("the cluster cannot be used, so limits are this replica's alone: {e:#}");
             None
         });
+        let runner = llm.clone().map(|llm| Arc::new(Runner::new(llm, config, cluster.clone())));
         let share = if cluster.is_some() { f64::from(config.cluster.replicas.max(1)) } else { 1.0 };
         let limiter = (config.server.client_rate > 0.0)
             .then(|| governor::Quota::with_period(Duration::from_secs_f64(share / config.server.client_rate)))

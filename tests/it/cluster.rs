@@ -205,3 +205,40 @@ fn three_replicas_share_a_clients_request_rate() {
         "{admitted} admitted, limit {allowed}"
     );
 }
+
+/// An execute run's trace kept by one replica is readable on another with
+/// the same key, not with another key; it expires; a trace over the size
+/// cap stays on the replica that made it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_trace_made_on_one_replica_is_read_on_another_by_its_key_only() {
+    use toolrouter::cluster::Cluster;
+    use toolrouter::server::openai::traces::Traces;
+    let Some((_redis, redis_port)) = redis_server() else { return };
+    let mut config = toolrouter::config::ClusterConfig {
+        redis_url: format!("redis://127.0.0.1:{redis_port}"),
+        max_trace_bytes: 10_000,
+        ..Default::default()
+    };
+    config.trace_ttl_s = 2;
+    // Two replicas: each its own connection and its own local store.
+    let replica = || Traces::shared(10, Cluster::open(&config).unwrap(), &config);
+    let (a, b) = (replica(), replica());
+    let trace = serde_json::json!({"id": "run-1", "steps": [{"function": "f", "ok": true}]});
+    a.insert("run-1".into(), Some("key-a".into()), trace.clone());
+    a.insert("big".into(), Some("key-a".into()), serde_json::json!({"text": "x".repeat(20_000)}));
+    let mut seen = None;
+    for _ in 0..50 {
+        seen = b.get("run-1", Some("key-a")).await;
+        if seen.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(seen.as_deref(), Some(&trace), "readable on the other replica by its key");
+    assert!(b.get("run-1", Some("key-b")).await.is_none(), "not by another key");
+    assert!(b.get("run-1", None).await.is_none(), "not without a key");
+    assert!(b.get("big", Some("key-a")).await.is_none(), "over the size cap: not shared");
+    assert!(a.get("big", Some("key-a")).await.is_some(), "but kept where it was made");
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    assert!(b.get("run-1", Some("key-a")).await.is_none(), "expired after cluster.trace_ttl_s");
+}

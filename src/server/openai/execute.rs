@@ -17,7 +17,8 @@ use super::ApiError;
 use super::request::ChatRequest;
 use super::stream::{data, done, event_stream};
 use super::traces::Traces;
-use crate::config::OpenAiConfig;
+use crate::cluster::Cluster;
+use crate::config::{Config, OpenAiConfig};
 use crate::engine::Engine;
 use crate::engine::solve::{self, Solution};
 use crate::llm::wire::{Choice, Chunk, ChunkChoice, Completion, Fields, Message};
@@ -32,8 +33,10 @@ pub struct Runner {
 }
 
 impl Runner {
-    pub fn new(llm: Arc<dyn ChatModel>, config: &OpenAiConfig) -> Runner {
-        Runner { llm, traces: Traces::new(config.traces), runs: Arc::new(tokio::sync::Semaphore::new(config.max_runs)) }
+    /// A runner whose traces are shared through `cluster`, if any.
+    pub fn new(llm: Arc<dyn ChatModel>, config: &Config, cluster: Option<Arc<Cluster>>) -> Runner {
+        let traces = Traces::shared(config.openai.traces, cluster, &config.cluster);
+        Runner { llm, traces, runs: Arc::new(tokio::sync::Semaphore::new(config.openai.max_runs)) }
     }
 }
 

@@ -1,12 +1,15 @@
 //! The traces of execute runs, for `GET /v1/traces/{id}`: kept in memory,
 //! at most `openai.traces` of them (the oldest dropped first), each
-//! visible only to the client key that made it.
+//! visible only to the client key that made it. With `[cluster]` on, each
+//! is also kept in Redis for `cluster.trace_ttl_s` (up to
+//! `cluster.max_trace_bytes`), so that any replica answers for it.
 //!
 //! A trace is diagnostic, not state: a restart forgets traces, while what
 //! the runs taught is already in the graph's durable log.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::extract::rejection::PathRejection;
@@ -14,6 +17,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use super::ApiError;
+use crate::cluster::Cluster;
+use crate::config::ClusterConfig;
 use crate::server::app::App;
 use crate::server::mcp::ClientId;
 
@@ -21,6 +26,14 @@ use crate::server::mcp::ClientId;
 pub struct Traces {
     capacity: usize,
     inner: Mutex<Kept>,
+    shared: Option<Shared>,
+}
+
+/// Where traces are shared with the other replicas.
+struct Shared {
+    cluster: Arc<Cluster>,
+    ttl: Duration,
+    max_bytes: usize,
 }
 
 #[derive(Default)]
@@ -32,11 +45,27 @@ struct Kept {
 
 impl Traces {
     pub fn new(capacity: usize) -> Traces {
-        Traces { capacity: capacity.max(1), inner: Mutex::default() }
+        Traces { capacity: capacity.max(1), inner: Mutex::default(), shared: None }
+    }
+
+    /// Traces also shared through `cluster` (see the module documentation).
+    pub fn shared(capacity: usize, cluster: Option<Arc<Cluster>>, config: &ClusterConfig) -> Traces {
+        let shared = cluster.map(|cluster| Shared {
+            cluster,
+            ttl: Duration::from_secs(config.trace_ttl_s),
+            max_bytes: config.max_trace_bytes,
+        });
+        Traces { shared, ..Traces::new(capacity) }
     }
 
     /// Keeps `trace` under `id` for `client` (`None`: no keys configured).
     pub fn insert(&self, id: String, client: Option<String>, trace: Value) {
+        let trace = Arc::new(trace);
+        if let Some(shared) = &self.shared {
+            let (cluster, ttl, max_bytes) = (shared.cluster.clone(), shared.ttl, shared.max_bytes);
+            let (id, client, trace) = (id.clone(), client.clone(), trace.clone());
+            tokio::spawn(async move { cluster.put_trace(&id, client.as_deref(), &trace, ttl, max_bytes).await });
+        }
         let mut kept = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         while kept.order.len() >= self.capacity {
             if let Some(old) = kept.order.pop_front() {
@@ -44,14 +73,21 @@ impl Traces {
             }
         }
         kept.order.push_back(id.clone());
-        kept.by_id.insert(id, (client, Arc::new(trace)));
+        kept.by_id.insert(id, (client, trace));
     }
 
-    /// The trace `id`, if kept and made by `client`.
-    pub fn get(&self, id: &str, client: Option<&str>) -> Option<Arc<Value>> {
+    /// The trace `id`, if kept here or shared, and made by `client`.
+    pub async fn get(&self, id: &str, client: Option<&str>) -> Option<Arc<Value>> {
+        if let Some(found) = self.get_local(id) {
+            return (found.0.as_deref() == client).then_some(found.1);
+        }
+        let (owner, trace) = self.shared.as_ref()?.cluster.get_trace(id).await?;
+        (owner.as_deref() == client).then(|| Arc::new(trace))
+    }
+
+    fn get_local(&self, id: &str) -> Option<(Option<String>, Arc<Value>)> {
         let kept = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let (owner, trace) = kept.by_id.get(id)?;
-        (owner.as_deref() == client).then(|| trace.clone())
+        kept.by_id.get(id).cloned()
     }
 }
 
@@ -66,7 +102,11 @@ pub(crate) async fn trace(
         Err(e) => return ApiError::invalid(format!("bad trace id: {}", e.body_text()), Some("id")).into_response(),
     };
     let client = client.map(|c| c.0.0);
-    match app.runner.as_ref().and_then(|r| r.traces.get(&id, client.as_deref())) {
+    let found = match app.runner.as_ref() {
+        Some(runner) => runner.traces.get(&id, client.as_deref()).await,
+        None => None,
+    };
+    match found {
         Some(trace) => axum::Json(trace.as_ref().clone()).into_response(),
         None => {
             let message = format!("no trace `{id}` (traces are kept for a while, per key)");
@@ -80,16 +120,16 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    #[test]
-    fn keeps_the_newest_for_their_owner() {
+    #[tokio::test]
+    async fn keeps_the_newest_for_their_owner() {
         let traces = Traces::new(2);
         traces.insert("a".into(), Some("k1".into()), json!(1));
         traces.insert("b".into(), Some("k1".into()), json!(2));
         traces.insert("c".into(), None, json!(3));
-        assert!(traces.get("a", Some("k1")).is_none(), "the oldest is dropped");
-        assert_eq!(*traces.get("b", Some("k1")).unwrap(), json!(2));
-        assert!(traces.get("b", Some("k2")).is_none(), "another key's trace is hidden");
-        assert!(traces.get("b", None).is_none());
-        assert_eq!(*traces.get("c", None).unwrap(), json!(3));
+        assert!(traces.get("a", Some("k1")).await.is_none(), "the oldest is dropped");
+        assert_eq!(*traces.get("b", Some("k1")).await.unwrap(), json!(2));
+        assert!(traces.get("b", Some("k2")).await.is_none(), "another key's trace is hidden");
+        assert!(traces.get("b", None).await.is_none());
+        assert_eq!(*traces.get("c", None).await.unwrap(), json!(3));
     }
 }
