@@ -5,8 +5,8 @@
 #   scripts/cluster-demo.sh            # runs until Ctrl-C; prints the URL
 #   scripts/cluster-demo.sh --check    # starts everything, checks it, stops
 #
-# Needs redis-server and haproxy (Debian: apt-get install redis-server
-# haproxy) and a built binary (cargo build --release). HAProxy balances
+# Needs redis-server, haproxy and curl (Debian: apt-get install
+# redis-server haproxy curl) and a built binary (cargo build --release). HAProxy balances
 # requests round-robin and keeps an MCP 2025 session on the replica that
 # made it (sticky on the Mcp-Session-Id header); sessionless requests
 # (MCP 2026-07-28, the OpenAI API) go anywhere.
@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 check=false
 [ "${1:-}" = "--check" ] && check=true
-for tool in redis-server haproxy; do
+for tool in redis-server haproxy curl; do
   command -v "$tool" >/dev/null || { echo "cluster-demo.sh needs $tool (apt-get install $tool)" >&2; exit 1; }
 done
 bin="${CARGO_TARGET_DIR:-target}/release/toolrouter"
@@ -89,7 +89,9 @@ if $check; then
       -H 'content-type: application/json' -d '{"query": "weather forecast in Berlin", "k": 2}'
   done | sort | uniq -c
   for i in 1 2 3; do
-    echo "replica$i: $(curl -s "http://127.0.0.1:$((port + i))/metrics" | grep -c 'route="/v1/tools/search",status="200"') search route lines, $(curl -s "http://127.0.0.1:$((port + i))/metrics" | grep '^toolrouter_cluster_up')"
+    metrics="$(curl -s "http://127.0.0.1:$((port + i))/metrics")"
+    served="$(echo "$metrics" | grep -F 'route="/v1/tools/search",status="200"' | awk '{print $2}' || true)"
+    echo "replica$i served ${served:-0} searches; $(echo "$metrics" | grep '^toolrouter_cluster_up' || echo 'toolrouter_cluster_up missing')"
   done
   exit 0
 fi

@@ -7,6 +7,7 @@
 use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -291,5 +292,41 @@ fn an_mcp_session_on_the_wrong_replica_is_told_to_start_again() {
         let headers = [("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/list")];
         let answer = post(url, &headers, &stateless);
         assert!(answer.starts_with("HTTP/1.1 200") && answer.contains("search_tools"), "{answer}");
+    }
+}
+
+/// `scripts/cluster-demo.sh --check`: Redis, three replicas and HAProxy
+/// come up on loopback, requests through HAProxy reach every replica, and
+/// each shares its limits through Redis.
+#[test]
+fn the_cluster_demo_runs() {
+    for tool in ["redis-server", "haproxy", "curl"] {
+        if Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().map_or(true, |o| !o.status.success())
+        {
+            eprintln!("SKIPPED: no {tool}");
+            return;
+        }
+    }
+    let binary = common::binary();
+    let dir = binary.parent().unwrap();
+    // The script looks for target/release; give it this test's binary instead.
+    let fake = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(fake.path().join("release")).unwrap();
+    std::os::unix::fs::symlink(dir.join("toolrouter"), fake.path().join("release/toolrouter")).unwrap();
+    let base = 20_000 + (std::process::id() % 20_000) as u16;
+    let out = Command::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/cluster-demo.sh"))
+        .arg("--check")
+        .env("CARGO_TARGET_DIR", fake.path())
+        .env("TOOLROUTER_DEMO_PORT", base.to_string())
+        .env_remove("TOOLROUTER_CONFIG")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    eprintln!("{stdout}");
+    assert!(stdout.contains("6 200"), "six searches answered through HAProxy: {stdout}");
+    for i in 1..=3 {
+        let line = stdout.lines().find(|l| l.starts_with(&format!("replica{i} served"))).unwrap_or_default();
+        assert!(!line.contains("served 0") && line.contains("toolrouter_cluster_up 1"), "{stdout}");
     }
 }
