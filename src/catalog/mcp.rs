@@ -24,7 +24,7 @@ use super::{Api, ApiId, Catalog, McpTarget, Method, Origin, Param, ParamLocation
 /// Separates the server's name from the tool's in a function name.
 pub const NAMESPACE_SEPARATOR: &str = "__";
 /// The category of every downstream MCP tool.
-pub const MCP_CATEGORY: &str = "MCP";
+const MCP_CATEGORY: &str = "MCP";
 
 /// A tool as a downstream MCP server lists it (`tools/list`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -34,7 +34,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 pub use loader::{LoadReport, Sources};
-pub use mcp::{MCP_CATEGORY, McpServerTools, McpTool, NAMESPACE_SEPARATOR};
+pub use mcp::{McpServerTools, McpTool, NAMESPACE_SEPARATOR};
 pub use resolve::{Resolution, ResolvedBy};
 
 /// Availability prior of an API whose tool has no RapidAPI success rate (docs/architecture.md §4).
