@@ -87,20 +87,10 @@ impl SecretRef {
     /// The value (prefix included), or why it cannot be read. The message
     /// names the variable or file, never the value.
     pub fn read(&self) -> Result<Secret, String> {
-        let value = if !self.env.is_empty() {
-            std::env::var(&self.env)
-                .ok()
-                .filter(|v| !v.trim().is_empty())
-                .ok_or_else(|| format!("the environment variable {} is not set", self.env))?
-        } else {
-            let text =
-                std::fs::read_to_string(&self.file).map_err(|e| format!("cannot read {}: {e}", self.file.display()))?;
-            if text.trim().is_empty() {
-                return Err(format!("{} is empty", self.file.display()));
-            }
-            text
-        };
-        Ok(Secret::new(format!("{}{}", self.prefix, value.trim())))
+        // The same reading as the RapidAPI and model keys (env, else file).
+        let value = super::secret::secret(&self.env, &self.file)?
+            .ok_or_else(|| format!("the environment variable {} is not set", self.env))?;
+        Ok(Secret::new(format!("{}{}", self.prefix, value.expose())))
     }
 }
 

@@ -218,6 +218,18 @@ pub(super) fn unreadable(rejection: BytesRejection) -> Response {
     error.into_response()
 }
 
+/// A handler's body and the engine, or the answer to give instead: the
+/// body unreadable (as [`unreadable`]) or the engine not loaded yet (as
+/// [`not_ready`]).
+pub(super) fn body_and_engine(
+    app: &App,
+    body: Result<axum::body::Bytes, BytesRejection>,
+) -> Result<(axum::body::Bytes, Arc<crate::engine::Engine>), Box<Response>> {
+    let body = body.map_err(|e| Box::new(unreadable(e)))?;
+    let engine = app.engine().map_err(|e| Box::new(not_ready(e)))?;
+    Ok((body, engine.clone()))
+}
+
 /// 503 while the engine loads, saying how far it has got. Why a load
 /// failed (paths, configuration) is for the log, not for whoever asks.
 pub(super) fn not_ready(why: NotReady) -> Response {

@@ -14,7 +14,7 @@ use super::ApiError;
 use crate::engine::{CallRequest, Called};
 use crate::server::app::App;
 use crate::server::mcp::ClientId;
-use crate::server::middleware::{not_ready, unreadable};
+use crate::server::middleware::body_and_engine;
 use crate::upstream::{CallError, ErrorClass};
 
 /// `POST /v1/tools/call {name, arguments}`: a catalog API called for the
@@ -24,13 +24,9 @@ pub(crate) async fn tools_call(
     client: Option<axum::Extension<ClientId>>,
     body: Result<axum::body::Bytes, BytesRejection>,
 ) -> Response {
-    let body = match body {
-        Ok(b) => b,
-        Err(e) => return unreadable(e),
-    };
-    let engine = match app.engine() {
-        Ok(engine) => engine,
-        Err(e) => return not_ready(e),
+    let (body, engine) = match body_and_engine(&app, body) {
+        Ok(found) => found,
+        Err(refused) => return *refused,
     };
     let request: serde_json::Value = match serde_json::from_slice(&body) {
         Ok(v) => v,

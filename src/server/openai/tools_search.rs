@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::ApiError;
 use crate::engine::EngineError;
 use crate::server::app::App;
-use crate::server::middleware::{not_ready, unreadable};
+use crate::server::middleware::body_and_engine;
 
 /// Most results one search returns.
 pub const MAX_RESULTS: usize = 50;
@@ -36,13 +36,9 @@ pub(crate) async fn tools_search(
     State(app): State<Arc<App>>,
     body: Result<axum::body::Bytes, BytesRejection>,
 ) -> Response {
-    let body = match body {
-        Ok(b) => b,
-        Err(e) => return unreadable(e),
-    };
-    let engine = match app.engine() {
-        Ok(engine) => engine,
-        Err(e) => return not_ready(e),
+    let (body, engine) = match body_and_engine(&app, body) {
+        Ok(found) => found,
+        Err(refused) => return *refused,
     };
     let request: SearchRequest = match serde_json::from_slice(&body) {
         Ok(r) => r,
