@@ -1,14 +1,20 @@
 //! What replicas share through Redis (`[cluster]`, docs/configuration.md
-//! "Replicas"): the rate limits ([`limits`]) and execute runs' traces
-//! ([`Cluster::put_trace`], with an expiry and a size cap).
+//! "Replicas"): the rate limits ([`limits`]), what they learn from runs
+//! ([`runs`], published from a durable [`outbox`]) and execute runs'
+//! traces ([`Cluster::put_trace`], with an expiry and a size cap).
 //!
-//! The connection is made lazily and kept by redis-rs's
-//! `ConnectionManager` (reconnecting on its own). Every command has
-//! `cluster.timeout_ms`: a Redis that is down, lost or slow never holds a
-//! request; the caller falls back to its local state, and the cluster is
-//! reported degraded (`/readyz`, `/metrics`) until a command succeeds again.
+//! Connections are made lazily and kept by redis-rs's `ConnectionManager`
+//! (reconnecting on its own): one for the limits and traces, one for
+//! publishing runs and one for following the run stream (its reads block
+//! for a second, which would hold up any command behind them). Every
+//! limit or trace command has `cluster.timeout_ms`: a Redis that is down,
+//! lost or slow never holds a request; the caller falls back to its local
+//! state, and the cluster is reported degraded (`/readyz`, `/metrics`)
+//! until a command succeeds again.
 
 pub mod limits;
+pub mod outbox;
+pub mod runs;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -18,11 +24,19 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use crate::config::ClusterConfig;
 
+/// The least timeout of publishing and following runs (neither is on a
+/// request's path).
+const BULK_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// The shared state of a cluster of replicas.
 pub struct Cluster {
     connection: ConnectionManager,
+    publisher: ConnectionManager,
+    follower: ConnectionManager,
     prefix: String,
     timeout: Duration,
+    /// The timeout of publishing runs (batches of up to [`runs::BATCH`]).
+    bulk_timeout: Duration,
     healthy: AtomicBool,
     /// Commands that failed or timed out (each fell back to local state).
     failures: AtomicU64,
@@ -44,17 +58,23 @@ impl Cluster {
         }
         let client = redis::Client::open(url.as_str()).map_err(|e| anyhow::anyhow!("cluster.redis_url: {e}"))?;
         let timeout = Duration::from_millis(config.timeout_ms);
-        let manager_config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(timeout.max(Duration::from_millis(500))))
-            .set_response_timeout(Some(timeout))
-            .set_number_of_retries(1)
-            .set_max_delay(Duration::from_secs(2));
-        let connection = ConnectionManager::new_lazy_with_config(client, manager_config)
-            .map_err(|e| anyhow::anyhow!("cluster.redis_url: {e}"))?;
+        let bulk_timeout = timeout.max(BULK_TIMEOUT);
+        let manager = |response_timeout: Duration| {
+            let manager_config = ConnectionManagerConfig::new()
+                .set_connection_timeout(Some(timeout.max(Duration::from_millis(500))))
+                .set_response_timeout(Some(response_timeout))
+                .set_number_of_retries(1)
+                .set_max_delay(Duration::from_secs(2));
+            ConnectionManager::new_lazy_with_config(client.clone(), manager_config)
+                .map_err(|e| anyhow::anyhow!("cluster.redis_url: {e}"))
+        };
         Ok(Some(Arc::new(Cluster {
-            connection,
+            connection: manager(timeout)?,
+            publisher: manager(bulk_timeout)?,
+            follower: manager(runs::FOLLOW_BLOCK + bulk_timeout)?,
             prefix: config.key_prefix.clone(),
             timeout,
+            bulk_timeout,
             healthy: AtomicBool::new(true),
             failures: AtomicU64::new(0),
             last_error: std::sync::Mutex::new(None),
@@ -116,12 +136,21 @@ impl Cluster {
         self.failures.load(Ordering::Relaxed)
     }
 
-    /// Runs `command` within the timeout, noting the cluster's health.
+    /// Runs `command` within `cluster.timeout_ms`, noting the cluster's health.
     async fn run<T>(&self, command: impl std::future::Future<Output = redis::RedisResult<T>>) -> Result<T, String> {
-        let outcome = match tokio::time::timeout(self.timeout, command).await {
+        self.run_within(self.timeout, command).await
+    }
+
+    /// Runs `command` within `timeout`, noting the cluster's health.
+    async fn run_within<T>(
+        &self,
+        timeout: Duration,
+        command: impl std::future::Future<Output = redis::RedisResult<T>>,
+    ) -> Result<T, String> {
+        let outcome = match tokio::time::timeout(timeout, command).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) => Err(format!("Redis: {e}")),
-            Err(_) => Err(format!("Redis did not answer within {} ms", self.timeout.as_millis())),
+            Err(_) => Err(format!("Redis did not answer within {} ms", timeout.as_millis())),
         };
         match &outcome {
             Ok(_) => {

@@ -17,6 +17,9 @@ pub const DEFAULT_CLUSTER_TIMEOUT_MS: u64 = 100;
 pub const DEFAULT_TRACE_TTL_S: u64 = 3600;
 /// `cluster.max_trace_bytes`: larger traces stay on the replica that made them.
 pub const DEFAULT_MAX_TRACE_BYTES: usize = 1024 * 1024;
+/// `cluster.stream_max_runs`: runs kept in the replicas' run stream (a
+/// replica further behind starts from a copy of another's state directory).
+pub const DEFAULT_STREAM_MAX_RUNS: usize = 100_000;
 /// `cluster.key_prefix`: the namespace of toolrouter's keys in Redis.
 pub const DEFAULT_KEY_PREFIX: &str = "toolrouter";
 
@@ -40,6 +43,9 @@ pub struct ClusterConfig {
     pub trace_ttl_s: u64,
     /// Larger traces are kept only by the replica that made them.
     pub max_trace_bytes: usize,
+    /// Runs kept in the stream through which replicas learn from each
+    /// other's runs (Redis trims older ones, approximately).
+    pub stream_max_runs: usize,
 }
 
 impl Default for ClusterConfig {
@@ -52,6 +58,7 @@ impl Default for ClusterConfig {
             timeout_ms: DEFAULT_CLUSTER_TIMEOUT_MS,
             trace_ttl_s: DEFAULT_TRACE_TTL_S,
             max_trace_bytes: DEFAULT_MAX_TRACE_BYTES,
+            stream_max_runs: DEFAULT_STREAM_MAX_RUNS,
         }
     }
 }
@@ -82,8 +89,11 @@ impl ClusterConfig {
                 ));
             }
         }
-        if self.replicas == 0 || self.timeout_ms == 0 {
-            return Err(("cluster.replicas".into(), "replicas and timeout_ms must be at least 1".into()));
+        if self.replicas == 0 || self.timeout_ms == 0 || self.stream_max_runs == 0 {
+            return Err((
+                "cluster.replicas".into(),
+                "replicas, timeout_ms and stream_max_runs must be at least 1".into(),
+            ));
         }
         if self.key_prefix.is_empty() || self.key_prefix.contains(char::is_whitespace) {
             return Err(("cluster.key_prefix".into(), "must be a non-empty word".into()));

@@ -18,20 +18,21 @@ use crate::catalog::{Catalog, Sources, UnknownApi};
 use crate::compress::{Compressed, FieldChoices, compress};
 use crate::config::Config;
 use crate::downstream::{Downstream, Health};
-use crate::graph::build::clean_path;
 use crate::graph::store::{self, GraphStore};
-use crate::graph::{NodeKey, Params, RunCall, RunRecord, ToolGraph};
+use crate::graph::{Neighbourhood, NodeKey, Params, RunCall, RunRecord, ToolGraph};
 use crate::planner::{
-    Caller, Decider, DeterministicDecider, DryRun, LongTermMemory, Memory, MemoryWriter, PlanRun, Planner, Settings,
-    memory,
+    Caller, Decider, DeterministicDecider, DryRun, LongTermMemory, MemoryWriter, PlanRun, Planner, Settings, memory,
 };
 use crate::retrieval::{Embedder, Filters, Progress, Retriever};
 use crate::upstream::{CallError, Response, Upstream};
 
+mod learning;
 pub mod loading;
+mod shared;
 pub mod solve;
 mod world;
 
+pub use shared::SharingStats;
 pub use world::World;
 
 /// Largest serialized arguments accepted by [`Engine::call`].
@@ -114,6 +115,9 @@ pub struct Engine {
     memory_writer: Mutex<Option<MemoryWriter>>,
     upstream: Upstream,
     choices: FieldChoices,
+    /// Learning shared with the other replicas (with `[cluster]` on, in
+    /// the process that holds the graph).
+    sharing: Option<Arc<shared::Sharing>>,
 }
 
 impl Engine {
@@ -237,6 +241,14 @@ impl Engine {
             upstream = upstream.with_downstream(d.clone());
         }
         let choices = FieldChoices::load(&FieldChoices::path_in(&state)).unwrap_or_default();
+        let runtime = tokio::runtime::Handle::try_current().is_ok();
+        let (sharing, position) = match (upstream.limits().cluster(), &store) {
+            (Some(cluster), Some(store)) if runtime => {
+                let sharing = shared::Sharing::open(config, cluster.clone())?;
+                (Some(Arc::new(sharing)), store.position().unwrap_or("0").to_string())
+            }
+            _ => (None, String::new()),
+        };
         let engine = Arc::new(Engine {
             config: config.clone(),
             base,
@@ -249,7 +261,11 @@ impl Engine {
             memory_writer: Mutex::new(memory_writer),
             upstream,
             choices,
+            sharing: sharing.clone(),
         });
+        if let Some(sharing) = sharing {
+            shared::start(&engine, sharing, position);
+        }
         if let Some(changes) = changes {
             tokio::spawn(world::follow_downstream(Arc::downgrade(&engine), changes));
         }
@@ -425,77 +441,23 @@ impl Engine {
         }
     }
 
-    /// Records a finished run in the graph (durably, when this process
-    /// holds the graph) and, when it succeeded, in the long-term memory.
-    /// Returns its graph sequence number. Blocking (fsync, embedding).
-    pub fn record_run(&self, run: RunRecord) -> Option<u64> {
-        let seq = self.record_in_graph(&run);
-        if run.success && !run.standalone {
-            self.remember(&run);
-        }
-        seq
-    }
-
-    /// Adds a successful run to the long-term memory: its task embedded,
-    /// its path (the successful calls, cleaned as the graph cleans them)
-    /// written to the journal, then shown to later plans.
-    fn remember(&self, run: &RunRecord) {
-        let catalog = self.catalog();
-        let path: Vec<String> = clean_path(run.calls.iter().map(|c| (c.function.as_str(), c.ok)))
-            .into_iter()
-            .filter_map(|f| catalog.resolve(f).first().map(|id| catalog.api(id).function_name.clone()))
-            .collect();
-        let world = self.world();
-        let embedder = world.retriever().ok().and_then(Retriever::embedder);
-        let (Some(embedder), false, false) = (embedder, path.is_empty(), run.task.trim().is_empty()) else {
-            return;
-        };
-        let mut writer = self.memory_writer.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(writer) = writer.as_mut() else { return };
-        let vector = match embedder.embed(std::slice::from_ref(&run.task)) {
-            Ok(mut v) => v.remove(0),
-            Err(e) => {
-                tracing::warn!("a run could not be remembered (embedding its task failed): {e}");
-                return;
-            }
-        };
-        let memory = Memory { task: run.task.clone(), path, vector, online: true };
-        if let Err(e) = writer.append(&memory) {
-            tracing::error!("a run could not be remembered (the memory journal refused it): {e}");
-            return;
-        }
-        let mut shared = self.memory.write().unwrap_or_else(|e| e.into_inner());
-        Arc::make_mut(&mut shared).push(memory);
-    }
-
     /// The long-term memory as it is now.
     pub fn memory(&self) -> Arc<LongTermMemory> {
         self.memory.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    fn record_in_graph(&self, run: &RunRecord) -> Option<u64> {
-        let mut store = self.store.lock().unwrap_or_else(|e| e.into_inner());
-        let store = store.as_mut()?;
-        let mut graph = self.graph.write().unwrap_or_else(|e| e.into_inner());
-        match store.record(Arc::make_mut(&mut graph), run, Some(&self.catalog())) {
-            Ok(seq) => {
-                if seq % self.config.graph.snapshot_every == 0
-                    && let Err(e) = store.snapshot(&graph)
-                {
-                    tracing::warn!("graph snapshot failed (the log still holds every run): {e}");
-                }
-                Some(seq)
-            }
-            Err(e) => {
-                tracing::error!("a run could not be recorded in the tool graph: {e}");
-                None
-            }
-        }
-    }
-
     /// The tool graph as it is now.
     pub fn graph(&self) -> Arc<ToolGraph> {
         self.graph.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// What the graph knows of the API `function` (any spelling the catalog
+    /// resolves) and its transitions, up to `limit` each way.
+    pub fn neighbourhood(&self, function: &str, limit: usize) -> Result<Neighbourhood, UnknownApi> {
+        let catalog = self.catalog();
+        let api = catalog.find(function)?;
+        let prior = catalog.tool_of(api).availability_prior();
+        Ok(self.graph().neighbourhood(&NodeKey::Api(api.function_name.clone()), prior, limit))
     }
 
     /// The embedding model, when dense retrieval is on.

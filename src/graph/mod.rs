@@ -183,7 +183,42 @@ pub struct Successor {
     pub w: f64,
     pub w0: f64,
     pub count: u64,
+    /// Times the transition was seen in runs recorded since the build.
+    pub online: u64,
     /// Availability of the successor (1 for `Finish`).
+    pub alpha: f64,
+}
+
+/// A node's neighbourhood, as `GET /v1/graph/apis/{function}` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Neighbourhood {
+    pub function: String,
+    /// In the graph (seen in trajectories or runs); else α is the prior.
+    pub known: bool,
+    pub alpha: f64,
+    pub static_calls: u64,
+    pub static_successes: u64,
+    pub online_calls: u64,
+    pub online_successes: u64,
+    /// `s_i`, the sum of the node's online evaluations.
+    pub score: f64,
+    /// Heaviest first, at most the limit asked for.
+    pub successors: Vec<Link>,
+    pub successors_total: usize,
+    /// By the weight of the transition into this node, heaviest first.
+    pub predecessors: Vec<Link>,
+    pub predecessors_total: usize,
+}
+
+/// One transition from or to a node: the other end, `w` of the
+/// transition, and the other end's availability.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Link {
+    pub function: String,
+    pub w: f64,
+    pub w0: f64,
+    pub count: u64,
+    pub online: u64,
     pub alpha: f64,
 }
 
@@ -265,7 +300,12 @@ impl ToolGraph {
         let Some(&i) = self.index.get(key) else { return Vec::new() };
         let out: Vec<_> = self.graph.edges_directed(i, Direction::Outgoing).collect();
         let online = out.iter().any(|e| self.graph[e.target()].touched);
-        let total: f64 = if online { out.iter().map(|e| self.f(self.graph[e.target()].score)).sum() } else { 0.0 };
+        // Summed in sorted order: replicas that created these edges in
+        // different orders get the same bits.
+        let mut terms: Vec<f64> =
+            if online { out.iter().map(|e| self.f(self.graph[e.target()].score)).collect() } else { Vec::new() };
+        terms.sort_by(f64::total_cmp);
+        let total: f64 = terms.iter().sum();
         let mut list: Vec<Successor> = out
             .iter()
             .map(|e| {
@@ -276,11 +316,63 @@ impl ToolGraph {
                 } else {
                     edge.w0
                 };
-                Successor { key: target.key.clone(), w, w0: edge.w0, count: edge.count, alpha: self.alpha_of(target) }
+                Successor {
+                    key: target.key.clone(),
+                    w,
+                    w0: edge.w0,
+                    count: edge.count,
+                    online: edge.online,
+                    alpha: self.alpha_of(target),
+                }
             })
             .collect();
         list.sort_by(|a, b| b.w.total_cmp(&a.w).then_with(|| a.key.name().cmp(b.key.name())));
         list
+    }
+
+    /// The neighbourhood of `key` (up to `limit` links each way); `prior`
+    /// is its α when the graph has never seen it.
+    pub fn neighbourhood(&self, key: &NodeKey, prior: f64, limit: usize) -> Neighbourhood {
+        let link = |s: Successor| Link {
+            function: s.key.name().to_string(),
+            w: s.w,
+            w0: s.w0,
+            count: s.count,
+            online: s.online,
+            alpha: s.alpha,
+        };
+        let successors = self.successors(key);
+        let successors_total = successors.len();
+        let mut predecessors: Vec<Link> = match self.index.get(key) {
+            Some(&i) => self
+                .graph
+                .neighbors_directed(i, Direction::Incoming)
+                .filter_map(|p| {
+                    let from = &self.graph[p];
+                    let into = self.successors(&from.key).into_iter().find(|s| &s.key == key)?;
+                    Some(Link { function: from.key.name().to_string(), alpha: self.alpha_of(from), ..link(into) })
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        let predecessors_total = predecessors.len();
+        predecessors.sort_by(|a, b| b.w.total_cmp(&a.w).then_with(|| a.function.cmp(&b.function)));
+        predecessors.truncate(limit);
+        let node = self.node(key);
+        Neighbourhood {
+            function: key.name().to_string(),
+            known: node.is_some(),
+            alpha: node.map_or(prior, |n| self.alpha_of(n)),
+            static_calls: node.map_or(0, |n| n.static_calls),
+            static_successes: node.map_or(0, |n| n.static_successes),
+            online_calls: node.map_or(0, |n| n.online_calls),
+            online_successes: node.map_or(0, |n| n.online_successes),
+            score: node.map_or(0.0, |n| n.score),
+            successors: successors.into_iter().take(limit).map(link).collect(),
+            successors_total,
+            predecessors,
+            predecessors_total,
+        }
     }
 
     /// `w(from, to)`, 0 when there is no such edge.

@@ -10,6 +10,10 @@
 //!   `snapshot.prev`;
 //! * `log.jsonl`: a [`journal`] of the runs recorded since the snapshot,
 //!   each appended and fsync'd before the run is acknowledged;
+//! * `stream.json`: with `[cluster]` on, the position in the replicas' run
+//!   stream the snapshot has applied (`{"seq": n, "id": "..."}`, valid
+//!   for the snapshot holding runs to `n`); runs from other replicas carry
+//!   their stream id in the log, so the position survives a crash too;
 //! * `recovery.json`: the [`Recovery`] of the last opening for writing that
 //!   found damage, written before the damage is repaired (`graph stats`
 //!   and `/metrics` show it);
@@ -49,6 +53,7 @@ const SNAPSHOT: &str = "snapshot.bin";
 const PREVIOUS: &str = "snapshot.prev";
 const LOG: &str = "log.jsonl";
 const RECOVERY: &str = "recovery.json";
+const POSITION: &str = "stream.json";
 const LOCK: &str = "LOCK";
 
 /// Why the graph store cannot be used.
@@ -119,6 +124,23 @@ struct Body {
     edges: Vec<(u32, u32, Edge)>,
 }
 
+/// A run in the log: with its id in the replicas' run stream when another
+/// replica recorded it (the checksum of a run without one is unchanged).
+#[derive(Serialize, Deserialize)]
+struct Logged {
+    #[serde(flatten)]
+    run: RunRecord,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stream: Option<String>,
+}
+
+/// `stream.json`: the stream position a snapshot has applied.
+#[derive(Serialize, Deserialize)]
+struct Position {
+    seq: u64,
+    id: String,
+}
+
 /// The directory of the graph in a state directory.
 pub fn graph_dir(state_dir: &Path) -> PathBuf {
     state_dir.join("graph")
@@ -129,6 +151,8 @@ pub fn graph_dir(state_dir: &Path) -> PathBuf {
 pub struct GraphStore {
     dir: PathBuf,
     log: Journal,
+    /// The id of the last run applied from the replicas' run stream.
+    position: Option<String>,
     _lock: File,
 }
 
@@ -158,9 +182,9 @@ impl GraphStore {
         }
         let log_path = dir.join(LOG);
         let (log, records, report) =
-            Journal::open::<RunRecord>(&log_path).map_err(io(format!("opening {}", log_path.display())))?;
-        let (graph, mut recovery) = recover(dir, params, catalog, records, report);
-        let mut store = GraphStore { dir: dir.to_path_buf(), log, _lock: lock };
+            Journal::open::<Logged>(&log_path).map_err(io(format!("opening {}", log_path.display())))?;
+        let (graph, mut recovery, position) = recover(dir, params, catalog, records, report);
+        let mut store = GraphStore { dir: dir.to_path_buf(), log, position, _lock: lock };
         let damaged = recovery.found_damage();
         let rewrite = recovery.snapshot != "current" && (graph.meta.seq > 0 || recovery.damaged_snapshots > 0);
         if rewrite {
@@ -188,13 +212,43 @@ impl GraphStore {
         catalog: Option<&Catalog>,
     ) -> Result<u64, StoreError> {
         let seq = graph.meta.seq + 1;
-        self.log.append(seq, run).map_err(|source| StoreError::Io {
+        let logged = Logged { run: run.clone(), stream: None };
+        self.log.append(seq, &logged).map_err(|source| StoreError::Io {
             context: format!("appending to {}", self.log.path().display()),
             source,
         })?;
         graph.apply(run, catalog);
         graph.meta.seq = seq;
         Ok(seq)
+    }
+
+    /// Records runs other replicas recorded, each with its id in the run
+    /// stream, with one fsync; the last id becomes [`GraphStore::position`].
+    /// Returns the sequence number of the last.
+    pub fn record_shared(
+        &mut self,
+        graph: &mut ToolGraph,
+        runs: Vec<(String, RunRecord)>,
+        catalog: Option<&Catalog>,
+    ) -> Result<u64, StoreError> {
+        let Some(last) = runs.last().map(|(id, _)| id.clone()) else { return Ok(graph.meta.seq) };
+        let logged: Vec<Logged> = runs.into_iter().map(|(id, run)| Logged { run, stream: Some(id) }).collect();
+        self.log.append_all(graph.meta.seq + 1, &logged).map_err(|source| StoreError::Io {
+            context: format!("appending to {}", self.log.path().display()),
+            source,
+        })?;
+        for entry in &logged {
+            graph.apply(&entry.run, catalog);
+            graph.meta.seq += 1;
+        }
+        self.position = Some(last);
+        Ok(graph.meta.seq)
+    }
+
+    /// The id of the last run applied from the replicas' run stream (where
+    /// following it resumes), if any.
+    pub fn position(&self) -> Option<&str> {
+        self.position.as_deref()
     }
 
     /// Writes a snapshot of `graph` atomically, then empties the log.
@@ -211,6 +265,11 @@ impl GraphStore {
         }
         std::fs::rename(&tmp, &current).map_err(io(format!("renaming {}", tmp.display())))?;
         sync_dir(&self.dir).map_err(io(format!("syncing {}", self.dir.display())))?;
+        if let Some(id) = &self.position {
+            let position = Position { seq: graph.meta.seq, id: id.clone() };
+            write_atomically(&self.dir, POSITION, &serde_json::to_vec(&position).expect("positions serialize"))
+                .map_err(io(format!("writing {}", self.dir.join(POSITION).display())))?;
+        }
         self.log.clear().map_err(io(format!("emptying {}", self.log.path().display())))?;
         Ok(())
     }
@@ -220,9 +279,10 @@ impl GraphStore {
 /// readers while a writer may be running).
 pub fn read(dir: &Path, params: Params, catalog: Option<&Catalog>) -> Result<(ToolGraph, Recovery), StoreError> {
     let log_path = dir.join(LOG);
-    let (records, report) = journal::read::<RunRecord>(&log_path)
+    let (records, report) = journal::read::<Logged>(&log_path)
         .map_err(|source| StoreError::Io { context: format!("reading {}", log_path.display()), source })?;
-    Ok(recover(dir, params, catalog, records, report))
+    let (graph, recovery, _) = recover(dir, params, catalog, records, report);
+    Ok((graph, recovery))
 }
 
 /// The last recovery report kept by a writer (`recovery.json`), if any.
@@ -241,23 +301,29 @@ fn save_recovery(dir: &Path, recovery: &Recovery) -> std::io::Result<()> {
     let at_unix = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let last = LastRecovery { at_unix, recovery: recovery.clone() };
     let bytes = serde_json::to_vec_pretty(&last).map_err(std::io::Error::other)?;
-    let tmp = dir.join(format!("{RECOVERY}.tmp"));
+    write_atomically(dir, RECOVERY, &bytes)
+}
+
+/// Writes `dir/name` atomically (temporary file, fsync, rename, fsync of `dir`).
+fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = dir.join(format!("{name}.tmp"));
     let mut f = File::create(&tmp)?;
-    f.write_all(&bytes)?;
+    f.write_all(bytes)?;
     f.sync_all()?;
-    std::fs::rename(&tmp, dir.join(RECOVERY))?;
+    std::fs::rename(&tmp, dir.join(name))?;
     sync_dir(dir)
 }
 
 /// The snapshot (or the previous one, or an empty graph) with the log's
-/// newer records applied, and what was lost on the way.
+/// newer records applied, what was lost on the way, and the run stream's
+/// position.
 fn recover(
     dir: &Path,
     params: Params,
     catalog: Option<&Catalog>,
-    records: Vec<(u64, RunRecord)>,
+    records: Vec<(u64, Logged)>,
     log: journal::ReadReport,
-) -> (ToolGraph, Recovery) {
+) -> (ToolGraph, Recovery, Option<String>) {
     let mut recovery = Recovery {
         dropped: log.dropped,
         truncated_bytes: log.torn_bytes,
@@ -277,7 +343,17 @@ fn recover(
     });
     graph.set_params(params);
     count_lost(&mut recovery, &damaged, graph.meta.seq, &records);
-    for (seq, run) in records {
+    // The side file speaks for the current snapshot only; the log's stream
+    // ids (in stream order) come after it.
+    let mut position = (recovery.snapshot == "current")
+        .then(|| read_position(dir))
+        .flatten()
+        .filter(|p| p.seq == graph.meta.seq)
+        .map(|p| p.id);
+    for (seq, Logged { run, stream }) in records {
+        if stream.is_some() {
+            position = stream;
+        }
         if seq <= graph.meta.seq {
             recovery.already_in_snapshot += 1;
         } else {
@@ -290,7 +366,13 @@ fn recover(
         tracing::warn!("{problem}");
     }
     recovery.problems.extend(log.problems);
-    (graph, recovery)
+    (graph, recovery, position)
+}
+
+/// `stream.json`, if it is there and readable.
+fn read_position(dir: &Path) -> Option<Position> {
+    let bytes = std::fs::read(dir.join(POSITION)).ok()?;
+    serde_json::from_slice(&bytes).ok()
 }
 
 /// The current snapshot, else the previous one, with the sequence numbers
@@ -320,7 +402,7 @@ fn load_snapshot(dir: &Path, recovery: &mut Recovery) -> (Option<ToolGraph>, Vec
 
 /// Counts the runs folded into the damaged snapshots passed over that
 /// neither the snapshot used (holding runs to `base`) nor the log holds.
-fn count_lost(recovery: &mut Recovery, damaged: &[Option<u64>], base: u64, records: &[(u64, RunRecord)]) {
+fn count_lost<T>(recovery: &mut Recovery, damaged: &[Option<u64>], base: u64, records: &[(u64, T)]) {
     if damaged.is_empty() {
         return;
     }

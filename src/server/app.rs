@@ -44,6 +44,7 @@ use super::middleware::{admit, not_ready, observe};
 use super::openai::ApiError;
 use super::openai::chat::chat_completions;
 use super::openai::execute::Runner;
+use super::openai::graph::{graph_api, graph_summary};
 use super::openai::models::models;
 use super::openai::route::Narrowing;
 use super::openai::tools::ToolLists;
@@ -173,6 +174,8 @@ pub fn router(app: Arc<App>) -> axum::Router {
         .route("/v1/tools/call", axum::routing::post(tools_call))
         .route("/v1/tools/search", axum::routing::post(tools_search))
         .route("/v1/traces/{id}", get(trace))
+        .route("/v1/graph", get(graph_summary))
+        .route("/v1/graph/apis/{function}", get(graph_api))
         .route("/metrics", get(metrics))
         .layer(axum::middleware::from_fn_with_state(app.clone(), admit));
     axum::Router::new()
@@ -206,7 +209,10 @@ async fn readyz(State(app): State<Arc<App>>) -> Response {
             if let Some(cluster) = engine.cluster()
                 && let Err(e) = cluster.ping().await
             {
-                down.push(format!("{e}; each replica enforces its share of the limits (cluster.replicas)"));
+                let waiting = engine.sharing_stats().map_or(0, |s| s.backlog);
+                down.push(format!(
+                    "{e}; each replica enforces its share of the limits (cluster.replicas); {waiting} runs wait to be shared"
+                ));
             }
             if down.is_empty() {
                 (StatusCode::OK, "ready").into_response()
@@ -239,6 +245,18 @@ async fn metrics(State(app): State<Arc<App>>) -> Response {
                 "# TYPE toolrouter_cluster_fallbacks_total counter\ntoolrouter_cluster_fallbacks_total {}",
                 cluster.failures()
             );
+            if let Some(stats) = engine.sharing_stats() {
+                let _ = writeln!(
+                    text,
+                    "# HELP toolrouter_cluster_outbox_runs Runs recorded here that Redis has not taken yet.\n# TYPE toolrouter_cluster_outbox_runs gauge\ntoolrouter_cluster_outbox_runs {}",
+                    stats.backlog
+                );
+                let _ = writeln!(
+                    text,
+                    "# HELP toolrouter_cluster_runs_applied_total Runs other replicas recorded, applied here.\n# TYPE toolrouter_cluster_runs_applied_total counter\ntoolrouter_cluster_runs_applied_total {}",
+                    stats.applied
+                );
+            }
         }
         let health = engine.downstream_health();
         if !health.is_empty() {

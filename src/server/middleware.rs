@@ -232,7 +232,7 @@ pub(super) fn body_and_engine(
 
 /// 503 while the engine loads, saying how far it has got. Why a load
 /// failed (paths, configuration) is for the log, not for whoever asks.
-pub(super) fn not_ready(why: NotReady) -> Response {
+pub(crate) fn not_ready(why: NotReady) -> Response {
     let why = match why {
         NotReady::Failed(_) => "toolrouter's engine failed to load; the server's log says why".to_string(),
         loading => loading.to_string(),

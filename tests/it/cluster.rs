@@ -21,12 +21,19 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-fn redis_server() -> Option<(common::Killed, u16)> {
+/// A `redis-server` on a free loopback port, or `None` (saying SKIPPED)
+/// without the program.
+pub(crate) fn redis_server() -> Option<(common::Killed, u16)> {
     if Command::new("redis-server").arg("--version").output().is_err() {
         eprintln!("SKIPPED: no redis-server (apt-get install redis-server)");
         return None;
     }
     let port = free_port();
+    Some((redis_on(port), port))
+}
+
+/// A `redis-server` on `port` (without persistence), once it accepts connections.
+pub(crate) fn redis_on(port: u16) -> common::Killed {
     let child = Command::new("redis-server")
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
         .stdout(Stdio::null())
@@ -37,11 +44,11 @@ fn redis_server() -> Option<(common::Killed, u16)> {
         assert!(started.elapsed() < Duration::from_secs(10), "redis-server did not start");
         std::thread::sleep(Duration::from_millis(20));
     }
-    Some((common::Killed(child), port))
+    common::Killed(child)
 }
 
 /// An upstream that answers every request at once and counts them.
-fn counting_upstream() -> (u16, Arc<AtomicUsize>) {
+pub(crate) fn counting_upstream() -> (u16, Arc<AtomicUsize>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let hits = Arc::new(AtomicUsize::new(0));

@@ -7,6 +7,7 @@ mod common;
 
 mod cli;
 mod cluster;
+mod cluster_learning;
 mod downstream;
 mod faults;
 mod graph_crash;

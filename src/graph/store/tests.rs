@@ -230,3 +230,27 @@ fn records_already_in_the_snapshot_are_not_applied_twice() {
     let (g, rec) = read(dir.path(), Params::default(), None).unwrap();
     assert_eq!((rec.already_in_snapshot, rec.replayed, calls(&g, "a")), (1, 0, 1));
 }
+
+/// The run stream's position survives reopening: from the log's stream
+/// ids, then from `stream.json` once a snapshot has emptied the log; runs
+/// recorded here (no stream id) leave it as it was.
+#[test]
+fn the_stream_position_survives_reopening_and_snapshots() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut store, mut g, _) = GraphStore::open(dir.path(), Params::default(), None).unwrap();
+    assert_eq!(store.position(), None);
+    let shared = vec![("1-0".to_string(), run("x", "a", true)), ("2-0".to_string(), run("y", "b", true))];
+    assert_eq!(store.record_shared(&mut g, shared, None).unwrap(), 2);
+    store.record(&mut g, &run("z", "a", false), None).unwrap();
+    drop(store);
+    let (mut store, g, rec) = GraphStore::open(dir.path(), Params::default(), None).unwrap();
+    assert_eq!((store.position(), rec.replayed, calls(&g, "a")), (Some("2-0"), 3, 2));
+    store.snapshot(&g).unwrap();
+    drop(store);
+    let (mut store, mut g, _) = GraphStore::open(dir.path(), Params::default(), None).unwrap();
+    assert_eq!(store.position(), Some("2-0"), "from stream.json");
+    store.record_shared(&mut g, vec![("3-0".to_string(), run("w", "c", true))], None).unwrap();
+    drop(store);
+    let (store, g, _) = GraphStore::open(dir.path(), Params::default(), None).unwrap();
+    assert_eq!((store.position(), g.meta.seq, calls(&g, "c")), (Some("3-0"), 4, 1));
+}

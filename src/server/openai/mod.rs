@@ -21,6 +21,7 @@
 
 pub mod chat;
 pub mod execute;
+pub mod graph;
 pub mod models;
 pub mod plan;
 pub mod request;

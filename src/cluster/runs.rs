@@ -1,0 +1,88 @@
+//! The replicas' run stream: every run a replica records (with what the
+//! long-term memory learned from it) is added to one Redis stream, and
+//! every replica follows the stream and applies the others' runs, so all
+//! of them learn from all runs. Graph updates commute (sums and counts),
+//! so replicas that applied the same runs in any order hold the same
+//! weights.
+//!
+//! A run is published from the replica's durable [`super::outbox`] (it is
+//! acknowledged once there, before Redis sees it); following resumes from
+//! the stream id the replica's graph store last applied.
+
+use std::time::Duration;
+
+use redis::streams::StreamReadReply;
+use serde::{Deserialize, Serialize};
+
+use super::Cluster;
+use crate::graph::RunRecord;
+use crate::planner::Memory;
+
+/// The stream field holding a [`SharedRun`] as JSON.
+const FIELD: &str = "run";
+/// Longest a follower's read waits for new runs before asking again.
+pub const FOLLOW_BLOCK: Duration = Duration::from_secs(1);
+/// Most runs one read or one publish round trip carries.
+pub const BATCH: usize = 256;
+
+/// A run as the replicas share it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SharedRun {
+    /// The replica that recorded it (its followers skip their own).
+    pub origin: String,
+    pub run: RunRecord,
+    /// What the long-term memory learned from it (with the task's vector,
+    /// so no replica embeds it again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<Memory>,
+}
+
+impl Cluster {
+    /// Adds `runs` to the stream in order (one round trip), trimming it to
+    /// about `max_runs`.
+    pub async fn publish_runs(&self, runs: &[SharedRun], max_runs: usize) -> Result<(), String> {
+        let mut pipe = redis::pipe();
+        for run in runs {
+            let text = serde_json::to_string(run).map_err(|e| e.to_string())?;
+            pipe.cmd("XADD").arg(self.runs_key()).arg("MAXLEN").arg("~").arg(max_runs).arg("*").arg(FIELD).arg(text);
+        }
+        let mut connection = self.publisher.clone();
+        self.run_within(self.bulk_timeout, pipe.query_async::<Vec<String>>(&mut connection)).await.map(drop)
+    }
+
+    /// The runs after stream id `after` (`0` from the start), waiting up to
+    /// [`FOLLOW_BLOCK`] for one: (stream id, run); an entry that is not a
+    /// run is skipped with a warning (its id still returned, so following
+    /// moves past it).
+    pub async fn read_runs(&self, after: &str) -> Result<Vec<(String, Option<SharedRun>)>, String> {
+        let mut command = redis::cmd("XREAD");
+        command
+            .arg("COUNT")
+            .arg(BATCH)
+            .arg("BLOCK")
+            .arg(FOLLOW_BLOCK.as_millis() as u64)
+            .arg("STREAMS")
+            .arg(self.runs_key())
+            .arg(after);
+        let mut connection = self.follower.clone();
+        let reply: Option<StreamReadReply> =
+            self.run_within(FOLLOW_BLOCK + self.bulk_timeout, command.query_async(&mut connection)).await?;
+        let entries = reply.into_iter().flat_map(|r| r.keys).flat_map(|k| k.ids);
+        Ok(entries
+            .map(|entry| {
+                let run = entry.get::<String>(FIELD).and_then(|text| match serde_json::from_str(&text) {
+                    Ok(run) => Some(run),
+                    Err(e) => {
+                        tracing::warn!(id = entry.id, "an entry of the run stream is not a run ({e}); skipped");
+                        None
+                    }
+                });
+                (entry.id, run)
+            })
+            .collect())
+    }
+
+    fn runs_key(&self) -> String {
+        self.key("stream", "runs")
+    }
+}

@@ -1,0 +1,132 @@
+//! What the engine learns from runs: each finished run recorded in the
+//! tool graph (durably) and, when it succeeded, in the long-term memory;
+//! with `[cluster]` on, kept for the other replicas, whose runs are
+//! applied here the same way ([`super::shared`]).
+
+use std::sync::Arc;
+
+use super::{Engine, SharingStats};
+use crate::cluster::runs::SharedRun;
+use crate::graph::RunRecord;
+use crate::graph::build::clean_path;
+use crate::planner::Memory;
+use crate::retrieval::Retriever;
+
+impl Engine {
+    /// Records a finished run in the graph (durably, when this process
+    /// holds the graph) and, when it succeeded, in the long-term memory.
+    /// Returns its graph sequence number. Blocking (fsync, embedding).
+    /// With `[cluster]` on, the run is also kept for the other replicas
+    /// (durably, in the outbox) before this returns.
+    pub fn record_run(&self, run: RunRecord) -> Option<u64> {
+        let seq = self.record_in_graph(&run);
+        let memory = if run.success && !run.standalone { self.remember(&run) } else { None };
+        if let (Some(sharing), Some(_)) = (&self.sharing, seq) {
+            sharing.share(run, memory);
+        }
+        seq
+    }
+
+    /// Applies runs other replicas recorded (with their stream ids): their
+    /// memories first, then the graph (one fsync), so that a crash between
+    /// the two re-reads them rather than losing a memory. Blocking.
+    pub(super) fn apply_shared(&self, runs: Vec<(String, SharedRun)>) {
+        for (_, shared) in &runs {
+            if let Some(memory) = &shared.memory {
+                self.remember_shared(memory);
+            }
+        }
+        let runs: Vec<(String, RunRecord)> = runs.into_iter().map(|(id, shared)| (id, shared.run)).collect();
+        let mut store = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(store) = store.as_mut() else { return };
+        let mut graph = self.graph.write().unwrap_or_else(|e| e.into_inner());
+        let before = graph.meta.seq;
+        match store.record_shared(Arc::make_mut(&mut graph), runs, Some(&self.catalog())) {
+            Ok(seq) => {
+                let every = self.config.graph.snapshot_every;
+                if seq / every > before / every
+                    && let Err(e) = store.snapshot(&graph)
+                {
+                    tracing::warn!("graph snapshot failed (the log still holds every run): {e}");
+                }
+            }
+            Err(e) => tracing::error!("other replicas' runs could not be recorded in the tool graph: {e}"),
+        }
+    }
+
+    /// Adds a memory another replica learned, when this replica's model
+    /// makes vectors of its size (replicas with another model skip it).
+    fn remember_shared(&self, memory: &Memory) {
+        let dims = self.embedder().map(|e| e.dims());
+        if dims != Some(memory.vector.len()) {
+            return;
+        }
+        let mut writer = self.memory_writer.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(writer) = writer.as_mut() else { return };
+        if let Err(e) = writer.append(memory) {
+            tracing::error!("another replica's run could not be remembered (the memory journal refused it): {e}");
+            return;
+        }
+        let mut shared = self.memory.write().unwrap_or_else(|e| e.into_inner());
+        Arc::make_mut(&mut shared).push(memory.clone());
+    }
+
+    /// The shared learning's counters (`None` without `[cluster]`).
+    pub fn sharing_stats(&self) -> Option<SharingStats> {
+        self.sharing.as_ref().map(|s| s.stats())
+    }
+
+    /// Adds a successful run to the long-term memory: its task embedded,
+    /// its path (the successful calls, cleaned as the graph cleans them)
+    /// written to the journal, then shown to later plans. Returns what it
+    /// remembered.
+    fn remember(&self, run: &RunRecord) -> Option<Memory> {
+        let catalog = self.catalog();
+        let path: Vec<String> = clean_path(run.calls.iter().map(|c| (c.function.as_str(), c.ok)))
+            .into_iter()
+            .filter_map(|f| catalog.resolve(f).first().map(|id| catalog.api(id).function_name.clone()))
+            .collect();
+        let world = self.world();
+        let embedder = world.retriever().ok().and_then(Retriever::embedder);
+        let (Some(embedder), false, false) = (embedder, path.is_empty(), run.task.trim().is_empty()) else {
+            return None;
+        };
+        let mut writer = self.memory_writer.lock().unwrap_or_else(|e| e.into_inner());
+        let writer = writer.as_mut()?;
+        let vector = match embedder.embed(std::slice::from_ref(&run.task)) {
+            Ok(mut v) => v.remove(0),
+            Err(e) => {
+                tracing::warn!("a run could not be remembered (embedding its task failed): {e}");
+                return None;
+            }
+        };
+        let memory = Memory { task: run.task.clone(), path, vector, online: true };
+        if let Err(e) = writer.append(&memory) {
+            tracing::error!("a run could not be remembered (the memory journal refused it): {e}");
+            return None;
+        }
+        let mut shared = self.memory.write().unwrap_or_else(|e| e.into_inner());
+        Arc::make_mut(&mut shared).push(memory.clone());
+        Some(memory)
+    }
+
+    fn record_in_graph(&self, run: &RunRecord) -> Option<u64> {
+        let mut store = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        let store = store.as_mut()?;
+        let mut graph = self.graph.write().unwrap_or_else(|e| e.into_inner());
+        match store.record(Arc::make_mut(&mut graph), run, Some(&self.catalog())) {
+            Ok(seq) => {
+                if seq % self.config.graph.snapshot_every == 0
+                    && let Err(e) = store.snapshot(&graph)
+                {
+                    tracing::warn!("graph snapshot failed (the log still holds every run): {e}");
+                }
+                Some(seq)
+            }
+            Err(e) => {
+                tracing::error!("a run could not be recorded in the tool graph: {e}");
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! `GET /v1/graph` and `GET /v1/graph/apis/{function}`: what the tool
+//! graph has learned, as a whole and around one API (its transitions with
+//! their weight `w` and the other end's availability α). Every replica of
+//! a cluster answers the same once it has applied the same runs.
+
+use std::sync::Arc;
+
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::ApiError;
+use crate::server::app::App;
+use crate::server::middleware::not_ready;
+
+/// Links shown each way when the request does not say.
+pub const DEFAULT_LINKS: usize = 50;
+/// Most links shown each way (a hub has thousands).
+pub const MAX_LINKS: usize = 500;
+/// Transitions `GET /v1/graph` lists.
+const HEAVIEST: usize = 20;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Limit {
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+/// `GET /v1/graph`: sizes, runs learned from, the heaviest transitions.
+pub(crate) async fn graph_summary(State(app): State<Arc<App>>) -> Response {
+    let engine = match app.engine() {
+        Ok(engine) => engine,
+        Err(e) => return not_ready(e),
+    };
+    let graph = engine.graph();
+    let heaviest: Vec<_> = graph
+        .top_transitions(HEAVIEST)
+        .into_iter()
+        .map(|(from, to, edge)| json!({"from": from.name(), "to": to.name(), "count": edge.count, "online": edge.online}))
+        .collect();
+    axum::Json(json!({
+        "nodes": graph.node_count(),
+        "edges": graph.edge_count(),
+        "online_runs": graph.meta.online_runs,
+        "heaviest": heaviest,
+    }))
+    .into_response()
+}
+
+/// `GET /v1/graph/apis/{function}?limit=N`.
+pub(crate) async fn graph_api(
+    State(app): State<Arc<App>>,
+    function: Result<Path<String>, PathRejection>,
+    limit: Result<Query<Limit>, QueryRejection>,
+) -> Response {
+    let function = match function {
+        Ok(Path(function)) => function,
+        Err(e) => return ApiError::invalid(format!("bad function name: {}", e.body_text()), None).into_response(),
+    };
+    let limit = match limit {
+        Ok(Query(Limit { limit })) => limit.unwrap_or(DEFAULT_LINKS),
+        Err(e) => return ApiError::invalid(e.body_text(), Some("limit")).into_response(),
+    };
+    if !(1..=MAX_LINKS).contains(&limit) {
+        return ApiError::invalid(format!("`limit` must be 1 to {MAX_LINKS}, got {limit}"), Some("limit"))
+            .into_response();
+    }
+    let engine = match app.engine() {
+        Ok(engine) => engine,
+        Err(e) => return not_ready(e),
+    };
+    match engine.neighbourhood(&function, limit) {
+        Ok(found) => axum::Json(found).into_response(),
+        Err(unknown) => ApiError::not_found("unknown_tool", unknown.to_string(), Some("function")).into_response(),
+    }
+}
