@@ -165,3 +165,50 @@ fn replicas_learn_from_each_others_runs_and_lose_none() {
     assert!(metrics.contains("toolrouter_cluster_outbox_runs 0"), "{metrics}");
     drop(a);
 }
+
+/// What a replica's long-term memory learns from a run (the task's
+/// vector included) reaches another replica, which then ranks the
+/// remembered API for a similar request, with no embedding of its own.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_memory_learned_on_one_replica_is_used_on_another() {
+    use toolrouter::config::Config;
+    use toolrouter::engine::Engine;
+    use toolrouter::graph::{RunCall, RunRecord};
+    if !common::model_available() {
+        return;
+    }
+    let Some((_redis, redis_port)) = redis_server() else { return };
+    let states = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let engines: Vec<_> = states
+        .iter()
+        .map(|state| {
+            let mut config = Config::default();
+            config.state.dir = state.path().to_path_buf();
+            config.cluster.redis_url = format!("redis://127.0.0.1:{redis_port}");
+            Engine::open(&config).unwrap()
+        })
+        .collect();
+    let (a, b) = (engines[0].clone(), engines[1].clone());
+    let rates = "latest_rates_for_frankfurter";
+    let similar = "I need a budget plan for a Tokyo trip.";
+    let before = b.search(similar, 10, None).await.unwrap();
+    let position = |found: &[toolrouter::engine::SearchHit]| found.iter().position(|f| f.function == rates);
+    let run = RunRecord {
+        id: "remembered".into(),
+        task: "Help me plan the budget of my trip to Tokyo.".into(),
+        calls: vec![RunCall { function: rates.into(), ok: true }],
+        success: true,
+        standalone: false,
+    };
+    tokio::task::spawn_blocking(move || a.record_run(run)).await.unwrap();
+    let started = Instant::now();
+    while b.memory().len() == 0 {
+        assert!(started.elapsed() < Duration::from_secs(1), "the memory did not reach B within 1 s");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let journal = std::fs::read_to_string(states[1].path().join("memory/memory.jsonl")).unwrap();
+    assert!(journal.contains("Tokyo") && journal.contains(rates), "B keeps it durably: {journal}");
+    let after = b.search(similar, 10, None).await.unwrap();
+    let (was, is) = (position(&before).unwrap_or(usize::MAX), position(&after).unwrap_or(usize::MAX));
+    assert!(is < was, "{rates} at {is} on B after A's run, {was} before");
+}
