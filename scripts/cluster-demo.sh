@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Three toolrouter replicas sharing their limits and traces through Redis,
+# Three toolrouter replicas sharing their limits, learning and traces through Redis,
 # behind HAProxy, on loopback (docs/configuration.md, "Replicas"):
 #
 #   scripts/cluster-demo.sh            # runs until Ctrl-C; prints the URL

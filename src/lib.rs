@@ -54,7 +54,9 @@
 //!   SSRF guard, rate limits (governor), retries, size and time caps, and
 //!   the replay table of recorded responses.
 //! * [`cluster`]: what replicas share through Redis (`[cluster]`): the
-//!   rate limits, atomically (GCRA in a Lua script), with a local fallback.
+//!   rate limits, atomically (GCRA in a Lua script), with a local
+//!   fallback; the run stream every replica learns from, fed from a
+//!   durable outbox; execute traces.
 //! * [`downstream`]: the user's own MCP servers, with toolrouter as their
 //!   client (rmcp's client side): connects over stdio or streamable HTTP,
 //!   lists their tools for the catalog, calls them, reconnects.
