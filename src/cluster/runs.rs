@@ -82,7 +82,26 @@ impl Cluster {
             .collect())
     }
 
+    /// Whether the stream's oldest entry comes after `position` (the runs
+    /// in between, if any, were trimmed or lost before this replica read
+    /// them); `None` when Redis cannot say or the stream is empty.
+    pub async fn missed_runs(&self, position: &str) -> Option<bool> {
+        let mut command = redis::cmd("XRANGE");
+        command.arg(self.runs_key()).arg("-").arg("+").arg("COUNT").arg(1);
+        let mut connection = self.publisher.clone();
+        let first: redis::streams::StreamRangeReply =
+            self.run_within(self.bulk_timeout, command.query_async(&mut connection)).await.ok()?;
+        let oldest = first.ids.first()?.id.clone();
+        Some(position != "0" && stream_id(position) < stream_id(&oldest).map(|(ms, seq)| (ms, seq.saturating_sub(1))))
+    }
+
     fn runs_key(&self) -> String {
         self.key("stream", "runs")
     }
+}
+
+/// A stream id `ms-seq` as numbers.
+fn stream_id(id: &str) -> Option<(u64, u64)> {
+    let (ms, seq) = id.split_once('-')?;
+    Some((ms.parse().ok()?, seq.parse().ok()?))
 }

@@ -134,6 +134,14 @@ async fn publish(sharing: Arc<Sharing>, engine: Weak<Engine>) {
 /// Follows the run stream after `position`, applying the other replicas' runs.
 async fn follow(sharing: Arc<Sharing>, engine: Weak<Engine>, mut position: String) {
     let mut recent = RecentIds::default();
+    if sharing.cluster.missed_runs(&position).await == Some(true) {
+        tracing::warn!(
+            position,
+            "the run stream no longer holds the runs right after this replica's position (trimmed by \
+             cluster.stream_max_runs, or Redis lost its data): its graph may miss some; to catch up fully, \
+             start it from a copy of another replica's state directory"
+        );
+    }
     while engine.strong_count() > 0 {
         let entries = match sharing.cluster.read_runs(&position).await {
             Ok(entries) => entries,

@@ -202,7 +202,7 @@ async fn a_memory_learned_on_one_replica_is_used_on_another() {
     };
     tokio::task::spawn_blocking(move || a.record_run(run)).await.unwrap();
     let started = Instant::now();
-    while b.memory().len() == 0 {
+    while b.memory().is_empty() {
         assert!(started.elapsed() < Duration::from_secs(1), "the memory did not reach B within 1 s");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
