@@ -8,6 +8,8 @@
 #   ~/.cache/toolrouter/py-langchain, py-openai   LangChain, the openai SDK
 #   ~/.cache/toolrouter/py-schemathesis   schemathesis (openapi/toolrouter.yaml
 #                                         against a running server)
+#   ~/.cache/toolrouter/py-browser   selenium (the console in Debian's Chromium
+#                                    through its chromedriver)
 #
 # TOOLROUTER_PYENVS=/dir puts them elsewhere. Prints nothing when all is there.
 set -euo pipefail
@@ -30,3 +32,4 @@ make_env py-mcp1 "mcp==1.30.0"
 make_env py-langchain "langchain-mcp-adapters==0.3.2" "mcp==1.30.0"
 make_env py-openai "openai==3.54.0" "langchain-openai==1.7.3"
 make_env py-schemathesis "schemathesis==4.32.5"
+make_env py-browser "selenium==4.50.0"

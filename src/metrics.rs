@@ -55,6 +55,45 @@ pub struct Metrics {
     rate_limited: DashMap<&'static str, AtomicU64>,
     /// The tool graph's last recovery that found damage, if any.
     graph_recovery: Mutex<Option<LastRecovery>>,
+    /// The last [`RECENT_CALLS`] calls of each API called (the console's API page).
+    recent_calls: DashMap<String, std::collections::VecDeque<RecentCall>>,
+}
+
+/// Calls kept per API for [`Metrics::recent_calls`].
+pub const RECENT_CALLS: usize = 20;
+
+/// One upstream call as the console shows it (no arguments: they may be private).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RecentCall {
+    pub at_unix_ms: u64,
+    /// `ok` or the error class.
+    pub outcome: String,
+    pub retries: u64,
+    pub ms: f64,
+}
+
+/// The process's counters summed over routes and APIs, at one moment (the
+/// console's overview samples them).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Totals {
+    pub requests: u64,
+    /// Answers with a 4xx status, and with a 5xx one.
+    pub client_errors: u64,
+    pub server_errors: u64,
+    /// Requests per latency bucket (cumulative, as [`LATENCY_BOUNDS`]).
+    pub latency: [u64; BUCKETS.len()],
+    pub tool_ok: u64,
+    pub tool_failed: u64,
+    pub refused_incoming: u64,
+    pub refused_upstream: u64,
+}
+
+/// Upper bounds (seconds) of the latency buckets of [`Totals::latency`].
+pub const LATENCY_BOUNDS: [f64; BUCKETS.len()] = BUCKETS;
+
+/// Milliseconds since the Unix epoch.
+pub fn unix_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 /// The process's metrics.
@@ -95,9 +134,17 @@ impl Metrics {
         let _ = self.dropped_log_lines.set(counter);
     }
 
-    /// An upstream API call: its outcome (`ok` or an error class) and retries.
-    pub fn tool_call(&self, api: &str, outcome: &str, retries: u64) {
+    /// An upstream API call: its outcome (`ok` or an error class), retries
+    /// and time taken.
+    pub fn tool_call(&self, api: &str, outcome: &str, retries: u64, ms: f64) {
         bump(&self.tool_calls, (api.to_string(), outcome.to_string()), 1);
+        let call = RecentCall { at_unix_ms: unix_ms(), outcome: outcome.to_string(), retries, ms };
+        let mut recent = self.recent_calls.entry(api.to_string()).or_default();
+        if recent.len() == RECENT_CALLS {
+            recent.pop_front();
+        }
+        recent.push_back(call);
+        drop(recent);
         self.upstream_retries.fetch_add(retries, Ordering::Relaxed);
         if outcome == "rate_limited" {
             self.rate_limited("upstream");
@@ -106,6 +153,54 @@ impl Metrics {
 
     pub fn rate_limited(&self, side: &'static str) {
         bump(&self.rate_limited, side, 1);
+    }
+
+    /// The last calls of `api`, newest first.
+    pub fn recent_calls(&self, api: &str) -> Vec<RecentCall> {
+        self.recent_calls.get(api).map(|r| r.iter().rev().cloned().collect()).unwrap_or_default()
+    }
+
+    /// Calls of `api` by outcome, since the start.
+    pub fn call_outcomes(&self, api: &str) -> Vec<(String, u64)> {
+        let mut out: Vec<(String, u64)> = self
+            .tool_calls
+            .iter()
+            .filter(|e| e.key().0 == api)
+            .map(|e| (e.key().1.clone(), e.value().load(Ordering::Relaxed)))
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// The counters now, summed.
+    pub fn totals(&self) -> Totals {
+        let mut t = Totals::default();
+        for e in self.routes.iter() {
+            let stats = e.value();
+            for (status, n) in STATUSES.zip(&stats.statuses) {
+                let n = n.load(Ordering::Relaxed);
+                t.requests += n;
+                match status {
+                    400..=499 => t.client_errors += n,
+                    500..=599 => t.server_errors += n,
+                    _ => {}
+                }
+            }
+            for (i, n) in stats.buckets.iter().enumerate() {
+                t.latency[i] += n.load(Ordering::Relaxed);
+            }
+        }
+        for e in self.tool_calls.iter() {
+            let n = e.value().load(Ordering::Relaxed);
+            if e.key().1 == "ok" {
+                t.tool_ok += n;
+            } else {
+                t.tool_failed += n;
+            }
+        }
+        let side = |s| self.rate_limited.get(s).map_or(0, |v| v.load(Ordering::Relaxed));
+        (t.refused_incoming, t.refused_upstream) = (side("incoming"), side("upstream"));
+        t
     }
 
     /// The tool graph's last recovery that found damage (`None`: none ever did).
@@ -234,8 +329,8 @@ mod tests {
         let m = Metrics::default();
         m.request("/v1/chat/completions", 200, 0.003);
         m.request("/v1/chat/completions", 200, 0.2);
-        m.tool_call("get_\"x\"", "ok", 0);
-        m.tool_call("y", "rate_limited", 2);
+        m.tool_call("get_\"x\"", "ok", 0, 1.0);
+        m.tool_call("y", "rate_limited", 2, 1.0);
         let text = m.render();
         assert!(text.contains("toolrouter_requests_total{route=\"/v1/chat/completions\",status=\"200\"} 2"), "{text}");
         assert!(text.contains("le=\"0.005\"} 1") && text.contains("le=\"0.5\"} 2") && text.contains("le=\"+Inf\"} 2"));

@@ -33,6 +33,10 @@ pub struct ServerConfig {
     /// SHA-256 (hex) of each accepted API key (`toolrouter key hash KEY`
     /// prints one). Empty: no key needed (only sensible on loopback).
     pub api_key_hashes: Vec<String>,
+    /// SHA-256 (hex) of the keys that may also see what only operators
+    /// may (the console's overview, every key's traces). Accepted as API
+    /// keys too. Without any key configured, every client is an operator.
+    pub admin_key_hashes: Vec<String>,
     pub max_body_bytes: usize,
     pub shutdown_grace_ms: u64,
     pub client_rate: f64,
@@ -47,6 +51,7 @@ impl Default for ServerConfig {
         ServerConfig {
             listen: DEFAULT_LISTEN.parse().expect("a valid address"),
             api_key_hashes: Vec::new(),
+            admin_key_hashes: Vec::new(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             shutdown_grace_ms: DEFAULT_SHUTDOWN_GRACE_MS,
             client_rate: DEFAULT_CLIENT_REQUEST_RATE,
@@ -62,10 +67,13 @@ impl ServerConfig {
     /// Key hashes are SHA-256 hex, the rate is a rate and the limits are at
     /// least 1, as (key, problem).
     pub(super) fn validate(&self) -> Result<(), (String, String)> {
-        for (i, h) in self.api_key_hashes.iter().enumerate() {
+        let hashes = self.api_key_hashes.iter().map(|h| ("api_key_hashes", h));
+        let admins = self.admin_key_hashes.iter().map(|h| ("admin_key_hashes", h));
+        for (i, (key, h)) in hashes.chain(admins).enumerate() {
             if h.len() != 64 || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+                let i = if key == "api_key_hashes" { i } else { i - self.api_key_hashes.len() };
                 return Err((
-                    format!("server.api_key_hashes[{i}]"),
+                    format!("server.{key}[{i}]"),
                     "must be the 64 hex digits of a SHA-256 (`toolrouter key hash KEY`)".into(),
                 ));
             }

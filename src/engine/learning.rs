@@ -12,6 +12,19 @@ use crate::graph::build::clean_path;
 use crate::planner::Memory;
 use crate::retrieval::Retriever;
 
+/// Runs kept for [`Engine::recent_runs`].
+pub const RECENT_RUNS: usize = 20;
+
+/// A run the graph learned from, and where it was recorded.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RecentRun {
+    pub at_unix_ms: u64,
+    /// `here` or `replica` (another replica recorded it).
+    pub origin: &'static str,
+    #[serde(flatten)]
+    pub run: RunRecord,
+}
+
 impl Engine {
     /// Records a finished run in the graph (durably, when this process
     /// holds the graph) and, when it succeeded, in the long-term memory.
@@ -20,6 +33,9 @@ impl Engine {
     /// (durably, in the outbox) before this returns.
     pub fn record_run(&self, run: RunRecord) -> Option<u64> {
         let seq = self.record_in_graph(&run);
+        if seq.is_some() {
+            self.note_recent(&run, "here");
+        }
         let memory = if run.success && !run.standalone { self.remember(&run) } else { None };
         if let (Some(sharing), Some(_)) = (&self.sharing, seq) {
             sharing.share(run, memory);
@@ -37,6 +53,9 @@ impl Engine {
             }
         }
         let runs: Vec<(String, RunRecord)> = runs.into_iter().map(|(id, shared)| (id, shared.run)).collect();
+        for (_, run) in &runs {
+            self.note_recent(run, "replica");
+        }
         let mut store = self.store.lock().unwrap_or_else(|e| e.into_inner());
         let Some(store) = store.as_mut() else { return };
         let mut graph = self.graph.write().unwrap_or_else(|e| e.into_inner());
@@ -69,6 +88,20 @@ impl Engine {
         }
         let mut shared = self.memory.write().unwrap_or_else(|e| e.into_inner());
         Arc::make_mut(&mut shared).push(memory.clone());
+    }
+
+    /// Keeps `run` among the last [`RECENT_RUNS`] the graph learned from.
+    fn note_recent(&self, run: &RunRecord, origin: &'static str) {
+        let mut recent = self.recent_runs.lock().unwrap_or_else(|e| e.into_inner());
+        if recent.len() == RECENT_RUNS {
+            recent.pop_front();
+        }
+        recent.push_back(RecentRun { at_unix_ms: crate::metrics::unix_ms(), origin, run: run.clone() });
+    }
+
+    /// The last runs the graph learned from, newest first.
+    pub fn recent_runs(&self) -> Vec<RecentRun> {
+        self.recent_runs.lock().unwrap_or_else(|e| e.into_inner()).iter().rev().cloned().collect()
     }
 
     /// The shared learning's counters (`None` without `[cluster]`).

@@ -23,7 +23,7 @@ use crate::graph::{Neighbourhood, NodeKey, Params, RunCall, RunRecord, ToolGraph
 use crate::planner::{
     Caller, Decider, DeterministicDecider, DryRun, LongTermMemory, MemoryWriter, PlanRun, Planner, Settings, memory,
 };
-use crate::retrieval::{Embedder, Filters, Progress, Retriever};
+use crate::retrieval::{Embedder, Filters, Progress, Retriever, Signal};
 use crate::upstream::{CallError, Response, Upstream};
 
 mod learning;
@@ -32,6 +32,7 @@ mod shared;
 pub mod solve;
 mod world;
 
+pub use learning::RecentRun;
 pub use shared::SharingStats;
 pub use world::World;
 
@@ -58,6 +59,20 @@ pub struct SearchHit {
     /// Availability α: the graph's, else the tool's RapidAPI success-rate prior.
     pub alpha: f64,
     pub input_schema: Value,
+    /// The API's rank and score in the lexical (BM25) and dense pools of
+    /// the whole query, when it was in them.
+    pub lexical: Option<Signal>,
+    pub dense: Option<Signal>,
+    /// A remembered successful run for a similar task used it.
+    pub remembered: bool,
+}
+
+/// A search with its explanation ([`Engine::search_explained`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct Found {
+    pub hits: Vec<SearchHit>,
+    /// The intents the query was split into (empty: searched as one).
+    pub intents: Vec<String>,
 }
 
 /// What a call came to.
@@ -118,6 +133,8 @@ pub struct Engine {
     /// Learning shared with the other replicas (with `[cluster]` on, in
     /// the process that holds the graph).
     sharing: Option<Arc<shared::Sharing>>,
+    /// The last runs the graph learned from (the console shows them).
+    recent_runs: Mutex<std::collections::VecDeque<learning::RecentRun>>,
 }
 
 impl Engine {
@@ -262,6 +279,7 @@ impl Engine {
             upstream,
             choices,
             sharing: sharing.clone(),
+            recent_runs: Mutex::default(),
         });
         if let Some(sharing) = sharing {
             shared::start(&engine, sharing, position);
@@ -295,12 +313,23 @@ impl Engine {
         k: usize,
         category: Option<&str>,
     ) -> Result<Vec<SearchHit>, EngineError> {
+        Ok(self.search_explained(query, k, category).await?.hits)
+    }
+
+    /// [`Engine::search`] with why each API ranks where it does, and the
+    /// intents the query was split into.
+    pub async fn search_explained(
+        self: &Arc<Self>,
+        query: &str,
+        k: usize,
+        category: Option<&str>,
+    ) -> Result<Found, EngineError> {
         if query.trim().is_empty() {
             return Err(EngineError::BadInput("the query is empty".into()));
         }
         let (engine, query) = (self.clone(), query.to_string());
         let filters = Filters { category: category.map(str::to_string), tool: None };
-        let results = tokio::task::spawn_blocking(move || {
+        let (results, remembered, catalog) = tokio::task::spawn_blocking(move || {
             let world = engine.world();
             let retriever = world.retriever()?;
             let options = retriever.options();
@@ -309,13 +338,13 @@ impl Engine {
                 let examples = engine.memory().examples(vector, engine.config.planner.hints);
                 prepared.remembered = crate::planner::remembered(&examples, &world.catalog);
             }
-            Ok::<_, EngineError>((retriever.rank(&prepared, k, &filters, options), world.catalog.clone()))
+            let remembered: Vec<_> = prepared.remembered.iter().map(|(id, _)| *id).collect();
+            Ok::<_, EngineError>((retriever.rank(&prepared, k, &filters, options), remembered, world.catalog.clone()))
         })
         .await
         .map_err(|e| EngineError::Internal(e.to_string()))??;
-        let (results, catalog) = results;
         let graph = self.graph();
-        Ok(results
+        let hits = results
             .hits
             .iter()
             .map(|h| {
@@ -331,9 +360,13 @@ impl Engine {
                     score: h.score,
                     alpha,
                     input_schema: api.input_schema(),
+                    lexical: h.lexical,
+                    dense: h.dense,
+                    remembered: remembered.contains(&h.api),
                 }
             })
-            .collect())
+            .collect();
+        Ok(Found { hits, intents: results.intents })
     }
 
     /// Plans the chain of calls for `query` (dry run) with the graph and memory.
@@ -405,13 +438,15 @@ impl Engine {
             Ok(v) => v,
             Err(invalid) => return Called::Invalid(invalid),
         };
+        let started = std::time::Instant::now();
         let result = self.upstream.call(api, &valid.arguments, request.client).await;
+        let ms = started.elapsed().as_secs_f64() * 1e3;
         let (outcome, attempts) = match &result {
             Ok(r) => (r.outcome(), r.trace.attempts.len()),
             Err(e) => (e.outcome(), e.trace.attempts.len()),
         };
         let class = outcome.class.map_or_else(|| "ok".to_string(), |c| c.name());
-        crate::metrics::global().tool_call(&api.function_name, &class, attempts.saturating_sub(1) as u64);
+        crate::metrics::global().tool_call(&api.function_name, &class, attempts.saturating_sub(1) as u64, ms);
         if request.standalone {
             let run = RunRecord {
                 id: crate::graph::run_id("call"),

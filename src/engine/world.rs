@@ -43,7 +43,7 @@ impl World {
         })
     }
 
-    pub(super) fn has_retriever(&self) -> bool {
+    pub fn has_retriever(&self) -> bool {
         self.retriever.is_some()
     }
 }

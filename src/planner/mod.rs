@@ -162,6 +162,9 @@ pub struct TraceEvent {
     pub candidates: Vec<ShownCandidate>,
     #[serde(flatten)]
     pub decision: Move,
+    /// The API a `next` move chose, by function name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub function: Option<String>,
     /// What happened next (step outcome, reflection, budget).
     pub note: Option<String>,
 }

@@ -152,8 +152,12 @@ impl<'a> Planner<'a> {
             shown.sort_by(|a, b| b.score.total_cmp(&a.score));
             let from = frame.node.map(|a| self.catalog().api(a).function_name.clone());
             let at_ms = crate::units::ms(started.elapsed());
+            let function = match &decision {
+                Move::Next { api, .. } => self.catalog().apis().get(api.0 as usize).map(|a| a.function_name.clone()),
+                _ => None,
+            };
             let mut event =
-                TraceEvent { at_ms, from, candidates: shown.clone(), decision: decision.clone(), note: None };
+                TraceEvent { at_ms, from, candidates: shown.clone(), decision: decision.clone(), function, note: None };
             event.candidates.truncate(TRACE_CANDIDATES);
             match decision {
                 Move::Next { api, reason, arguments } => {

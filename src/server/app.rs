@@ -63,7 +63,12 @@ type McpService = StreamableHttpService<McpServer, LocalSessionManager>;
 /// What the routes share.
 pub struct App {
     pub(super) config: Config,
+    /// Every accepted key's hash (operators' included).
     pub(super) key_hashes: HashSet<String>,
+    /// The operators' keys' hashes (`server.admin_key_hashes`).
+    pub(super) admin_hashes: HashSet<String>,
+    /// The console's last minutes of counters.
+    pub(super) history: super::console::history::History,
     /// The engine, loading or loaded (`None` in a server without one, such
     /// as the overhead bench's).
     pub(super) loading: OnceLock<Arc<Loading>>,
@@ -98,7 +103,10 @@ impl App {
 
     /// The app of `config` with `llm` as its model (tests script one).
     pub fn with_model(config: &Config, llm: Option<Arc<dyn ChatModel>>) -> Arc<App> {
-        let key_hashes = config.server.api_key_hashes.iter().map(|h| h.to_ascii_lowercase()).collect();
+        let admin_hashes: HashSet<String> =
+            config.server.admin_key_hashes.iter().map(|h| h.to_ascii_lowercase()).collect();
+        let key_hashes =
+            config.server.api_key_hashes.iter().map(|h| h.to_ascii_lowercase()).chain(admin_hashes.clone()).collect();
         let cluster = crate::cluster::Cluster::open(&config.cluster).unwrap_or_else(|e| {
             tracing::error!("the cluster cannot be used, so limits are this replica's alone: {e:#}");
             None
@@ -113,6 +121,8 @@ impl App {
         Arc::new(App {
             config: config.clone(),
             key_hashes,
+            admin_hashes,
+            history: Default::default(),
             loading: OnceLock::new(),
             mcp: OnceLock::new(),
             llm,
@@ -174,6 +184,10 @@ pub fn router(app: Arc<App>) -> axum::Router {
         .route("/v1/tools/call", axum::routing::post(tools_call))
         .route("/v1/tools/search", axum::routing::post(tools_search))
         .route("/v1/traces/{id}", get(trace))
+        .route("/v1/traces", get(super::console::api::traces))
+        .route("/v1/plan", axum::routing::post(super::console::api::plan))
+        .route("/v1/apis/{function}", get(super::console::api::api))
+        .route("/v1/console/overview", get(super::console::api::overview))
         .route("/v1/graph", get(graph_summary))
         .route("/v1/graph/apis/{function}", get(graph_api))
         .route("/metrics", get(metrics))
@@ -181,6 +195,9 @@ pub fn router(app: Arc<App>) -> axum::Router {
     axum::Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
+        .route("/ui", get(super::console::page))
+        .route("/ui/", get(super::console::page))
+        .route("/ui/{*path}", get(super::console::asset))
         .merge(protected)
         .fallback(|| async { ApiError::status(StatusCode::NOT_FOUND, "no such route").into_response() })
         .layer(axum::middleware::from_fn_with_state(app.clone(), observe))
@@ -192,36 +209,36 @@ pub fn router(app: Arc<App>) -> axum::Router {
 /// downstream MCP servers are not connected (the rest keeps working).
 async fn readyz(State(app): State<Arc<App>>) -> Response {
     match app.engine() {
-        Ok(engine) => {
-            let mut down: Vec<String> = engine
-                .downstream_health()
-                .into_iter()
-                .filter(|h| h.state != ServerState::Up)
-                .map(|h| {
-                    format!(
-                        "the MCP server `{}` is {} ({})",
-                        h.server,
-                        h.state.as_str(),
-                        h.error.as_deref().unwrap_or("connecting")
-                    )
-                })
-                .collect();
-            if let Some(cluster) = engine.cluster()
-                && let Err(e) = cluster.ping().await
-            {
-                let waiting = engine.sharing_stats().map_or(0, |s| s.backlog);
-                down.push(format!(
-                    "{e}; each replica enforces its share of the limits (cluster.replicas); {waiting} runs wait to be shared"
-                ));
-            }
-            if down.is_empty() {
-                (StatusCode::OK, "ready").into_response()
-            } else {
-                (StatusCode::OK, format!("ready, degraded: {}", down.join("; "))).into_response()
-            }
-        }
+        Ok(engine) => (StatusCode::OK, readiness(engine).await).into_response(),
         Err(e) => not_ready(e),
     }
+}
+
+/// `ready`, or `ready, degraded: ` and what is down (downstream MCP
+/// servers, Redis).
+pub(super) async fn readiness(engine: &Engine) -> String {
+    let mut down: Vec<String> = engine
+        .downstream_health()
+        .into_iter()
+        .filter(|h| h.state != ServerState::Up)
+        .map(|h| {
+            format!(
+                "the MCP server `{}` is {} ({})",
+                h.server,
+                h.state.as_str(),
+                h.error.as_deref().unwrap_or("connecting")
+            )
+        })
+        .collect();
+    if let Some(cluster) = engine.cluster()
+        && let Err(e) = cluster.ping().await
+    {
+        let waiting = engine.sharing_stats().map_or(0, |s| s.backlog);
+        down.push(format!(
+            "{e}; each replica enforces its share of the limits (cluster.replicas); {waiting} runs wait to be shared"
+        ));
+    }
+    if down.is_empty() { "ready".to_string() } else { format!("ready, degraded: {}", down.join("; ")) }
 }
 
 /// The process counters, then the downstream MCP servers' gauges.
@@ -308,6 +325,7 @@ pub async fn serve(config: &Config) -> anyhow::Result<()> {
     std::io::stdout().flush()?;
     app.set_loading(Loading::start(config));
     tokio::spawn(housekeeping(app.clone()));
+    tokio::spawn(super::console::sample(app.clone()));
     let grace = Duration::from_millis(config.server.shutdown_grace_ms);
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let header_read_timeout = Duration::from_millis(config.server.header_read_timeout_ms);

@@ -24,6 +24,19 @@ use super::openai::ApiError;
 use crate::cluster::limits::{Cell, Verdict};
 use crate::engine::loading::NotReady;
 
+/// In a request's extensions when its key is an operator's
+/// (`server.admin_key_hashes`), or when no key is configured.
+#[derive(Debug, Clone, Copy)]
+pub struct Operator;
+
+/// 403 unless the request carries [`Operator`].
+pub(crate) fn operator_only(operator: Option<&Operator>) -> Option<Response> {
+    operator.is_none().then(|| {
+        ApiError::status(StatusCode::FORBIDDEN, "this needs an operator's key (server.admin_key_hashes)")
+            .into_response()
+    })
+}
+
 /// The SHA-256 of a key, in hex (what `server.api_key_hashes` holds).
 pub fn hash_key(key: &str) -> String {
     Sha256::digest(key.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
@@ -52,6 +65,8 @@ pub(super) async fn admit(State(app): State<Arc<App>>, mut request: Request, nex
 /// request rate; the client's id goes into the request's extensions.
 async fn refused(app: &App, request: &mut Request) -> Option<Response> {
     if app.key_hashes.is_empty() {
+        // Without keys, whoever reaches the listener runs it.
+        request.extensions_mut().insert(Operator);
         app.limiter.as_ref()?;
         // Without keys each peer address has its own rate: one client's
         // requests (stalled ones too) do not use up everyone's.
@@ -78,6 +93,9 @@ async fn refused(app: &App, request: &mut Request) -> Option<Response> {
     let client = hash[..12].to_string();
     if let Some(refused) = limited(app, &client).await {
         return Some(refused);
+    }
+    if app.admin_hashes.contains(&hash) {
+        request.extensions_mut().insert(Operator);
     }
     request.extensions_mut().insert(ClientId(client));
     None

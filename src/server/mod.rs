@@ -14,6 +14,7 @@
 
 pub mod app;
 pub mod conn;
+pub mod console;
 pub mod mcp;
 pub mod middleware;
 pub mod openai;

@@ -8,6 +8,7 @@ mod common;
 mod cli;
 mod cluster;
 mod cluster_learning;
+mod console;
 mod downstream;
 mod faults;
 mod graph_crash;

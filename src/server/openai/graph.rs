@@ -1,5 +1,6 @@
 //! `GET /v1/graph` and `GET /v1/graph/apis/{function}`: what the tool
-//! graph has learned, as a whole and around one API (its transitions with
+//! graph has learned, as a whole (with the last runs it learned from) and
+//! around one API (its transitions with
 //! their weight `w` and the other end's availability α). Every replica of
 //! a cluster answers the same once it has applied the same runs.
 
@@ -46,6 +47,7 @@ pub(crate) async fn graph_summary(State(app): State<Arc<App>>) -> Response {
         "edges": graph.edge_count(),
         "online_runs": graph.meta.online_runs,
         "heaviest": heaviest,
+        "recent": engine.recent_runs(),
     }))
     .into_response()
 }

@@ -2,6 +2,8 @@
 //! that load tools on demand (client-side tool search): the ranked tool
 //! names, each with its OpenAI function definition, and the same names as
 //! `tool_reference` blocks, the shape a custom tool-search tool returns.
+//! Each result says why it ranks (its lexical and dense ranks and scores,
+//! whether a remembered run used it), as the console's playground shows.
 
 use std::sync::Arc;
 
@@ -52,7 +54,7 @@ pub(crate) async fn tools_search(
     if !(1..=MAX_RESULTS).contains(&k) {
         return ApiError::invalid(format!("`k` must be 1 to {MAX_RESULTS}, got {k}"), Some("k")).into_response();
     }
-    let found = match engine.search(&request.query, k, request.category.as_deref()).await {
+    let found = match engine.search_explained(&request.query, k, request.category.as_deref()).await {
         Ok(found) => found,
         Err(EngineError::BadInput(message)) => return ApiError::invalid(message, Some("query")).into_response(),
         Err(EngineError::Internal(message)) => {
@@ -62,6 +64,7 @@ pub(crate) async fn tools_search(
     };
     let catalog = engine.catalog();
     let data: Vec<Value> = found
+        .hits
         .iter()
         .filter_map(|hit| {
             let api = catalog.find(&hit.function).ok()?;
@@ -72,11 +75,13 @@ pub(crate) async fn tools_search(
                 "tool": hit.tool,
                 "category": hit.category,
                 "definition": catalog.function_definition(api),
+                "why": {"lexical": hit.lexical, "dense": hit.dense, "remembered": hit.remembered},
             }))
         })
         .collect();
     let references: Vec<Value> =
         data.iter().map(|d| json!({"type": "tool_reference", "tool_name": d["name"]})).collect();
-    axum::Json(json!({"object": "list", "query": request.query, "data": data, "tool_references": references}))
-        .into_response()
+    axum::Json(json!({"object": "list", "query": request.query, "intents": found.intents, "data": data,
+        "tool_references": references}))
+    .into_response()
 }

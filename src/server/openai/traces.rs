@@ -40,7 +40,13 @@ struct Shared {
 struct Kept {
     /// Ids, oldest first.
     order: VecDeque<String>,
-    by_id: HashMap<String, (Option<String>, Arc<Value>)>,
+    by_id: HashMap<String, Entry>,
+}
+
+struct Entry {
+    owner: Option<String>,
+    trace: Arc<Value>,
+    at_unix_ms: u64,
 }
 
 impl Traces {
@@ -73,13 +79,42 @@ impl Traces {
             }
         }
         kept.order.push_back(id.clone());
-        kept.by_id.insert(id, (client, trace));
+        kept.by_id.insert(id, Entry { owner: client, trace, at_unix_ms: crate::metrics::unix_ms() });
+    }
+
+    /// Summaries of the newest traces kept here (not the other replicas'),
+    /// `client`'s own or, for an operator, everyone's: id, time, status,
+    /// the request, calls made, duration.
+    pub fn recent(&self, client: Option<&str>, everyone: bool, limit: usize) -> Vec<Value> {
+        let kept = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        kept.order
+            .iter()
+            .rev()
+            .filter_map(|id| Some((id, kept.by_id.get(id)?)))
+            .filter(|(_, e)| everyone || e.owner.as_deref() == client)
+            .take(limit)
+            .map(|(id, e)| {
+                // Kept as the answer's `toolrouter` field: the run is under `trace`.
+                let run = e.trace.get("trace").unwrap_or(&e.trace);
+                let subtasks = run["subtasks"].as_array().map(Vec::as_slice).unwrap_or_default();
+                let calls: usize = subtasks.iter().map(|s| s["calls"].as_array().map_or(0, Vec::len)).sum();
+                serde_json::json!({
+                    "id": id,
+                    "at_unix_ms": e.at_unix_ms,
+                    "status": run["status"],
+                    "task": subtasks.iter().filter_map(|s| s["task"].as_str()).collect::<Vec<_>>().join(" · "),
+                    "subtasks": subtasks.len(),
+                    "calls": calls,
+                    "elapsed_ms": run["elapsed_ms"],
+                })
+            })
+            .collect()
     }
 
     /// The trace `id`, if kept here or shared, and made by `client`.
     pub async fn get(&self, id: &str, client: Option<&str>) -> Option<Arc<Value>> {
-        if let Some(found) = self.get_local(id) {
-            return (found.0.as_deref() == client).then_some(found.1);
+        if let Some((owner, trace)) = self.get_local(id) {
+            return (owner.as_deref() == client).then_some(trace);
         }
         let (owner, trace) = self.shared.as_ref()?.cluster.get_trace(id).await?;
         (owner.as_deref() == client).then(|| Arc::new(trace))
@@ -87,7 +122,7 @@ impl Traces {
 
     fn get_local(&self, id: &str) -> Option<(Option<String>, Arc<Value>)> {
         let kept = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        kept.by_id.get(id).cloned()
+        kept.by_id.get(id).map(|e| (e.owner.clone(), e.trace.clone()))
     }
 }
 

@@ -1,0 +1,81 @@
+//! The console in the browser (`/ui`, docs/console.md): what toolrouter
+//! chose and why, the tool graph, traces, APIs and traffic. The page and
+//! its scripts are built into the binary ([`ASSETS`]; cytoscape.js and
+//! uPlot vendored under `ui/vendor/` with their licenses), so it works with
+//! no network. The page itself holds no data and needs no key; everything
+//! it shows comes from the JSON endpoints of [`api`] (and `/v1/graph`,
+//! `/v1/tools/search`, `/v1/traces/{id}`), behind the API keys, with the
+//! key the user types in (kept in the tab's `sessionStorage`). The page
+//! puts every text it shows through `textContent`, never HTML, and its
+//! Content-Security-Policy allows no inline script.
+
+pub mod api;
+pub mod history;
+
+use std::sync::Arc;
+
+use axum::extract::Path;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::server::app::App;
+use crate::server::openai::ApiError;
+
+/// The console's files: path under `/ui/`, content type, bytes.
+const ASSETS: &[(&str, &str, &[u8])] = &[
+    ("index.html", "text/html; charset=utf-8", include_bytes!("../../../ui/index.html")),
+    ("console.js", "text/javascript; charset=utf-8", include_bytes!("../../../ui/console.js")),
+    ("console.css", "text/css; charset=utf-8", include_bytes!("../../../ui/console.css")),
+    (
+        "vendor/cytoscape.min.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../ui/vendor/cytoscape-3.34.4/cytoscape.min.js"),
+    ),
+    (
+        "vendor/uPlot.iife.min.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../../ui/vendor/uplot-1.6.32/uPlot.iife.min.js"),
+    ),
+    (
+        "vendor/uPlot.min.css",
+        "text/css; charset=utf-8",
+        include_bytes!("../../../ui/vendor/uplot-1.6.32/uPlot.min.css"),
+    ),
+];
+
+/// No inline script, nothing from elsewhere.
+const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; \
+                   connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
+/// `GET /ui`: the page.
+pub(crate) async fn page() -> Response {
+    asset_response("index.html")
+}
+
+/// `GET /ui/{*path}`: one of the page's files.
+pub(crate) async fn asset(Path(path): Path<String>) -> Response {
+    asset_response(if path.is_empty() { "index.html" } else { &path })
+}
+
+fn asset_response(path: &str) -> Response {
+    let Some((_, content_type, bytes)) = ASSETS.iter().find(|(p, _, _)| *p == path) else {
+        return ApiError::status(StatusCode::NOT_FOUND, format!("no console file `{path}`")).into_response();
+    };
+    let mut response = bytes.into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// Samples the counters for the overview every [`history::INTERVAL`].
+pub(crate) async fn sample(app: Arc<App>) {
+    let mut tick = tokio::time::interval(history::INTERVAL);
+    loop {
+        tick.tick().await;
+        app.history.sample(crate::metrics::global().totals());
+    }
+}

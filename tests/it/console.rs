@@ -1,0 +1,96 @@
+//! The console (`/ui`) in a real headless browser: Debian's Chromium driven
+//! by selenium (`tests/python/console_check.py`) against `toolrouter serve`
+//! with the ToolBench catalog, the replay upstream and the scripted model,
+//! plus one tool whose description holds HTML and script. Each page
+//! renders with real data, the playground ranks and plans, an API's graph
+//! link and a graph node open neighbourhoods, an execute run's trace shows
+//! its moves, keys are enforced (401 without, 403 for a user key where an
+//! operator's is needed), and the hostile description is shown as text.
+//!
+//! `TOOLROUTER_CONSOLE_SCREENSHOTS=docs/console` saves the screenshots of
+//! docs/console.md.
+
+use crate::common;
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use toolrouter::server::hash_key;
+
+const ADMIN: &str = "console-operator-key";
+const USER: &str = "console-user-key";
+/// The tool whose description tries to run script in the console.
+const EVIL: &str = "lookup_for_pwnedcanary";
+
+fn evil_tool(dir: &std::path::Path) {
+    let description = r#"Looks things up. <script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">"#;
+    let tool = serde_json::json!({
+        "tool_name": "pwnedcanary", "name": "pwnedcanary", "title": "pwnedcanary",
+        "tool_description": description, "host": "pwnedcanary.p.rapidapi.com",
+        "api_list": [{"name": "lookup", "url": "https://pwnedcanary.p.rapidapi.com/lookup", "method": "GET",
+            "description": description, "required_parameters": [], "optional_parameters": []}]
+    });
+    std::fs::write(dir.join("pwnedcanary.json"), tool.to_string()).unwrap();
+}
+
+#[test]
+fn the_console_renders_real_data_in_a_browser_and_escapes_what_it_shows() {
+    let Some(data) = common::toolbench_dir() else { return };
+    let Some(browser_python) = common::python_env("py-browser", "bin/python") else { return };
+    let Some(model_python) = common::python_env("py-openai", "bin/python") else { return };
+    if !std::path::Path::new("/usr/bin/chromedriver").exists() {
+        eprintln!("SKIPPED: no /usr/bin/chromedriver (apt-get install chromium chromium-driver)");
+        return;
+    }
+    let extra = tempfile::tempdir().unwrap();
+    evil_tool(extra.path());
+    // A tool graph learned from the ToolBench trajectories, for the graph page.
+    let state = tempfile::tempdir().unwrap();
+    let built = Command::new(common::binary())
+        .args(["graph", "build", "--trajectories"])
+        .arg(data.join("trajectories"))
+        .arg("--catalog")
+        .arg(data.join("tools"))
+        .env_remove("TOOLROUTER_CONFIG")
+        .env("TOOLROUTER_STATE_DIR", state.path())
+        .env("TOOLROUTER_RETRIEVAL_MODE", "lexical")
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let (_model, model_url) = common::scripted_model(&model_python);
+    let hashes = format!("[\"{}\"]", hash_key(USER));
+    let admins = format!("[\"{}\"]", hash_key(ADMIN));
+    let paths = format!("{},{}", data.join("tools").display(), extra.path().display());
+    let (_server, url) = common::serve(&[
+        ("TOOLROUTER_CATALOG_PATHS", &paths),
+        ("TOOLROUTER_CATALOG_INCLUDE_EMBEDDED", "true"),
+        ("TOOLROUTER_UPSTREAM_MODE", "replay"),
+        ("TOOLROUTER_UPSTREAM_REPLAY_DIR", &data.join("cache/derived_from_trajectories").display().to_string()),
+        ("TOOLROUTER_LLM_BASE_URL", &format!("{model_url}/v1")),
+        ("TOOLROUTER_SERVER_API_KEY_HASHES", &hashes),
+        ("TOOLROUTER_SERVER_ADMIN_KEY_HASHES", &admins),
+        ("TOOLROUTER_SERVER_CLIENT_RATE", "0"),
+        ("TOOLROUTER_STATE_DIR", state.path().to_str().unwrap()),
+    ]);
+    common::wait_ready(&url, Some(ADMIN));
+
+    // An execute run for the traces page, made with the operator's key.
+    let body = serde_json::json!({"model": "scripted", "toolrouter": {"mode": "execute"}, "messages": [{"role": "user",
+        "content": "How many ecoweather Schneetage snow days at lat 789.012 lon 123.456 since 2022-09-01?"}]});
+    let (status, _, answer) =
+        common::http(&url, "POST", "/v1/chat/completions", Some(ADMIN), body.to_string().as_bytes());
+    assert_eq!(status, 200, "{answer}");
+    let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
+    let trace = answer["toolrouter"]["trace_id"].as_str().unwrap().to_string();
+
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/console_check.py");
+    let mut check = Command::new(browser_python);
+    check.arg(script).args([&url, ADMIN, USER, &trace, EVIL]);
+    if let Ok(dir) = std::env::var("TOOLROUTER_CONSOLE_SCREENSHOTS") {
+        check.arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(dir));
+    }
+    let out = check.stderr(Stdio::piped()).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{stdout}");
+    assert!(out.status.success() && stdout.contains("ok"), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+}
