@@ -272,7 +272,7 @@ async function loadTraces(id) {
     showError("");
     fill($("trace-list").tBodies[0], list.data.map((t) => el("tr", {},
       el("td", {}, el("a", { href: "#traces/" + encodeURIComponent(t.id) }, new Date(t.at_unix_ms).toLocaleTimeString())),
-      el("td", {}, t.status), el("td", {}, t.task), el("td", {}, t.subtasks), el("td", {}, t.calls),
+      el("td", {}, t.status || t.mode), el("td", {}, t.task), el("td", {}, t.subtasks), el("td", {}, t.calls),
       el("td", {}, fmt(t.elapsed_ms, 0)))));
     if (id) showTrace(await api("/v1/traces/" + encodeURIComponent(id)));
   } catch (e) {
@@ -287,6 +287,7 @@ function json(value) {
 // One run as a timeline: sub-tasks, then each decision at its time, then
 // the steps with their arguments, repairs, outcomes and responses.
 function showTrace(t) {
+  if (t.kept) return showDecision(t);
   const trace = t.trace || t;
   const total = Math.max(1, trace.elapsed_ms || 1);
   const parts = [el("h2", {}, "Run " + (t.trace_id || ""), " — " + trace.status),
@@ -313,6 +314,16 @@ function showTrace(t) {
         "; repairs: " + step.repairs, json({ arguments: step.arguments, outcome: step.outcome, problems: step.problems }))));
     }
   });
+  $("trace-detail").replaceChildren(...parts);
+}
+
+// A route or plan decision: what was asked, which tools were kept of how many.
+function showDecision(d) {
+  const parts = [el("h2", {}, (d.mode === "plan" ? "Plan" : "Route") + " decision " + (d.trace_id || "")),
+    el("p", { class: "answer" }, d.request),
+    el("p", {}, "kept " + d.tools_offered + " of " + d.tools_total + " tools; " + d.repairs + " repairs"),
+    el("ol", { class: "kept" }, ...d.kept.map((name) => el("li", {}, name)))];
+  if (d.plan) parts.push(el("h3", {}, "Plan"), json(d.plan));
   $("trace-detail").replaceChildren(...parts);
 }
 

@@ -83,6 +83,21 @@ fn the_console_renders_real_data_in_a_browser_and_escapes_what_it_shows() {
     let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
     let trace = answer["toolrouter"]["trace_id"].as_str().unwrap().to_string();
 
+    // A route decision: 30 tools sent, the 20 most relevant kept.
+    let tools: Vec<serde_json::Value> = (0..30)
+        .map(|i| {
+            let name = if i == 7 { "get_weather".to_string() } else { format!("unrelated_tool_{i}") };
+            serde_json::json!({"type": "function", "function": {"name": name, "description": format!("Tool {i}."),
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}})
+        })
+        .collect();
+    let body = serde_json::json!({"model": "scripted", "tools": tools,
+        "messages": [{"role": "user", "content": "What is the weather in Lisbon?"}]});
+    let (status, _, answer) =
+        common::http(&url, "POST", "/v1/chat/completions", Some(ADMIN), body.to_string().as_bytes());
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.contains(r#""trace_id""#), "a narrowed request names its kept decision: {answer}");
+
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/console_check.py");
     let mut check = Command::new(browser_python);
     check.arg(script).args([&url, ADMIN, USER, &trace, EVIL]);

@@ -131,8 +131,13 @@ try:
     # The execute run's trace: listed, and opened as a timeline of moves.
     driver.get(URL + "/ui#traces")
     wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#trace-list tbody tr")) > 0)
-    row = driver.find_element(By.CSS_SELECTOR, "#trace-list tbody tr").text
-    check("answered" in row and "Schneetage" in row, f"the trace list shows the run: {row!r}")
+    rows = [r.text for r in driver.find_elements(By.CSS_SELECTOR, "#trace-list tbody tr")]
+    check(any("answered" in r and "Schneetage" in r for r in rows), f"the trace list shows the run: {rows!r}")
+    check(any("route" in r.split() for r in rows), f"and the route decision: {rows!r}")
+    driver.find_elements(By.CSS_SELECTOR, "#trace-list tbody tr a")[0].click()
+    wait.until(lambda d: "decision" in d.find_element(By.ID, "trace-detail").text)
+    decision = text("trace-detail")
+    check("kept 20 of 30 tools" in decision and "get_weather" in decision, f"the decision: {decision[:300]!r}")
     driver.find_element(By.CSS_SELECTOR, f"#trace-list a[href='#traces/{TRACE}']").click()
     wait.until(lambda d: "Sub-task 1" in d.find_element(By.ID, "trace-detail").text)
     detail = text("trace-detail")

@@ -71,6 +71,16 @@ pub(crate) async fn chat_completions(
         }
     }
     let mut narrowing = app.narrowing();
+    if let Some(runner) = &app.runner {
+        // Decisions (tools narrowed out, plans) are kept for the console,
+        // visible to the key that asked, as execute runs are.
+        let (runner, client) = (runner.clone(), client.map(|c| c.0.0));
+        narrowing.record = Some(Arc::new(move |decision| {
+            let id = format!("{:016x}", fastrand::u64(..));
+            runner.traces.insert(id.clone(), client.clone(), decision);
+            id
+        }));
+    }
     if let Some(engine) = engine {
         narrowing.embedder = engine.embedder();
         narrowing.weight = Arc::new(move |from: &str, to: &str| engine.transition_weight(from, to));

@@ -58,12 +58,21 @@ pub struct Narrowing {
     pub ranker: Arc<ToolListRanker>,
     pub embedder: Option<Arc<Embedder>>,
     pub weight: Arc<TransitionWeight>,
+    /// Keeps a decision (tools narrowed or planned) among the traces the
+    /// console shows; returns its id. `None`: not kept.
+    pub record: Option<Arc<RecordDecision>>,
 }
+
+/// Keeps a route or plan decision; returns its trace id.
+pub type RecordDecision = dyn Fn(Value) -> String + Send + Sync;
+
+/// Longest request text a kept decision holds.
+const DECISION_REQUEST_CHARS: usize = 500;
 
 impl Narrowing {
     /// Lexical narrowing without a graph (no engine).
     pub fn lexical(ranker: Arc<ToolListRanker>) -> Narrowing {
-        Narrowing { ranker, embedder: None, weight: Arc::new(|_, _| 0.0) }
+        Narrowing { ranker, embedder: None, weight: Arc::new(|_, _| 0.0), record: None }
     }
 
     /// The index of a request's tool list.
@@ -179,6 +188,9 @@ pub struct Narrowed {
     pub body: RequestBody,
     /// Indexes of the client's tools offered.
     pub keep: Vec<usize>,
+    /// The user's last words, when there was a decision to keep (tools
+    /// narrowed out, or plan mode) and a place to keep it.
+    pub request: Option<String>,
 }
 
 /// Narrows `req`'s tools and takes its body for the model: the client's
@@ -189,11 +201,14 @@ pub async fn prepare(
     config: &OpenAiConfig,
     narrowing: &Narrowing,
 ) -> Result<Narrowed, ApiError> {
-    let keep = if req.tools.len() <= config.max_tools {
-        (0..req.tools.len()).collect()
-    } else {
-        let messages = req.messages()?;
+    let narrows = req.tools.len() > config.max_tools;
+    let decides = narrowing.record.is_some() && (narrows || req.mode == request::Mode::Plan);
+    let messages = if narrows || decides { req.messages()? } else { Vec::new() };
+    let request = decides.then(|| last_user_words(&messages));
+    let keep = if narrows {
         narrowing.narrow(&req.tools, &messages, config.max_tools, req.forced.as_deref()).await
+    } else {
+        (0..req.tools.len()).collect()
     };
     let mut body = std::mem::take(&mut req.body);
     if req.upstream_model != req.model {
@@ -203,7 +218,13 @@ pub async fn prepare(
     if !req.tools.is_empty() && !all_as_sent {
         body.set_raw("tools", tools_array(&req.tools, &keep));
     }
-    Ok(Narrowed { body, keep })
+    Ok(Narrowed { body, keep, request })
+}
+
+/// The last user message's text, cut to [`DECISION_REQUEST_CHARS`].
+fn last_user_words(messages: &[Message]) -> String {
+    let text = messages.iter().rev().find(|m| m.is("user")).map(Message::text).unwrap_or_default();
+    text.chars().take(DECISION_REQUEST_CHARS).collect()
 }
 
 /// The JSON array of the tools at `keep`, each as its client sent it.
@@ -277,13 +298,28 @@ pub async fn repaired(
     }
 }
 
-/// toolrouter's report on a request, for the answer's `toolrouter` field.
-pub fn report(req: &ChatRequest, prepared: &Narrowed, repairs: usize, planned: Option<Value>) -> Value {
+/// toolrouter's report on a request, for the answer's `toolrouter` field;
+/// a decision (tools narrowed out, or a plan) is also kept for the console
+/// through `record` ([`Narrowing::record`]), and the report names its `trace_id`.
+pub fn report(
+    req: &ChatRequest,
+    prepared: &Narrowed,
+    record: Option<&RecordDecision>,
+    repairs: usize,
+    planned: Option<Value>,
+) -> Value {
     let mode = if planned.is_some() { "plan" } else { "route" };
     let mut r =
         json!({"mode": mode, "tools_offered": prepared.keep.len(), "tools_total": req.tools.len(), "repairs": repairs});
     if let Some(steps) = planned {
         r["plan"] = steps;
+    }
+    if let (Some(record), Some(request)) = (record, &prepared.request) {
+        let mut decision = r.clone();
+        decision["request"] = json!(request);
+        decision["status"] = json!(mode);
+        decision["kept"] = prepared.keep.iter().map(|&i| json!(req.tools[i].name)).collect();
+        r["trace_id"] = json!(record(decision));
     }
     r
 }
@@ -307,7 +343,7 @@ pub async fn complete(
         answer.usage.get_or_insert_default().set_tokens(tokens);
     }
     answer.model = Some(req.model.clone());
-    answer.extra.insert("toolrouter".into(), report(&req, &prepared, repairs, planned));
+    answer.extra.insert("toolrouter".into(), report(&req, &prepared, narrowing.record.as_deref(), repairs, planned));
     Ok(axum::Json(answer).into_response())
 }
 

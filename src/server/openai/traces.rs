@@ -1,4 +1,5 @@
-//! The traces of execute runs, for `GET /v1/traces/{id}`: kept in memory,
+//! The traces of execute runs (and of route and plan decisions: the tools
+//! kept out of how many, the plan), for `GET /v1/traces/{id}`: kept in memory,
 //! at most `openai.traces` of them (the oldest dropped first), each
 //! visible only to the client key that made it. With `[cluster]` on, each
 //! is also kept in Redis for `cluster.trace_ttl_s` (up to
@@ -98,11 +99,16 @@ impl Traces {
                 let run = e.trace.get("trace").unwrap_or(&e.trace);
                 let subtasks = run["subtasks"].as_array().map(Vec::as_slice).unwrap_or_default();
                 let calls: usize = subtasks.iter().map(|s| s["calls"].as_array().map_or(0, Vec::len)).sum();
+                let task = match run["request"].as_str() {
+                    Some(request) => request.to_string(),
+                    None => subtasks.iter().filter_map(|s| s["task"].as_str()).collect::<Vec<_>>().join(" · "),
+                };
                 serde_json::json!({
                     "id": id,
                     "at_unix_ms": e.at_unix_ms,
+                    "mode": e.trace["mode"],
                     "status": run["status"],
-                    "task": subtasks.iter().filter_map(|s| s["task"].as_str()).collect::<Vec<_>>().join(" · "),
+                    "task": task,
                     "subtasks": subtasks.len(),
                     "calls": calls,
                     "elapsed_ms": run["elapsed_ms"],
