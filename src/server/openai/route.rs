@@ -188,9 +188,9 @@ pub struct Narrowed {
     pub body: RequestBody,
     /// Indexes of the client's tools offered.
     pub keep: Vec<usize>,
-    /// The user's last words, when there was a decision to keep (tools
-    /// narrowed out, or plan mode) and a place to keep it.
-    pub request: Option<String>,
+    /// The user's last words and where to keep the decision, when there
+    /// is one to keep (tools narrowed out, or plan mode).
+    pub decision: Option<(String, Arc<RecordDecision>)>,
 }
 
 /// Narrows `req`'s tools and takes its body for the model: the client's
@@ -204,7 +204,7 @@ pub async fn prepare(
     let narrows = req.tools.len() > config.max_tools;
     let decides = narrowing.record.is_some() && (narrows || req.mode == request::Mode::Plan);
     let messages = if narrows || decides { req.messages()? } else { Vec::new() };
-    let request = decides.then(|| last_user_words(&messages));
+    let decision = narrowing.record.clone().filter(|_| decides).map(|record| (last_user_words(&messages), record));
     let keep = if narrows {
         narrowing.narrow(&req.tools, &messages, config.max_tools, req.forced.as_deref()).await
     } else {
@@ -218,7 +218,7 @@ pub async fn prepare(
     if !req.tools.is_empty() && !all_as_sent {
         body.set_raw("tools", tools_array(&req.tools, &keep));
     }
-    Ok(Narrowed { body, keep, request })
+    Ok(Narrowed { body, keep, decision })
 }
 
 /// The last user message's text, cut to [`DECISION_REQUEST_CHARS`].
@@ -300,21 +300,15 @@ pub async fn repaired(
 
 /// toolrouter's report on a request, for the answer's `toolrouter` field;
 /// a decision (tools narrowed out, or a plan) is also kept for the console
-/// through `record` ([`Narrowing::record`]), and the report names its `trace_id`.
-pub fn report(
-    req: &ChatRequest,
-    prepared: &Narrowed,
-    record: Option<&RecordDecision>,
-    repairs: usize,
-    planned: Option<Value>,
-) -> Value {
+/// ([`Narrowing::record`]), and the report names its `trace_id`.
+pub fn report(req: &ChatRequest, prepared: &Narrowed, repairs: usize, planned: Option<Value>) -> Value {
     let mode = if planned.is_some() { "plan" } else { "route" };
     let mut r =
         json!({"mode": mode, "tools_offered": prepared.keep.len(), "tools_total": req.tools.len(), "repairs": repairs});
     if let Some(steps) = planned {
         r["plan"] = steps;
     }
-    if let (Some(record), Some(request)) = (record, &prepared.request) {
+    if let Some((request, record)) = &prepared.decision {
         let mut decision = r.clone();
         decision["request"] = json!(request);
         decision["status"] = json!(mode);
@@ -343,7 +337,7 @@ pub async fn complete(
         answer.usage.get_or_insert_default().set_tokens(tokens);
     }
     answer.model = Some(req.model.clone());
-    answer.extra.insert("toolrouter".into(), report(&req, &prepared, narrowing.record.as_deref(), repairs, planned));
+    answer.extra.insert("toolrouter".into(), report(&req, &prepared, repairs, planned));
     Ok(axum::Json(answer).into_response())
 }
 

@@ -63,8 +63,7 @@ pub async fn stream(
     let chunks = llm.stream(&prepared.body, req.deadline).await?;
     let (tx, rx) = mpsc::channel::<Event>(BUFFER);
     let keep_alive = config.keep_alive_ms;
-    let record = narrowing.record.clone();
-    tokio::spawn(relay(chunks, tx, req, llm, config, prepared, planned, record));
+    tokio::spawn(relay(chunks, tx, req, llm, config, prepared, planned));
     Ok(event_stream(rx, keep_alive))
 }
 
@@ -218,7 +217,6 @@ async fn relay(
     config: OpenAiConfig,
     prepared: Narrowed,
     planned: Option<Value>,
-    record: Option<std::sync::Arc<super::route::RecordDecision>>,
 ) {
     let mut seen = Seen::new(&req.model);
     while let Some(item) = chunks.next().await {
@@ -243,7 +241,7 @@ async fn relay(
         }
     }
     let mut last = seen.chunk(Message::default(), Some(finish.unwrap_or_else(|| "stop".into())));
-    last.extra.insert("toolrouter".into(), report(&req, &prepared, record.as_deref(), repairs, planned));
+    last.extra.insert("toolrouter".into(), report(&req, &prepared, repairs, planned));
     let _ = tx.send(data(&last)).await;
     if req.include_usage {
         let mut usage = seen.usage.clone().unwrap_or_default();
