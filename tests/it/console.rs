@@ -109,3 +109,55 @@ fn the_console_renders_real_data_in_a_browser_and_escapes_what_it_shows() {
     eprintln!("{stdout}");
     assert!(out.status.success() && stdout.contains("ok"), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// Without a browser: the page and its files are served with their types
+/// and a policy that runs no inline script; the endpoints behind it keep
+/// their keys (401 without, 403 for a user key where an operator's is
+/// needed) and bound what they list.
+#[test]
+fn the_console_files_and_endpoints_keep_their_keys_and_limits() {
+    let hashes = format!("[\"{}\"]", hash_key(USER));
+    let admins = format!("[\"{}\"]", hash_key(ADMIN));
+    let (_server, url) = common::serve(&[
+        ("TOOLROUTER_SERVER_API_KEY_HASHES", &hashes),
+        ("TOOLROUTER_SERVER_ADMIN_KEY_HASHES", &admins),
+        ("TOOLROUTER_SERVER_CLIENT_RATE", "0"),
+    ]);
+    common::wait_ready(&url, Some(USER));
+    for (path, kind) in [
+        ("/ui", "text/html"),
+        ("/ui/", "text/html"),
+        ("/ui/console.js", "text/javascript"),
+        ("/ui/vendor/cytoscape.min.js", "text/javascript"),
+        ("/ui/vendor/uPlot.min.css", "text/css"),
+    ] {
+        let (status, head, _) = common::http(&url, "GET", path, None, b"");
+        assert_eq!(status, 200, "{path}");
+        assert!(head.contains(&format!("content-type: {kind}")), "{path}: {head}");
+        assert!(head.contains("content-security-policy: default-src 'self'; script-src 'self';"), "{head}");
+    }
+    assert_eq!(common::http(&url, "GET", "/ui/../Cargo.toml", None, b"").0, 404);
+    assert_eq!(common::http(&url, "GET", "/ui/nothing.js", None, b"").0, 404);
+
+    let overview = "/v1/console/overview";
+    assert_eq!(common::http(&url, "GET", overview, None, b"").0, 401);
+    let (status, _, body) = common::http(&url, "GET", overview, Some(USER), b"");
+    assert!(status == 403 && body.contains("server.admin_key_hashes"), "{status} {body}");
+    let (status, _, body) = common::http(&url, "GET", overview, Some(ADMIN), b"");
+    let overview: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert!(status == 200 && overview["catalog"]["apis"].as_u64().unwrap() > 0, "{body}");
+    assert_eq!(common::http(&url, "GET", "/v1/traces?all=true", Some(USER), b"").0, 403);
+    assert_eq!(common::http(&url, "GET", "/v1/traces?all=true", Some(ADMIN), b"").0, 200);
+    assert_eq!(common::http(&url, "GET", "/v1/traces?limit=201", Some(USER), b"").0, 400);
+    assert_eq!(common::http(&url, "GET", "/v1/graph/apis/Finish?limit=501", Some(USER), b"").0, 400);
+
+    let (status, _, body) = common::http(&url, "POST", "/v1/plan", Some(USER), br#"{"query": ""}"#);
+    assert!(status == 400 && body.contains("empty"), "{status} {body}");
+    let plan = br#"{"query": "public holidays in Germany next year", "max_steps": 2}"#;
+    let (status, _, body) = common::http(&url, "POST", "/v1/plan", Some(USER), plan);
+    let plan: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert!(status == 200 && plan["steps"].as_array().is_some_and(|s| s.len() <= 2), "{body}");
+    let (status, _, body) = common::http(&url, "GET", "/v1/apis/public_holidays_for_nager_date", Some(USER), b"");
+    assert!(status == 200 && body.contains(r#""limits""#) && body.contains(r#""definition""#), "{body}");
+    assert_eq!(common::http(&url, "GET", "/v1/apis/no_such_api_anywhere", Some(USER), b"").0, 404);
+}
