@@ -11,7 +11,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 copy=$(mktemp -d)
 trap 'rm -rf "$copy"' EXIT
 cp -r "$root/src" "$root/Cargo.toml" "$root/Cargo.lock" "$copy/"
-for d in config openapi; do [ -d "$root/$d" ] && cp -r "$root/$d" "$copy/"; done
+for d in config openapi ui; do [ -d "$root/$d" ] && cp -r "$root/$d" "$copy/"; done
 sed -i 's/^pub mod \([a-z_]*\);/mod \1;/; s/^mod cli;/pub mod cli;/' "$copy/src/lib.rs"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/toolrouter/target}-dead-code
 cd "$copy"
