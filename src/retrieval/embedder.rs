@@ -104,7 +104,7 @@ impl Embedder {
 /// allocations go to jemalloc), and glibc keeps what a batch freed in
 /// per-thread arenas: embedding one 1,000-tool list left `serve` at 226 MiB
 /// instead of 96 (docs/benchmarks.md). Not for single queries: a batch is
-/// what grows the heap, and the trim costs about a millisecond.
+/// what grows the heap, and a query need not pay for a walk of the heaps.
 fn release_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only returns free pages of glibc's heaps to the
@@ -168,9 +168,9 @@ fn load_local(config: &EmbeddingConfig) -> Result<(fastembed::TextEmbedding, Str
 }
 
 /// The CPU execution provider without its memory arena: the arena keeps
-/// the largest batch's activations for good (an index build's batch of 64
-/// texts left 450 MB resident); without it a query's buffers are freed
-/// after each call, for about 1 ms more per query (docs/benchmarks.md).
+/// the largest batch's activations for good (one batch of 64 texts of 128
+/// tokens left 445 MB more resident; docs/benchmarks.md); without it each
+/// call's buffers are freed when it returns.
 fn cpu_without_arena() -> ort::ep::ExecutionProviderDispatch {
     ort::ep::CPU::default().with_arena_allocator(false).build()
 }
