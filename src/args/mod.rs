@@ -15,6 +15,7 @@
 //! carries against the catalog's host and path.
 
 mod url;
+pub mod validators;
 
 use std::fmt;
 
@@ -219,16 +220,16 @@ pub fn validate(api: &Api, args: &Value, options: Options) -> Result<Valid, Inva
     if problems.is_empty() { Ok(Valid { arguments, coercions, warnings }) } else { Err(invalid(problems, coercions)) }
 }
 
-/// Compiles the API's input schema (draft 2020-12, formats checked).
-///
-/// Compiled on every call rather than cached: a parameter schema compiles
-/// in microseconds, and a cache over 43k APIs would need bounding.
-fn compile(api: &Api) -> Result<jsonschema::Validator, String> {
-    jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft202012)
-        .should_validate_formats(true)
-        .build(&api.input_schema())
-        .map_err(|e| format!("the catalog's schema for this API is invalid ({e}); report this API"))
+/// The API's input schema compiled (draft 2020-12, formats checked), once
+/// per distinct schema while it stays in [`validators`]' cache.
+fn compile(api: &Api) -> Result<std::sync::Arc<jsonschema::Validator>, String> {
+    validators::cached(validators::Dialect::Catalog, &api.input_schema(), |schema| {
+        jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .should_validate_formats(true)
+            .build(schema)
+            .map_err(|e| format!("the catalog's schema for this API is invalid ({e}); report this API"))
+    })
 }
 
 /// The parameter an unknown key most likely means: its upstream name

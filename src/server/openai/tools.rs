@@ -20,7 +20,7 @@
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 use std::num::NonZeroUsize;
-use std::sync::{Arc, LazyLock, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use lru::LruCache;
 use serde_json::Value;
@@ -73,9 +73,6 @@ pub struct Schema {
 /// Enum values listed in full in a message for the model (more are counted).
 const ENUM_LISTED: usize = 40;
 
-/// Compiled validators kept, by a hash of their schema's JSON text.
-const VALIDATORS: usize = 4_096;
-
 impl Schema {
     /// `value` checked against the JSON Schema meta-schema; `strict`:
     /// calls may hold only the parameters it declares.
@@ -119,27 +116,18 @@ impl Schema {
     /// The compiled validator: from this schema, from another with the
     /// same text, or compiled now.
     pub fn validator(&self) -> &jsonschema::Validator {
-        // A process-wide cache: clients send the same tools in many lists.
-        static CACHE: LazyLock<Mutex<LruCache<u64, Arc<jsonschema::Validator>>>> =
-            LazyLock::new(|| Mutex::new(LruCache::new(NonZeroUsize::new(VALIDATORS).expect("not zero"))));
         self.validator.get_or_init(|| {
-            let mut h = std::hash::DefaultHasher::new();
-            self.value.to_string().hash(&mut h);
-            let key = h.finish();
-            if let Some(v) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
-                return v.clone();
-            }
             // The meta-schema check passed. What compiling can still refuse
             // (an unresolvable `$ref`, a regex the engine cannot compile)
             // leaves the arguments unchecked, as they would be without
             // toolrouter: the client's function sees them as the model wrote them.
-            let compiled = jsonschema::validator_for(&self.value).unwrap_or_else(|e| {
-                tracing::warn!(error = %e, "a client tool's parameter schema does not compile; its calls pass unchecked");
-                jsonschema::validator_for(&Value::Bool(true)).expect("`true` is a valid schema")
+            let Ok(compiled) = args::validators::cached(args::validators::Dialect::Declared, &self.value, |schema| {
+                Ok::<_, std::convert::Infallible>(jsonschema::validator_for(schema).unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "a client tool's parameter schema does not compile; its calls pass unchecked");
+                    jsonschema::validator_for(&Value::Bool(true)).expect("`true` is a valid schema")
+                }))
             });
-            let v = Arc::new(compiled);
-            CACHE.lock().unwrap_or_else(|e| e.into_inner()).put(key, v.clone());
-            v
+            compiled
         })
     }
 }

@@ -1,0 +1,52 @@
+//! Compiled JSON Schema validators, kept process-wide by a hash of the
+//! schema's JSON text and of how it is compiled.
+//!
+//! Compiling a schema costs far more than checking arguments with it (a
+//! ToolBench API's schema took ~50 µs to compile, profiled in
+//! docs/benchmarks.md, "MCP tools/call"), and the same schemas come back:
+//! the catalog's APIs are called again and again, and clients send the
+//! same tools in many lists. The cache is an LRU so that a long-lived
+//! server calling many distinct APIs stays bounded.
+
+use std::hash::{Hash, Hasher};
+use std::num::NonZeroUsize;
+use std::sync::{Arc, LazyLock, Mutex};
+
+use lru::LruCache;
+use serde_json::Value;
+
+/// Compiled validators kept.
+const KEPT: usize = 4_096;
+
+/// How a schema is compiled: part of the key, since one schema text
+/// compiled two ways gives two validators.
+#[derive(Debug, Clone, Copy, Hash)]
+pub enum Dialect {
+    /// As the schema declares itself (`$schema`, else the latest draft):
+    /// a client's own tools.
+    Declared,
+    /// Draft 2020-12 with formats checked: the catalog's APIs.
+    Catalog,
+}
+
+static CACHE: LazyLock<Mutex<LruCache<u64, Arc<jsonschema::Validator>>>> =
+    LazyLock::new(|| Mutex::new(LruCache::new(NonZeroUsize::new(KEPT).expect("not zero"))));
+
+/// The validator of `schema` compiled as `dialect`: from the cache, or
+/// compiled now by `compile` and kept. A failure to compile is not kept.
+pub fn cached<E>(
+    dialect: Dialect,
+    schema: &Value,
+    compile: impl FnOnce(&Value) -> Result<jsonschema::Validator, E>,
+) -> Result<Arc<jsonschema::Validator>, E> {
+    let mut h = std::hash::DefaultHasher::new();
+    dialect.hash(&mut h);
+    schema.to_string().hash(&mut h);
+    let key = h.finish();
+    if let Some(v) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(v.clone());
+    }
+    let compiled = Arc::new(compile(schema)?);
+    CACHE.lock().unwrap_or_else(|e| e.into_inner()).put(key, compiled.clone());
+    Ok(compiled)
+}
