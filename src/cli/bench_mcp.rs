@@ -48,6 +48,10 @@ pub(super) struct McpBenchArgs {
     /// With `--direct`: a header of that GET, `NAME: VALUE` (repeatable).
     #[arg(long = "direct-header")]
     direct_headers: Vec<String>,
+    /// With `--url`: speak MCP 2026-07-28 (`server/discover`, every request
+    /// on its own) instead of a 2025-11-25 session.
+    #[arg(long, requires = "url")]
+    stateless: bool,
     /// The tool to call: with `--server` by its own name (without the
     /// namespace), with `--url` as toolrouter names it (`call_api`).
     #[arg(long)]
@@ -187,8 +191,19 @@ async fn http_paths(url: &str, args: &McpBenchArgs) -> Result<(Path, Path, Strin
     let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url);
     let transport = StreamableHttpClientTransport::with_client(http, config);
     let arguments = json_object(&args.arguments)?;
-    let through = Path::Mcp { client: connect(transport).await?, tool: args.tool.clone(), arguments };
-    Ok((direct, through, format!("`{}` at {url}, streamable HTTP, against a GET", args.tool)))
+    let client = if args.stateless {
+        use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+        let lifecycle =
+            ClientLifecycleMode::Discover { preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28] };
+        ().serve_with_lifecycle(transport, lifecycle)
+            .await
+            .map_err(|e| CliError::Failure(anyhow::anyhow!("server/discover failed: {e}")))?
+    } else {
+        connect(transport).await?
+    };
+    let protocol = if args.stateless { "2026-07-28, no session" } else { "a 2025-11-25 session" };
+    let through = Path::Mcp { client, tool: args.tool.clone(), arguments };
+    Ok((direct, through, format!("`{}` at {url}, streamable HTTP ({protocol}), against a GET", args.tool)))
 }
 
 async fn bench(args: &McpBenchArgs, config: &Config) -> Result<ExitCode, CliError> {

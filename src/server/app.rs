@@ -163,7 +163,8 @@ impl App {
         let listen = self.config.server.listen.ip().to_string();
         let mcp_config = StreamableHttpServerConfig::default()
             .with_allowed_hosts(["localhost".to_string(), "127.0.0.1".into(), "::1".into(), listen])
-            .with_max_request_body_bytes(self.config.server.max_body_bytes);
+            .with_max_request_body_bytes(self.config.server.max_body_bytes)
+            .with_json_response(true);
         let factory_loading = loading.clone();
         let service = StreamableHttpService::new(
             move || Ok(McpServer::new(factory_loading.clone())),
