@@ -27,8 +27,8 @@
 //!   one model of tools and APIs, each with a JSON Schema and a unique,
 //!   OpenAI-valid function name; resolves the name variants of trajectories.
 //! * [`args`]: validates a call's arguments against its API's schema, with
-//!   safe coercions, strict mode and LLM-actionable errors; checks URLs
-//!   against the catalog's hosts.
+//!   safe coercions, strict mode and LLM-actionable errors (compiled
+//!   validators cached by schema); checks URLs against the catalog's hosts.
 //! * [`trajectory`]: parses tool-call trajectories (ToolBench DFS trees and
 //!   CoT chains, converted answers, StepTool runs, SFT conversations) into
 //!   one model, and maps their function names to catalog APIs.

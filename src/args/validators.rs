@@ -50,3 +50,37 @@ pub fn cached<E>(
     CACHE.lock().unwrap_or_else(|e| e.into_inner()).put(key, compiled.clone());
     Ok(compiled)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
+        jsonschema::validator_for(schema).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_schema_is_compiled_once_per_dialect() {
+        let schema = json!({"type": "object", "properties": {"cache_test_a": {"type": "integer"}}});
+        let first = cached(Dialect::Declared, &schema, compile).unwrap();
+        let again = cached(Dialect::Declared, &schema, |_| Err("compiled twice".to_string())).unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        let other = cached(Dialect::Catalog, &schema, compile).unwrap();
+        assert!(!Arc::ptr_eq(&first, &other));
+        assert!(!again.is_valid(&json!({"cache_test_a": "x"})));
+    }
+
+    #[test]
+    fn a_failure_is_not_kept() {
+        let schema = json!({"type": "object", "properties": {"cache_test_b": {"pattern": "("}}});
+        assert!(cached(Dialect::Catalog, &schema, compile).is_err());
+        let mut compiled = false;
+        let _ = cached(Dialect::Catalog, &schema, |s| {
+            compiled = true;
+            compile(s)
+        });
+        assert!(compiled, "a schema that failed to compile is compiled again next time");
+    }
+}
