@@ -35,9 +35,10 @@ use crate::eval::retrieval::Latency;
 const WARM_UP: usize = 50;
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["server", "url"])))]
 pub(super) struct McpBenchArgs {
     /// The configured server to start twice (its `name` in `[[catalog.mcp_servers]]`; stdio).
-    #[arg(long, required_unless_present = "url", conflicts_with = "url")]
+    #[arg(long)]
     server: Option<String>,
     /// A running toolrouter's MCP endpoint (`http://HOST:PORT/mcp`) to call instead.
     #[arg(long, requires = "direct")]
