@@ -2,7 +2,8 @@
 # Latency of an MCP tools/call through toolrouter against calling the
 # replay upstream directly, side by side in one run:
 #
-#   scripts/bench-mcp.sh [CALLS]        (default 2000)
+#   scripts/bench-mcp.sh [CALLS] [--stateless]     (default 2000 calls;
+#   --stateless: MCP 2026-07-28 without a session, else a 2025-11-25 session)
 #
 # Starts `toolrouter replay` and `toolrouter serve` (upstream live, sent to
 # the replay server; rate limits off, so that they never wait) on loopback,
@@ -33,4 +34,4 @@ done
   --direct 'http://127.0.0.1:18765/ucSNOW?from=2022-09-01&lon=123.456&lat=789.012' \
   --direct-header 'X-RapidAPI-Host: ecoweather.p.rapidapi.com' \
   --tool call_api --arguments '{"name": "schneetage_for_ecoweather",
-    "arguments": {"is_from": "2022-09-01", "lon": 123.456, "lat": 789.012}}'
+    "arguments": {"is_from": "2022-09-01", "lon": 123.456, "lat": 789.012}}' "${@:2}"
