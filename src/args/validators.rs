@@ -3,7 +3,7 @@
 //!
 //! Compiling a schema costs far more than checking arguments with it (a
 //! ToolBench API's schema took ~50 µs to compile, profiled in
-//! docs/benchmarks.md, "MCP tools/call"), and the same schemas come back:
+//! docs/benchmarks.md, "tools/call latency"), and the same schemas come back:
 //! the catalog's APIs are called again and again, and clients send the
 //! same tools in many lists. The cache is an LRU so that a long-lived
 //! server calling many distinct APIs stays bounded.
