@@ -3,10 +3,15 @@ use serde_json::json;
 
 use super::*;
 
-/// `value` read as a `T` and written back.
+/// `value` read as a `T` and written back; read from its text (as
+/// answers are) and from a `Value` (as tests and the engine do), the two
+/// must agree.
 fn round_trip<T: Serialize + DeserializeOwned>(value: &Value) -> Value {
     let typed: T = serde_json::from_value(value.clone()).expect("an object is always read");
-    serde_json::to_value(&typed).unwrap()
+    let from_text: T = serde_json::from_str(&value.to_string()).expect("an object is always read");
+    let out = serde_json::to_value(&typed).unwrap();
+    assert_eq!(serde_json::to_value(&from_text).unwrap(), out, "read from text and from a Value");
+    out
 }
 
 /// Real answers of OpenAI (chat completions, 2025), in the order OpenAI
@@ -126,6 +131,8 @@ fn openai_answers_round_trip_byte_for_byte() {
     for answer in openai_answers() {
         let typed: Completion = serde_json::from_value(answer.clone()).unwrap();
         assert!(typed.has_messages());
+        assert_eq!(serde_json::to_string(&typed).unwrap(), answer.to_string());
+        let typed: Completion = serde_json::from_slice(answer.to_string().as_bytes()).unwrap();
         assert_eq!(serde_json::to_string(&typed).unwrap(), answer.to_string());
     }
 }
@@ -310,4 +317,19 @@ fn every_named_field_is_read_in_each_shape_it_comes_in() {
     .unwrap();
     assert!(answer.extra.is_empty() && answer.choices[0].extra.is_empty(), "{answer:?}");
     assert!(answer.usage.is_some_and(|u| u.extra.is_empty() && u.total_tokens == Some(2)));
+}
+
+#[test]
+fn keys_read_as_their_text_and_a_repeated_key_as_its_last_value() {
+    let answer: Completion = serde_json::from_str(
+        r#"{"\u0069d": "a", "model": "m", "model": 5, "created": 1, "created": 2, "usage": 1, "usage": {}}"#,
+    )
+    .unwrap();
+    assert_eq!(answer.id.as_deref(), Some("a"), "an escaped key is its text");
+    assert_eq!((&answer.model, answer.extra.get("model")), (&None, Some(&json!(5))));
+    assert_eq!(answer.created, Some(2));
+    assert!(answer.usage.is_some() && !answer.extra.contains_key("usage"), "{answer:?}");
+    for bad in ["[1]", "\"text\"", r#"{"choices": [{"message": }]}"#, r#"{"choices": [{"message": {"role": "a"}]"#] {
+        assert!(serde_json::from_str::<Completion>(bad).is_err(), "{bad}");
+    }
 }
