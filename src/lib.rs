@@ -61,8 +61,9 @@
 //!   client (rmcp's client side): connects over stdio or streamable HTTP,
 //!   lists their tools for the catalog, calls them, reconnects.
 //! * [`llm`]: the client of an upstream OpenAI-compatible model (typed
-//!   wire types; non-streaming and streaming, every way a stream ends told
-//!   apart; one time budget per request).
+//!   wire types read in one pass; non-streaming and streaming, every way a
+//!   stream ends told apart; one time budget per request; hyper-util's
+//!   pooled client, not reqwest's layers).
 //!
 //! **The engine** (what every face shares, protocol-neutral):
 //!

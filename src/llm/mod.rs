@@ -35,6 +35,8 @@
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+
 use futures_util::future::BoxFuture;
 use futures_util::{Stream, StreamExt};
 use serde_json::Value;
@@ -42,6 +44,7 @@ use serde_json::Value;
 use crate::config::{Config, LlmConfig};
 
 mod sse;
+mod transport;
 pub mod wire;
 
 pub use sse::FINISHED_GRACE;
@@ -137,13 +140,7 @@ impl ChatModel for LlmClient {
 
 /// The model client: one per process.
 pub struct LlmClient {
-    http: reqwest::Client,
-    /// `{base_url}/chat/completions`, parsed once (not per request).
-    url: reqwest::Url,
-    /// `{base_url}/models`.
-    models_url: String,
-    /// `Bearer KEY`, marked sensitive (never logged).
-    authorization: Option<reqwest::header::HeaderValue>,
+    http: transport::Http,
     config: LlmConfig,
 }
 
@@ -154,44 +151,16 @@ impl LlmClient {
             return Err(LlmError::NotConfigured);
         }
         crate::upstream::install_crypto();
-        // No proxy: the model server is the operator's (a proxy from the
-        // environment would be a surprise), and reqwest would otherwise
-        // match every request against the proxy settings.
-        let http = reqwest::Client::builder()
-            .user_agent(crate::upstream::USER_AGENT)
-            .connect_timeout(Duration::from_millis(config.llm.timeout_ms))
-            .no_proxy()
-            .build()
-            .map_err(|e| LlmError::Connect(e.to_string()))?;
         let key = config.llm_key().map_err(LlmError::Connect)?;
-        let authorization = key.map(|key| {
-            let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {}", key.expose()))
-                .unwrap_or_else(|_| reqwest::header::HeaderValue::from_static(""));
-            value.set_sensitive(true);
-            value
-        });
-        let base = config.llm.base_url.trim_end_matches('/');
-        let url = reqwest::Url::parse(&format!("{base}/chat/completions"))
-            .map_err(|e| LlmError::Connect(format!("llm.base_url is not a URL: {e}")))?;
-        Ok(LlmClient { http, url, models_url: format!("{base}/models"), authorization, config: config.llm.clone() })
-    }
-
-    fn request(&self, body: &bytes::Bytes) -> reqwest::RequestBuilder {
-        let json = reqwest::header::HeaderValue::from_static("application/json");
-        let req = self.http.post(self.url.clone()).header(reqwest::header::CONTENT_TYPE, json).body(body.clone());
-        self.authorized(req)
-    }
-
-    fn authorized(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        match &self.authorization {
-            Some(value) => req.header(reqwest::header::AUTHORIZATION, value.clone()),
-            None => req,
-        }
+        let connect_timeout = Duration::from_millis(config.llm.timeout_ms);
+        let http = transport::Http::new(&config.llm.base_url, key.as_ref().map(|k| k.expose()), connect_timeout)
+            .map_err(LlmError::Connect)?;
+        Ok(LlmClient { http, config: config.llm.clone() })
     }
 
     /// Sends `body` until a response starts, retrying what may be retried
     /// while the wait fits before `deadline`.
-    async fn send(&self, body: &bytes::Bytes, deadline: Instant) -> Result<reqwest::Response, LlmError> {
+    async fn send(&self, body: Bytes, deadline: Instant) -> Result<transport::Response, LlmError> {
         let timeout = Duration::from_millis(self.config.timeout_ms);
         let mut attempt = 0;
         loop {
@@ -201,10 +170,10 @@ impl LlmClient {
                 return Err(LlmError::Deadline);
             }
             let timed_out = if left < timeout { LlmError::Deadline } else { LlmError::Timeout(self.config.timeout_ms) };
-            let error = match tokio::time::timeout(timeout.min(left), self.request(body).send()).await {
+            let error = match tokio::time::timeout(timeout.min(left), self.http.post_completions(body.clone())).await {
                 Err(_) => return Err(timed_out),
-                Ok(Err(e)) if e.is_timeout() => return Err(timed_out),
-                Ok(Err(e)) => LlmError::Connect(cause(e)),
+                Ok(Err(e)) if e.timed_out => return Err(timed_out),
+                Ok(Err(e)) => LlmError::Connect(e.text),
                 Ok(Ok(r)) if r.status().is_success() => return Ok(r),
                 Ok(Ok(r)) => status_error(r).await,
             };
@@ -233,8 +202,8 @@ impl LlmClient {
     pub async fn models(&self) -> Result<Value, LlmError> {
         let timeout = Duration::from_millis(self.config.timeout_ms);
         let request = async {
-            let response = self.authorized(self.http.get(&self.models_url)).send().await.map_err(|e| {
-                if e.is_timeout() { LlmError::Timeout(self.config.timeout_ms) } else { LlmError::Connect(cause(e)) }
+            let response = self.http.get_models().await.map_err(|e| {
+                if e.timed_out { LlmError::Timeout(self.config.timeout_ms) } else { LlmError::Connect(e.text) }
             })?;
             let status = response.status().as_u16();
             let bytes = read_capped(response, self.config.max_response_bytes).await?;
@@ -271,7 +240,7 @@ impl LlmClient {
     }
 
     async fn complete_once(&self, body: &RequestBody, deadline: Instant) -> Result<Completion, LlmError> {
-        let response = self.send(&body.to_json(false).into(), deadline).await?;
+        let response = self.send(body.to_json(false).into(), deadline).await?;
         let kind = content_type(&response);
         let bytes = self.read_answer(response).await?;
         // Read straight into the typed answer (no `Value` tree in between:
@@ -309,7 +278,7 @@ impl LlmClient {
     }
 
     async fn stream_once(&self, body: &RequestBody, deadline: Instant) -> Result<Chunks, LlmError> {
-        let response = self.send(&body.to_json(true).into(), deadline).await?;
+        let response = self.send(body.to_json(true).into(), deadline).await?;
         let content_type =
             response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
         if !content_type.starts_with("text/event-stream") {
@@ -317,7 +286,8 @@ impl LlmClient {
         }
         let gap = Duration::from_millis(self.config.timeout_ms);
         let cap = self.config.max_response_bytes;
-        let events = sse::events(response.bytes_stream().boxed(), gap, cap);
+        let bytes = http_body_util::BodyDataStream::new(response.into_body());
+        let events = sse::events(bytes.map(|item| item.map_err(sse::BoxError::from)).boxed(), gap, cap);
         Ok(Box::pin(events.inspect(|item| {
             if let Err(e) = item {
                 tracing::warn!("model stream failed: {e}");
@@ -326,7 +296,7 @@ impl LlmClient {
     }
 
     /// A whole answer's body, within the model's timeout and size cap.
-    async fn read_answer(&self, response: reqwest::Response) -> Result<Vec<u8>, LlmError> {
+    async fn read_answer(&self, response: transport::Response) -> Result<Vec<u8>, LlmError> {
         let timeout = Duration::from_millis(self.config.timeout_ms);
         tokio::time::timeout(timeout, read_capped(response, self.config.max_response_bytes))
             .await
@@ -336,7 +306,7 @@ impl LlmClient {
     /// The answer to a streamed request that is not an event stream: one
     /// JSON completion (a server that ignores `stream`) becomes its chunks;
     /// anything else is malformed.
-    async fn not_a_stream(&self, response: reqwest::Response, kind: &str) -> Result<Chunks, LlmError> {
+    async fn not_a_stream(&self, response: transport::Response, kind: &str) -> Result<Chunks, LlmError> {
         let bytes = self.read_answer(response).await?;
         let completion = serde_json::from_slice::<Completion>(&bytes).ok().filter(Completion::has_messages);
         let Some(completion) = completion else {
@@ -351,9 +321,15 @@ impl LlmClient {
 }
 
 /// An error status's [`LlmError::Status`]: the server's message (its
-/// `error.message`, else the start of its body) and `Retry-After`.
-async fn status_error(response: reqwest::Response) -> LlmError {
+/// `error.message`, else the start of its body) and `Retry-After`. A
+/// redirect is not followed: its message says so (not where it points,
+/// which would show the model server's address).
+async fn status_error(response: transport::Response) -> LlmError {
     let status = response.status().as_u16();
+    if response.status().is_redirection() {
+        let message = "a redirect, not followed: set llm.base_url to the address it points to".into();
+        return LlmError::Status { status, message, retry_after: None };
+    }
     let retry_after =
         response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(crate::outbound::retry_after);
     let text = read_capped(response, 64 * 1024).await.unwrap_or_default();
@@ -365,7 +341,7 @@ async fn status_error(response: reqwest::Response) -> LlmError {
 }
 
 /// A response's media type (`text/html`), or "no content type".
-fn content_type(response: &reqwest::Response) -> String {
+fn content_type(response: &transport::Response) -> String {
     let value = response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("");
     match value.split(';').next().map(str::trim).filter(|t| !t.is_empty()) {
         Some(t) => t.to_ascii_lowercase(),
@@ -373,29 +349,10 @@ fn content_type(response: &reqwest::Response) -> String {
     }
 }
 
-/// A reqwest error's text with its causes (`error sending request:
-/// connection refused`), without the URL it was for: the model server's
-/// address is the operator's business, not the client's.
-fn cause(e: reqwest::Error) -> String {
-    let e = e.without_url();
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(&e);
-    while let Some(s) = source {
-        let s_text = s.to_string();
-        if !text.contains(&s_text) {
-            text = format!("{text}: {s_text}");
-        }
-        source = s.source();
-    }
-    text
-}
-
 /// The body, up to `cap` bytes (more is an error).
-async fn read_capped(mut response: reqwest::Response, cap: usize) -> Result<Vec<u8>, LlmError> {
-    crate::outbound::read_capped(&mut response, cap).await.map_err(|e| match e {
-        crate::outbound::ReadError::TooLarge { .. } => {
-            LlmError::Malformed(format!("the answer is larger than {cap} bytes"))
-        }
-        crate::outbound::ReadError::Read(e) => LlmError::Connect(format!("reading the answer: {}", cause(e))),
+async fn read_capped(response: transport::Response, cap: usize) -> Result<Vec<u8>, LlmError> {
+    transport::read_capped(response, cap).await.map_err(|e| match e {
+        transport::ReadError::TooLarge => LlmError::Malformed(format!("the answer is larger than {cap} bytes")),
+        transport::ReadError::Read(e) => LlmError::Connect(format!("reading the answer: {e}")),
     })
 }

@@ -25,15 +25,19 @@ use futures_util::{Stream, StreamExt};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::LlmError;
+use super::transport::cause;
 use super::wire::Chunk;
-use super::{LlmError, cause};
 
 /// How long a stream whose choices all have their `finish_reason` may
 /// stay open for its usage chunk and `[DONE]`; after that it is whole.
 pub const FINISHED_GRACE: Duration = Duration::from_secs(2);
 
+/// Why a body's bytes stopped coming (the connection broke).
+pub(super) type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 /// A response body's bytes, as they arrive.
-pub(super) type Bytes<B> = Pin<Box<dyn Stream<Item = reqwest::Result<B>> + Send>>;
+pub(super) type Bytes<B> = Pin<Box<dyn Stream<Item = Result<B, BoxError>> + Send>>;
 
 /// The chunks of a server-sent event stream, ended as it ended:
 ///
@@ -128,7 +132,9 @@ impl<B: AsRef<[u8]>> Reader<B> {
                     return Some(Err(LlmError::Truncated(why.into())));
                 }
                 Ok(Some(Err(_))) if finished => return None,
-                Ok(Some(Err(e))) => return Some(Err(LlmError::Connect(format!("the stream broke: {}", cause(e))))),
+                Ok(Some(Err(e))) => {
+                    return Some(Err(LlmError::Connect(format!("the stream broke: {}", cause(e.as_ref())))));
+                }
                 Ok(Some(Ok(bytes))) => {
                     self.total += bytes.as_ref().len();
                     if self.total > self.cap {
@@ -182,7 +188,7 @@ mod tests {
 
     /// What `events` makes of a body that arrives in `pieces`.
     async fn read(pieces: &[&[u8]]) -> Vec<Result<Chunk, LlmError>> {
-        let pieces: Vec<reqwest::Result<Vec<u8>>> = pieces.iter().map(|p| Ok(p.to_vec())).collect();
+        let pieces: Vec<Result<Vec<u8>, BoxError>> = pieces.iter().map(|p| Ok(p.to_vec())).collect();
         let bytes: Bytes<Vec<u8>> = Box::pin(futures_util::stream::iter(pieces));
         events(bytes, Duration::from_secs(5), 1 << 20).collect().await
     }

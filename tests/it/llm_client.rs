@@ -85,6 +85,13 @@ async fn model(State(seen): State<Seen>, Path(scenario): Path<String>, headers: 
         "stream-two-choices-eof" => sse(vec![chunk("a"), finish(0), chunk_of(1, "b")], false),
         "429-long" => (StatusCode::TOO_MANY_REQUESTS, [("retry-after", "30")], "slow down").into_response(),
         "429-short" => (StatusCode::TOO_MANY_REQUESTS, [("retry-after", "1")], "slow down").into_response(),
+        "redirect" => (StatusCode::TEMPORARY_REDIRECT, [("location", "/ok/v1/chat/completions")]).into_response(),
+        // No Content-Length: the size is known only as it arrives.
+        "chunked" => {
+            let pieces = [completion("hello").to_string(), " ".repeat(100)];
+            let stream = futures_util::stream::iter(pieces.map(Ok::<_, std::io::Error>));
+            axum::body::Body::from_stream(stream).into_response()
+        }
         _ => StatusCode::NOT_FOUND.into_response(),
     }
 }
@@ -100,13 +107,17 @@ async fn scripted() -> (String, Seen) {
     (base, seen)
 }
 
-fn client(base: &str, scenario: &str) -> LlmClient {
+fn model_config(base: &str, scenario: &str) -> Config {
     let mut config = Config::default();
     config.llm.base_url = format!("{base}/{scenario}/v1");
     config.llm.timeout_ms = 400;
     config.llm.max_attempts = 2;
     config.llm.backoff_ms = 10;
-    LlmClient::new(&config).unwrap()
+    config
+}
+
+fn client(base: &str, scenario: &str) -> LlmClient {
+    LlmClient::new(&model_config(base, scenario)).unwrap()
 }
 
 /// A request's time budget: long enough for every scenario.
@@ -179,9 +190,28 @@ async fn answers_retries_and_errors() {
 
     assert!(matches!(client(&base, "garbage").complete(&request(), later()).await, Err(LlmError::Malformed(_))));
     assert!(matches!(client(&base, "nochoices").complete(&request(), later()).await, Err(LlmError::Malformed(_))));
+    // The model server is where llm.base_url says: a redirect is an
+    // error that says what to do, not followed.
+    let oks = seen.lock().unwrap()["ok"].len();
+    let e = client(&base, "redirect").complete(&request(), later()).await.unwrap_err();
+    assert!(matches!(&e, LlmError::Status { status: 307, message, .. } if message.contains("llm.base_url")), "{e:?}");
+    assert_eq!(seen.lock().unwrap()["ok"].len(), oks, "not followed");
+    // Answers larger than llm.max_response_bytes, by Content-Length or as they arrive.
+    for scenario in ["ok", "chunked"] {
+        let mut small = model_config(&base, scenario);
+        small.llm.max_response_bytes = 64;
+        let e = LlmClient::new(&small).unwrap().complete(&request(), later()).await.unwrap_err();
+        assert_eq!(e, LlmError::Malformed("the answer is larger than 64 bytes".into()), "{scenario}");
+    }
+    assert!(client(&base, "chunked").complete(&request(), later()).await.is_ok(), "a chunked answer is read whole");
     let mut config = Config::default();
     config.llm.base_url = String::new();
     assert!(matches!(LlmClient::new(&config), Err(LlmError::NotConfigured)));
+    for base_url in ["localhost:8000/v1", "ftp://host/v1", "http:///v1", "not a url"] {
+        config.llm.base_url = base_url.into();
+        let e = LlmClient::new(&config).err();
+        assert!(matches!(&e, Some(LlmError::Connect(m)) if m.contains("llm.base_url")), "{base_url}: {e:?}");
+    }
 }
 
 #[tokio::test]
