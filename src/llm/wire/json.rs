@@ -156,43 +156,77 @@ enum Read<T> {
     Other(Value),
 }
 
-/// Sets `field` from `read`; what does not fit goes to `extra` under
-/// `key`. A key that comes twice counts once, as its last value.
-fn put<T>(field: &mut Option<T>, read: Read<T>, key: &str, extra: &mut Fields) {
+/// Sets `field` from `read`; what does not fit unsets it and goes to
+/// `extra` under `key`. A key that comes twice counts once, as its last
+/// value.
+fn put<F: Default>(field: &mut F, read: Read<F>, key: &str, extra: &mut Fields) {
     match read {
         Read::Fits(value) => {
-            *field = Some(value);
+            *field = value;
             extra.shift_remove(key);
         }
         Read::Other(value) => {
-            *field = None;
+            *field = F::default();
             extra.insert(key.to_owned(), value);
         }
     }
 }
 
-fn text(value: Value) -> Read<String> {
-    match value {
-        Value::String(text) => Read::Fits(text),
+// The readers of named fields, one per JSON shape a field is read from.
+
+fn text<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Read<Option<String>>, A::Error> {
+    Ok(match map.next_value()? {
+        Value::String(text) => Read::Fits(Some(text)),
         other => Read::Other(other),
-    }
+    })
 }
 
-fn count(value: Value) -> Read<u64> {
-    match value.as_u64() {
-        Some(n) => Read::Fits(n),
+fn count<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Read<Option<u64>>, A::Error> {
+    let value: Value = map.next_value()?;
+    Ok(match value.as_u64() {
+        Some(n) => Read::Fits(Some(n)),
         None => Read::Other(value),
-    }
+    })
+}
+
+fn any<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Read<Option<Value>>, A::Error> {
+    Ok(Read::Fits(Some(map.next_value()?)))
 }
 
 /// A message's content: text, a list of parts or null.
-fn content_of(value: Value) -> Read<Content> {
-    match value {
+fn content<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Read<Content>, A::Error> {
+    Ok(match map.next_value()? {
         Value::Null => Read::Fits(Content::Null),
         Value::String(text) => Read::Fits(Content::Text(text)),
         Value::Array(parts) => Read::Fits(Content::Parts(parts)),
         other => Read::Other(other),
-    }
+    })
+}
+
+/// A wire object (a choice's message, a call's function, usage).
+fn object<'de, A: MapAccess<'de>, T: Wire>(map: &mut A) -> Result<Read<Option<T>>, A::Error> {
+    Ok(match map.next_value::<Shape<T>>()? {
+        Shape::Object(object) => Read::Fits(Some(object)),
+        other => Read::Other(other.into_value()),
+    })
+}
+
+/// A list of wire objects, every item one (a completion's choices).
+fn list<'de, A: MapAccess<'de>, T: Wire>(map: &mut A) -> Result<Read<Vec<T>>, A::Error> {
+    Ok(match map.next_value::<Shape<T>>()? {
+        Shape::List(items) if items.iter().all(|item| matches!(item, Shape::Object(_))) => {
+            Read::Fits(items.into_iter().filter_map(Shape::into_object).collect())
+        }
+        other => Read::Other(other.into_value()),
+    })
+}
+
+/// A list of wire objects that may be absent (a message's tool calls).
+fn objects<'de, A: MapAccess<'de>, T: Wire>(map: &mut A) -> Result<Read<Option<Vec<T>>>, A::Error> {
+    Ok(match list(map)? {
+        Read::Fits(items) => Read::Fits(Some(items)),
+        Read::Other(value) => Read::Other(value),
+    })
 }
 
 /// A value where a wire object (or a list of them) is expected, read in
@@ -218,24 +252,6 @@ impl<T: Wire> Shape<T> {
         match self {
             Shape::Object(object) => Some(object),
             _ => None,
-        }
-    }
-
-    /// A named object (a choice's message, a call's function).
-    fn object(self) -> Read<T> {
-        match self {
-            Shape::Object(object) => Read::Fits(object),
-            other => Read::Other(other.into_value()),
-        }
-    }
-
-    /// A named list of objects (choices, tool calls): every item one.
-    fn objects(self) -> Read<Vec<T>> {
-        match self {
-            Shape::List(items) if items.iter().all(|item| matches!(item, Shape::Object(_))) => {
-                Read::Fits(items.into_iter().filter_map(Shape::into_object).collect())
-            }
-            other => Read::Other(other.into_value()),
         }
     }
 }
@@ -351,140 +367,76 @@ impl<'de> Deserialize<'de> for Key<'de> {
     }
 }
 
-/// `Deserialize` for wire types: an object read by [`WireVisitor`].
-macro_rules! deserialize_wire {
-    ($($ty:ty $(, $generic:ident)?);* $(;)?) => {$(
-        impl<'de $(, $generic: Wire)?> Deserialize<'de> for $ty {
-            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                d.deserialize_map(WireVisitor(PhantomData))
-            }
-        }
-    )*};
-}
-
-deserialize_wire!(Completion<C>, C; Choice; ChunkChoice; Message; ToolCall; FunctionCall; CompletionUsage);
-
-impl<C: Wire> Wire for Completion<C> {
-    fn extra(&mut self) -> &mut Fields {
-        &mut self.extra
-    }
-
-    fn named<'de, A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
-        let extra = &mut self.extra;
-        match key {
-            "id" => put(&mut self.id, text(map.next_value()?), key, extra),
-            "object" => put(&mut self.object, text(map.next_value()?), key, extra),
-            "created" => put(&mut self.created, count(map.next_value()?), key, extra),
-            "model" => put(&mut self.model, text(map.next_value()?), key, extra),
-            "choices" => {
-                let mut choices = None;
-                put(&mut choices, map.next_value::<Shape<C>>()?.objects(), key, extra);
-                self.choices = choices.unwrap_or_default();
-            }
-            "usage" => put(&mut self.usage, map.next_value::<Shape<CompletionUsage>>()?.object(), key, extra),
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-}
-
-/// A choice and a chunk's choice: the same fields but the message's name.
-macro_rules! wire_choice {
-    ($ty:ty, $message:ident) => {
-        impl Wire for $ty {
+/// A wire type's [`Wire`] and `Deserialize` impls from its named fields:
+/// `"key" => field: reader`.
+macro_rules! wire {
+    ($ty:ty $(, $generic:ident)? { $($key:literal => $field:ident: $read:ident),* $(,)? }) => {
+        impl$(<$generic: Wire>)? Wire for $ty {
             fn extra(&mut self) -> &mut Fields {
                 &mut self.extra
             }
 
             fn named<'de, A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
-                let extra = &mut self.extra;
                 match key {
-                    "index" => put(&mut self.index, count(map.next_value()?), key, extra),
-                    stringify!($message) => {
-                        put(&mut self.$message, map.next_value::<Shape<Message>>()?.object(), key, extra)
-                    }
-                    "logprobs" => put(&mut self.logprobs, Read::Fits(map.next_value()?), key, extra),
-                    "finish_reason" => put(&mut self.finish_reason, text(map.next_value()?), key, extra),
+                    $($key => put(&mut self.$field, $read(map)?, key, &mut self.extra),)*
                     _ => return Ok(false),
                 }
                 Ok(true)
             }
         }
+
+        impl<'de $(, $generic: Wire)?> Deserialize<'de> for $ty {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                d.deserialize_map(WireVisitor(PhantomData))
+            }
+        }
     };
 }
 
-wire_choice!(Choice, message);
-wire_choice!(ChunkChoice, delta);
+wire!(Completion<C>, C {
+    "id" => id: text,
+    "object" => object: text,
+    "created" => created: count,
+    "model" => model: text,
+    "choices" => choices: list,
+    "usage" => usage: object,
+});
 
-impl Wire for Message {
-    fn extra(&mut self) -> &mut Fields {
-        &mut self.extra
-    }
+wire!(Choice {
+    "index" => index: count,
+    "message" => message: object,
+    "logprobs" => logprobs: any,
+    "finish_reason" => finish_reason: text,
+});
 
-    fn named<'de, A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
-        let extra = &mut self.extra;
-        match key {
-            "role" => put(&mut self.role, text(map.next_value()?), key, extra),
-            "tool_call_id" => put(&mut self.tool_call_id, text(map.next_value()?), key, extra),
-            "content" => {
-                let mut content = None;
-                put(&mut content, content_of(map.next_value()?), key, extra);
-                self.content = content.unwrap_or_default();
-            }
-            "tool_calls" => put(&mut self.tool_calls, map.next_value::<Shape<ToolCall>>()?.objects(), key, extra),
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-}
+wire!(ChunkChoice {
+    "index" => index: count,
+    "delta" => delta: object,
+    "logprobs" => logprobs: any,
+    "finish_reason" => finish_reason: text,
+});
 
-impl Wire for ToolCall {
-    fn extra(&mut self) -> &mut Fields {
-        &mut self.extra
-    }
+wire!(Message {
+    "role" => role: text,
+    "tool_call_id" => tool_call_id: text,
+    "content" => content: content,
+    "tool_calls" => tool_calls: objects,
+});
 
-    fn named<'de, A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
-        let extra = &mut self.extra;
-        match key {
-            "index" => put(&mut self.index, count(map.next_value()?), key, extra),
-            "id" => put(&mut self.id, text(map.next_value()?), key, extra),
-            "type" => put(&mut self.kind, text(map.next_value()?), key, extra),
-            "function" => put(&mut self.function, map.next_value::<Shape<FunctionCall>>()?.object(), key, extra),
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-}
+wire!(ToolCall {
+    "index" => index: count,
+    "id" => id: text,
+    "type" => kind: text,
+    "function" => function: object,
+});
 
-impl Wire for FunctionCall {
-    fn extra(&mut self) -> &mut Fields {
-        &mut self.extra
-    }
+wire!(FunctionCall {
+    "name" => name: text,
+    "arguments" => arguments: any,
+});
 
-    fn named<'de, A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
-        let extra = &mut self.extra;
-        match key {
-            "name" => put(&mut self.name, text(map.next_value()?), key, extra),
-            "arguments" => put(&mut self.arguments, Read::Fits(map.next_value()?), key, extra),
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-}
-
-impl Wire for CompletionUsage {
-    fn extra(&mut self) -> &mut Fields {
-        &mut self.extra
-    }
-
-    fn named<'de, A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
-        let extra = &mut self.extra;
-        match key {
-            "prompt_tokens" => put(&mut self.prompt_tokens, count(map.next_value()?), key, extra),
-            "completion_tokens" => put(&mut self.completion_tokens, count(map.next_value()?), key, extra),
-            "total_tokens" => put(&mut self.total_tokens, count(map.next_value()?), key, extra),
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-}
+wire!(CompletionUsage {
+    "prompt_tokens" => prompt_tokens: count,
+    "completion_tokens" => completion_tokens: count,
+    "total_tokens" => total_tokens: count,
+});
