@@ -5,6 +5,9 @@
 
 use std::time::{Duration, SystemTime};
 
+use bytes::Buf;
+use http_body_util::BodyExt;
+
 /// The longest `Retry-After` believed (longer ones are read as this).
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(86_400);
 
@@ -34,26 +37,36 @@ pub fn retry_after(value: &str) -> Option<Duration> {
 
 /// Why a body could not be read whole.
 #[derive(Debug)]
-pub enum ReadError {
+pub enum ReadError<E> {
     /// It is larger than the cap; `declared`: its `Content-Length` said so
     /// before anything was read.
     TooLarge { declared: bool },
     /// The connection failed while reading.
-    Read(reqwest::Error),
+    Read(E),
 }
 
 /// `response`'s body, up to `cap` bytes: refused at once when its
-/// `Content-Length` is larger, cut off as soon as it grows larger.
-pub async fn read_capped(response: &mut reqwest::Response, cap: usize) -> Result<Vec<u8>, ReadError> {
-    if response.content_length().is_some_and(|n| n > cap as u64) {
+/// `Content-Length` is larger, cut off as soon as it grows larger. Any
+/// body: reqwest's (APIs, as `http::Response::from(response)`) and
+/// hyper's (the model).
+pub async fn read_capped<B>(response: http::Response<B>, cap: usize) -> Result<Vec<u8>, ReadError<B::Error>>
+where
+    B: hyper::body::Body + Unpin,
+{
+    let declared =
+        response.headers().get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > cap as u64) {
         return Err(ReadError::TooLarge { declared: true });
     }
+    let mut body = response.into_body();
     let mut out = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(ReadError::Read)? {
-        if out.len() + chunk.len() > cap {
-            return Err(ReadError::TooLarge { declared: false });
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame.map_err(ReadError::Read)?.into_data() {
+            if out.len() + data.remaining() > cap {
+                return Err(ReadError::TooLarge { declared: false });
+            }
+            out.extend_from_slice(data.chunk());
         }
-        out.extend_from_slice(&chunk);
     }
     Ok(out)
 }

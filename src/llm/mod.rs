@@ -351,8 +351,12 @@ fn content_type(response: &transport::Response) -> String {
 
 /// The body, up to `cap` bytes (more is an error).
 async fn read_capped(response: transport::Response, cap: usize) -> Result<Vec<u8>, LlmError> {
-    transport::read_capped(response, cap).await.map_err(|e| match e {
-        transport::ReadError::TooLarge => LlmError::Malformed(format!("the answer is larger than {cap} bytes")),
-        transport::ReadError::Read(e) => LlmError::Connect(format!("reading the answer: {e}")),
+    crate::outbound::read_capped(response, cap).await.map_err(|e| match e {
+        crate::outbound::ReadError::TooLarge { .. } => {
+            LlmError::Malformed(format!("the answer is larger than {cap} bytes"))
+        }
+        crate::outbound::ReadError::Read(e) => {
+            LlmError::Connect(format!("reading the answer: {}", transport::cause(&e)))
+        }
     })
 }

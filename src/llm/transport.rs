@@ -8,15 +8,17 @@
 //! (the redirect policy, the URI conversion, the response's URL), ~8% of
 //! `serve`'s CPU at saturation (docs/benchmarks.md, "Proxy cost"). The
 //! model server is one address the operator configured: there is nothing
-//! to follow a redirect to (a 3xx is an error status that names it), no
-//! proxy to match, and nothing comes compressed that was not asked for.
+//! to follow a redirect to (a 3xx is an error status saying to set
+//! `llm.base_url`), no proxy to match, and nothing comes compressed that
+//! was not asked for. Bodies are read by [`crate::outbound::read_capped`],
+//! as the APIs' are.
 
 use std::error::Error as StdError;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue, USER_AGENT};
-use http_body_util::{BodyExt, Full};
+use http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue, USER_AGENT};
+use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
@@ -115,35 +117,6 @@ impl Http {
     async fn send(&self, request: http::Request<Full<Bytes>>) -> Result<Response, SendError> {
         self.client.request(request).await.map_err(|e| SendError { timed_out: timed_out(&e), text: cause(&e) })
     }
-}
-
-/// Why reading a body failed.
-pub(super) enum ReadError {
-    /// Larger than the cap (by its `Content-Length`, or as it arrived).
-    TooLarge,
-    /// The connection broke (the text of the causes).
-    Read(String),
-}
-
-/// `response`'s body, up to `cap` bytes: refused at once when its
-/// `Content-Length` says more, cut off as soon as it grows larger.
-pub(super) async fn read_capped(response: Response, cap: usize) -> Result<Vec<u8>, ReadError> {
-    let declared = response.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > cap as u64) {
-        return Err(ReadError::TooLarge);
-    }
-    let mut body = response.into_body();
-    let mut out = Vec::new();
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| ReadError::Read(cause(&e)))?;
-        if let Ok(data) = frame.into_data() {
-            if out.len() + data.len() > cap {
-                return Err(ReadError::TooLarge);
-            }
-            out.extend_from_slice(&data);
-        }
-    }
-    Ok(out)
 }
 
 /// An error's text with its causes (`client error (Connect): tcp connect

@@ -365,14 +365,14 @@ impl Upstream {
         if let Some(body) = &http.body {
             req = req.header("content-type", "application/json").body(body.to_string());
         }
-        let mut response = req.send().await.map_err(classify)?;
+        let response = req.send().await.map_err(classify)?;
         let status = response.status();
         let content_type =
             response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
         let retry_after =
             response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(crate::outbound::retry_after);
         let cap = self.config.max_response_bytes;
-        let bytes = match crate::outbound::read_capped(&mut response, cap).await {
+        let bytes = match crate::outbound::read_capped(http::Response::from(response), cap).await {
             Ok(bytes) => bytes,
             Err(ReadError::TooLarge { declared: true }) => {
                 return Err(Failure::fatal(ErrorClass::TooLarge, format!("the response is larger than {cap} bytes")));
