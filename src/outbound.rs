@@ -1,12 +1,35 @@
 //! What every outbound request shares, the model client's
 //! ([`crate::llm`]) and the APIs' ([`crate::upstream`]), so that both read
 //! alike: when to try again (exponential backoff with jitter, a server's
-//! `Retry-After`) and reading a body up to a size cap.
+//! `Retry-After`), reading a body up to a size cap, and a client per
+//! thread.
 
 use std::time::{Duration, SystemTime};
 
 use bytes::Buf;
 use http_body_util::BodyExt;
+
+/// A pooled HTTP client per thread. A pool's connections are tasks of the
+/// runtime that opened them: shared between `toolrouter serve`'s threads
+/// (each its own runtime, [`crate::server::conn`]), a request on one thread
+/// would wake the other twice to use a connection it opened. Each thread
+/// builds its own client the first time it sends.
+pub struct PerThread<C: Send> {
+    clients: thread_local::ThreadLocal<C>,
+    make: Box<dyn Fn() -> C + Send + Sync>,
+}
+
+impl<C: Send> PerThread<C> {
+    /// Clients made by `make`, one per thread that asks.
+    pub fn new(make: impl Fn() -> C + Send + Sync + 'static) -> PerThread<C> {
+        PerThread { clients: thread_local::ThreadLocal::new(), make: Box::new(make) }
+    }
+
+    /// This thread's client.
+    pub fn get(&self) -> &C {
+        self.clients.get_or(&self.make)
+    }
+}
 
 /// The longest `Retry-After` believed (longer ones are read as this).
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(86_400);

@@ -203,8 +203,8 @@ fn init_logging(config: &Config, server: bool) -> Option<log_writer::Guard> {
 }
 
 /// The tokio runtime every subcommand runs its async work on: one kind,
-/// multi-threaded as the server's, so the engine's blocking-pool work and
-/// spawned tasks behave as they do there.
+/// multi-threaded as the one `serve` starts the engine on (its connections
+/// are served on threads of their own, [`crate::server::conn::spawn`]).
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| CliError::Failure(e.into()))
 }

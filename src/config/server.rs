@@ -25,6 +25,9 @@ pub const DEFAULT_HEADER_READ_TIMEOUT_MS: u64 = 30_000;
 /// `server.body_timeout_ms`: a request's whole body must arrive within this after its headers (else 408).
 pub const DEFAULT_BODY_TIMEOUT_MS: u64 = 30_000;
 
+/// `server.threads`: most serving threads (0: one per core).
+pub const MAX_THREADS: usize = 256;
+
 /// `[server]`: the HTTP listener shared by the faces.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -44,6 +47,9 @@ pub struct ServerConfig {
     pub request_timeout_ms: u64,
     pub header_read_timeout_ms: u64,
     pub body_timeout_ms: u64,
+    /// Threads accepting and serving connections, each with a runtime of
+    /// its own (0: one per core).
+    pub threads: usize,
 }
 
 impl Default for ServerConfig {
@@ -59,11 +65,20 @@ impl Default for ServerConfig {
             request_timeout_ms: DEFAULT_REQUEST_TIMEOUT_MS,
             header_read_timeout_ms: DEFAULT_HEADER_READ_TIMEOUT_MS,
             body_timeout_ms: DEFAULT_BODY_TIMEOUT_MS,
+            threads: 0,
         }
     }
 }
 
 impl ServerConfig {
+    /// How many serving threads to start: `threads`, or one per core.
+    pub fn threads(&self) -> usize {
+        match self.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        }
+    }
+
     /// Key hashes are SHA-256 hex, the rate is a rate and the limits are at
     /// least 1, as (key, problem).
     pub(super) fn validate(&self) -> Result<(), (String, String)> {
@@ -90,6 +105,9 @@ impl ServerConfig {
         ];
         if let Some((key, _)) = positive.iter().find(|(_, n)| *n == 0) {
             return Err((format!("server.{key}"), "must be at least 1".into()));
+        }
+        if self.threads > MAX_THREADS {
+            return Err(("server.threads".into(), format!("must be 0 (one per core) to {MAX_THREADS}")));
         }
         Ok(())
     }

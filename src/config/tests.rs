@@ -87,6 +87,9 @@ fn errors_name_the_key_and_where_it_was_set() {
     let (_, r) = load_text("[upstream]\nallowed_hosts = [\"http://x/y\"]\n", &[]);
     assert!(r.unwrap_err().to_string().contains("`upstream.allowed_hosts[0]`"));
 
+    let err = Config::load_with_env(None, env(&[("TOOLROUTER_SERVER_THREADS", "1000")])).unwrap_err().to_string();
+    assert!(err.contains("`server.threads`") && err.contains("0 (one per core) to 256"), "{err}");
+
     let (_, r) = load_text("not toml = = 1", &[]);
     assert!(matches!(r.unwrap_err(), ConfigError::Syntax { .. }));
 }

@@ -25,6 +25,8 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
+use crate::outbound::PerThread;
+
 /// A model server's answer, its body still to read.
 pub(super) type Response = http::Response<Incoming>;
 
@@ -38,7 +40,8 @@ pub(super) struct SendError {
 
 /// The pooled client with the model server's address and headers.
 pub(super) struct Http {
-    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    /// A pool per thread ([`PerThread`]).
+    client: PerThread<Client<HttpsConnector<HttpConnector>, Full<Bytes>>>,
     /// `{base_url}/chat/completions`.
     completions: http::Uri,
     /// `{base_url}/models`.
@@ -81,8 +84,12 @@ impl Http {
             .enable_http1()
             .enable_http2()
             .wrap_connector(tcp);
-        let client =
-            Client::builder(TokioExecutor::new()).timer(TokioTimer::new()).pool_timer(TokioTimer::new()).build(tls);
+        let client = PerThread::new(move || {
+            Client::builder(TokioExecutor::new())
+                .timer(TokioTimer::new())
+                .pool_timer(TokioTimer::new())
+                .build(tls.clone())
+        });
         Ok(Http { client, completions, models, authorization })
     }
 
@@ -115,7 +122,7 @@ impl Http {
     }
 
     async fn send(&self, request: http::Request<Full<Bytes>>) -> Result<Response, SendError> {
-        self.client.request(request).await.map_err(|e| SendError { timed_out: timed_out(&e), text: cause(&e) })
+        self.client.get().request(request).await.map_err(|e| SendError { timed_out: timed_out(&e), text: cause(&e) })
     }
 }
 

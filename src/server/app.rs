@@ -328,14 +328,19 @@ pub async fn serve(config: &Config) -> anyhow::Result<()> {
     tokio::spawn(housekeeping(app.clone()));
     tokio::spawn(super::console::sample(app.clone()));
     let grace = Duration::from_millis(config.server.shutdown_grace_ms);
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let (stop, stopped) = tokio::sync::watch::channel(false);
     let header_read_timeout = Duration::from_millis(config.server.header_read_timeout_ms);
-    let mut server = tokio::spawn(super::conn::serve(listener, router(app.clone()), header_read_timeout, async {
-        let _ = rx.await;
-    }));
+    let threads = super::conn::spawn(
+        listener.into_std()?,
+        router(app.clone()),
+        header_read_timeout,
+        config.server.threads(),
+        stopped,
+    )?;
+    let mut server = tokio::spawn(threads.join());
     shutdown_signal().await;
     tracing::info!("shutting down: draining in-flight requests");
-    let _ = tx.send(());
+    let _ = stop.send(true);
     if tokio::time::timeout(grace, &mut server).await.is_err() {
         tracing::warn!("in-flight requests did not finish within {grace:?}: answering them 503");
         app.cut_off.send_replace(true);

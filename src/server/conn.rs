@@ -13,6 +13,15 @@
 //! TCP_NODELAY (streamed answers are many small writes: without it,
 //! Nagle's algorithm holds each one until the client's delayed ACK,
 //! ~40 ms) and its peer address as [`axum::extract::ConnectInfo`].
+//!
+//! `toolrouter serve` accepts on [`spawn`]'s threads: each runs a
+//! current-thread tokio runtime and accepts from the same socket, so a
+//! connection's request, the tasks it spawns and its model connection stay
+//! on one thread. On tokio's work-stealing runtime every task woken by
+//! the network also woke an idle worker to steal it (two `futex` calls a
+//! request); on this project's 2-core machines that hand-off was 20% of the
+//! CPU of a request at 1,000 req/s and 0.07 ms of an MCP `tools/call`
+//! (docs/benchmarks.md, "One runtime per serving thread").
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -23,7 +32,58 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
+use tokio::sync::{oneshot, watch};
 use tower::ServiceExt;
+
+/// The serving threads of [`spawn`].
+pub struct Threads {
+    done: Vec<oneshot::Receiver<()>>,
+}
+
+impl Threads {
+    /// Waits until every thread has stopped accepting and its connections'
+    /// requests in flight have finished.
+    pub async fn join(self) {
+        for done in self.done {
+            let _ = done.await;
+        }
+    }
+}
+
+/// Serves `router` on `threads` threads, each with a current-thread tokio
+/// runtime accepting from `listener` (the same socket: whichever thread is
+/// idle takes a new connection first), until `stop` turns true.
+pub fn spawn(
+    listener: std::net::TcpListener,
+    router: axum::Router,
+    header_read_timeout: Duration,
+    threads: usize,
+    stop: watch::Receiver<bool>,
+) -> std::io::Result<Threads> {
+    listener.set_nonblocking(true)?;
+    let mut done = Vec::new();
+    for i in 0..threads.max(1) {
+        let (listener, router, mut stop) = (listener.try_clone()?, router.clone(), stop.clone());
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let (finished, finished_rx) = oneshot::channel();
+        std::thread::Builder::new().name(format!("serve-{i}")).spawn(move || {
+            runtime.block_on(async move {
+                match TcpListener::from_std(listener) {
+                    Ok(listener) => {
+                        let stopped = async move {
+                            let _ = stop.wait_for(|stop| *stop).await;
+                        };
+                        serve(listener, router, header_read_timeout, stopped).await;
+                    }
+                    Err(e) => tracing::error!("serving thread {i} cannot accept: {e}"),
+                }
+            });
+            let _ = finished.send(());
+        })?;
+        done.push(finished_rx);
+    }
+    Ok(Threads { done })
+}
 
 /// Serves `router` on `listener` until `shutdown` completes, then waits
 /// for the connections' requests in flight to finish (the caller bounds

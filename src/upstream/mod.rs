@@ -11,7 +11,7 @@
 //!    addresses (in the DNS resolver, so redirects are covered too);
 //! 3. [`limits`] takes a cell of the global, per-host, per-API and
 //!    per-client rates, or refuses with when to retry;
-//! 4. the request is sent with one pooled client (rustls, gzip) at most
+//! 4. the request is sent with a pooled client (one per thread, rustls, gzip) at most
 //!    `max_attempts` times: again after connect errors, timeouts, 5xx and
 //!    429 (after `Retry-After`, which also slows the host), with
 //!    exponential backoff and jitter, never after other 4xx, and never past
@@ -44,7 +44,7 @@ use url::Url;
 use crate::catalog::{Api, Catalog};
 use crate::config::{Config, Secret, UpstreamConfig, UpstreamMode};
 use crate::downstream::Downstream;
-use crate::outbound::ReadError;
+use crate::outbound::{PerThread, ReadError};
 use crate::units::ms;
 pub use guard::Guard;
 pub use limits::{Limit, Limits};
@@ -170,7 +170,8 @@ impl CallError {
 }
 
 enum Backend {
-    Live(reqwest::Client),
+    /// A pool per thread ([`PerThread`]).
+    Live(Box<PerThread<reqwest::Client>>),
     Replay(ReplayTable),
 }
 
@@ -208,7 +209,15 @@ impl Upstream {
                 ReplayTable::load(&c.replay_dir, catalog)
                     .map_err(|e| anyhow::anyhow!("reading the replay table {}: {e}", c.replay_dir.display()))?,
             ),
-            UpstreamMode::Live => Backend::Live(client(c, guard.clone(), credentials::hosts(&credentials))?),
+            UpstreamMode::Live => {
+                let (c, guard, hosts) = (c.clone(), guard.clone(), credentials::hosts(&credentials));
+                let first = client(&c, guard.clone(), hosts.clone())?;
+                // The same settings built once already: another thread's
+                // build fails only if the machine does (then it shares the first pool).
+                Backend::Live(Box::new(PerThread::new(move || {
+                    client(&c, guard.clone(), hosts.clone()).unwrap_or_else(|_| first.clone())
+                })))
+            }
         };
         let base_url = (!c.base_url.is_empty()).then(|| Url::parse(&c.base_url)).transpose()?;
         let key = config.rapidapi_key().map_err(anyhow::Error::msg)?;
@@ -267,7 +276,7 @@ impl Upstream {
         }
         let result = match &self.backend {
             Backend::Replay(table) => replay_call(table, api, arguments, trace, started),
-            Backend::Live(client) => self.live_call(client, &http, trace, started, deadline).await,
+            Backend::Live(clients) => self.live_call(clients.get(), &http, trace, started, deadline).await,
         };
         match result {
             Ok(mut r) => {

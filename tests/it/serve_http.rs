@@ -81,17 +81,29 @@ fn an_unreachable_model_is_a_502_that_keeps_its_address_private() {
 #[test]
 fn requests_running_when_the_grace_ends_get_503() {
     let (_model, base) = silent_model();
-    let mut server =
-        common::serve(&[("TOOLROUTER_LLM_BASE_URL", &base), ("TOOLROUTER_SERVER_SHUTDOWN_GRACE_MS", "300")]);
-    let url = server.1.clone();
+    // Four serving threads, six connections: every thread that took one
+    // must hear of the shutdown and answer it.
+    let env = [
+        ("TOOLROUTER_LLM_BASE_URL", base.as_str()),
+        ("TOOLROUTER_SERVER_SHUTDOWN_GRACE_MS", "300"),
+        ("TOOLROUTER_SERVER_THREADS", "4"),
+    ];
+    let mut server = common::serve(&env);
     let chat = r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}]}"#;
-    let waiting = std::thread::spawn(move || common::http(&url, "POST", "/v1/chat/completions", None, chat.as_bytes()));
+    let waiting: Vec<_> = (0..6)
+        .map(|_| {
+            let url = server.1.clone();
+            std::thread::spawn(move || common::http(&url, "POST", "/v1/chat/completions", None, chat.as_bytes()))
+        })
+        .collect();
     std::thread::sleep(std::time::Duration::from_millis(500));
     // SAFETY: kill(2) on our own child's pid.
     unsafe { libc::kill(server.0.0.id() as i32, libc::SIGTERM) };
-    let (status, head, body) = waiting.join().unwrap();
-    assert_eq!(status, 503, "{head}{body}");
-    assert!(body.contains("shutting_down") && head.contains("retry-after"), "{body}");
+    for waiting in waiting {
+        let (status, head, body) = waiting.join().unwrap();
+        assert_eq!(status, 503, "{head}{body}");
+        assert!(body.contains("shutting_down") && head.contains("retry-after"), "{body}");
+    }
     assert!(server.0.0.wait().unwrap().success());
 }
 
