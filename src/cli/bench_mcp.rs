@@ -68,8 +68,13 @@ pub(super) struct McpBenchArgs {
     json: bool,
 }
 
+/// On one thread: the client makes one call at a time, and on a
+/// work-stealing runtime each of its network wake-ups would also wake an
+/// idle worker, time that rmcp's client (a task per connection and per
+/// request) pays more often than reqwest's and that is not the server's.
 pub(super) fn run(args: &McpBenchArgs, config: &Config) -> Result<ExitCode, CliError> {
-    super::runtime()?.block_on(bench(args, config))
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
+    runtime.map_err(|e| CliError::Failure(e.into()))?.block_on(bench(args, config))
 }
 
 type Client = RunningService<RoleClient, ()>;
