@@ -19,9 +19,9 @@
 //! connection's request, the tasks it spawns and its model connection stay
 //! on one thread. On tokio's work-stealing runtime every task woken by
 //! the network also woke an idle worker to steal it (two `futex` calls a
-//! request); on this project's 2-core machines that hand-off was 20% of the
-//! CPU of a request at 1,000 req/s and 0.07 ms of an MCP `tools/call`
-//! (docs/benchmarks.md, "One runtime per serving thread").
+//! request); on this project's 2-core machines that hand-off was about a
+//! fifth of the CPU of a request at 1,000 req/s and 0.1 ms of an MCP
+//! `tools/call` (docs/benchmarks.md, "One runtime per serving thread").
 
 use std::future::Future;
 use std::net::SocketAddr;
