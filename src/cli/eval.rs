@@ -165,6 +165,9 @@ pub(super) struct RetrievalArgs {
     /// Weight of the tool-level lists (0: off).
     #[arg(long, value_delimiter = ',', value_name = "X")]
     tool_weight: Vec<f32>,
+    /// Weight of a tool the request names ("the News Sentiment API"; 0: off).
+    #[arg(long, value_delimiter = ',', value_name = "X")]
+    named_tool_weight: Vec<f32>,
     /// Reciprocal rank fusion constant.
     #[arg(long, value_delimiter = ',', value_name = "X")]
     rrf_k: Vec<f32>,
@@ -432,6 +435,7 @@ fn variants(args: &RetrievalArgs, config: &Config) -> Vec<SearchOptions> {
     out = sweep(out, &args.dense_weight, |o, v| o.weights.dense = v);
     out = sweep(out, &args.intent_weight, |o, v| o.weights.intent = v);
     out = sweep(out, &args.tool_weight, |o, v| o.weights.tool = v);
+    out = sweep(out, &args.named_tool_weight, |o, v| o.weights.named_tool = v);
     out = sweep(out, &args.rrf_k, |o, v| o.weights.rrf_k = v);
     if args.no_intents {
         out.iter_mut().for_each(|o| o.intents = false);

@@ -215,7 +215,7 @@ pub fn markdown(report: &RetrievalReport, ks: &[usize]) -> String {
 pub fn describe(o: &SearchOptions) -> String {
     let w = &o.weights;
     format!(
-        "mode {}, dense index {}, intents {} ({}), weights lexical {} dense {} intent {} tool lists {} rrf_k {}",
+        "mode {}, dense index {}, intents {} ({}), weights lexical {} dense {} intent {} tool lists {} named tools {} rrf_k {}",
         format!("{:?}", o.mode).to_lowercase(),
         format!("{:?}", o.dense_index).to_lowercase(),
         if o.intents { "on" } else { "off" },
@@ -224,6 +224,7 @@ pub fn describe(o: &SearchOptions) -> String {
         w.dense,
         w.intent,
         w.tool,
+        w.named_tool,
         w.rrf_k
     )
 }
@@ -232,9 +233,11 @@ pub fn describe(o: &SearchOptions) -> String {
 pub fn summary(reports: &[RetrievalReport]) -> String {
     let mut out = String::new();
     let Some(first) = reports.first() else { return out };
-    let mut header =
-        String::from("| mode | intents | lex | dense | intent | tool | rrf_k | R@1 | R@5 | R@10 | NDCG@10 | MRR |");
-    let mut rule = String::from("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    let mut header = String::from(
+        "| mode | intents | lex | dense | intent | tool | named tool | rrf_k | R@1 | R@5 | R@10 | NDCG@10 | MRR |",
+    );
+    let mut rule =
+        String::from("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for set in &first.sets {
         header.push_str(&format!(" {} R@10 |", set.name));
         rule.push_str(" ---: |");
@@ -244,13 +247,14 @@ pub fn summary(reports: &[RetrievalReport]) -> String {
         let (o, w, m) = (&r.options, &r.options.weights, &r.overall.metrics);
         let get = |k: &str| m.get(k).copied().unwrap_or_default();
         let mut row = format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
             format!("{:?}", o.mode).to_lowercase(),
             if o.intents { format!("{:?}", o.intent_merge).to_lowercase() } else { "off".into() },
             w.lexical,
             w.dense,
             w.intent,
             w.tool,
+            w.named_tool,
             w.rrf_k,
             get("recall@1"),
             get("recall@5"),

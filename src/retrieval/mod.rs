@@ -19,7 +19,10 @@
 //!   whole query's (weighted [`INTENT_WEIGHT`]) and each intent's best hit
 //!   is kept within the first [`RESERVED_TOP`];
 //! * APIs the request names ([`names`]: a function name, or a specific
-//!   identifier-like API name such as `getUserProfile`) rank first.
+//!   identifier-like API name such as `getUserProfile`) rank first, then
+//!   the best API of each tool it calls by name ("the News Sentiment API"),
+//!   whose APIs also get [`NAMED_TOOL_WEIGHT`] as a first place in one
+//!   more tool-level list.
 //!
 //! Route mode ranks a client's own tool list with the same signals
 //! ([`tool_list`]).
@@ -79,6 +82,8 @@ pub const INTENT_WEIGHT: f32 = 0.5;
 pub const MEMORY_WEIGHT: f32 = 1.0;
 /// Weight of the tool-level lists (tools ranked by their whole text), added to each of the tool's APIs.
 pub const TOOL_WEIGHT: f32 = 1.0;
+/// Weight of a tool the request names, added to each of the tool's APIs.
+pub const NAMED_TOOL_WEIGHT: f32 = 1.0;
 
 /// Why retrieval cannot run.
 #[derive(Debug, thiserror::Error)]
@@ -136,12 +141,21 @@ pub struct Weights {
     pub intent: f32,
     /// Weight of the tool-level lists; 0: off.
     pub tool: f32,
+    /// Weight of a tool the request names ("the News Sentiment API"), added to each of its APIs; 0: off.
+    pub named_tool: f32,
     pub rrf_k: f32,
 }
 
 impl Default for Weights {
     fn default() -> Self {
-        Weights { lexical: LEXICAL_WEIGHT, dense: DENSE_WEIGHT, intent: INTENT_WEIGHT, tool: TOOL_WEIGHT, rrf_k: RRF_K }
+        Weights {
+            lexical: LEXICAL_WEIGHT,
+            dense: DENSE_WEIGHT,
+            intent: INTENT_WEIGHT,
+            tool: TOOL_WEIGHT,
+            named_tool: NAMED_TOOL_WEIGHT,
+            rrf_k: RRF_K,
+        }
     }
 }
 
@@ -210,6 +224,8 @@ pub struct Retriever {
     tool_apis: HashMap<u32, Vec<u32>>,
     /// APIs by their function name and (several-word, specific) API name.
     names: names::NameIndex,
+    /// Tools by their name's words.
+    tool_names: names::NameIndex,
     options: SearchOptions,
     max_query_chars: usize,
     /// Where the index lives and how it came to be.
@@ -313,6 +329,11 @@ impl Retriever {
             }
         }
         names.keep_specific(NAMED_TOP);
+        let mut tool_names = names::NameIndex::default();
+        for tool in catalog.tools() {
+            tool_names.insert(&tool.name, tool.id.0, 1);
+        }
+        tool_names.keep_specific(NAMED_TOP);
 
         Ok(Retriever {
             catalog,
@@ -320,6 +341,7 @@ impl Retriever {
             index,
             tool_apis,
             names,
+            tool_names,
             options: SearchOptions::from_config(&config.retrieval),
             max_query_chars: config.retrieval.max_query_chars,
             index_dir: dir,
@@ -401,6 +423,7 @@ impl Retriever {
             .map(|(api, s)| (api.0, *s))
             .collect();
         add_ranks(&mut whole, &remembered, MEMORY_WEIGHT, options.weights.rrf_k);
+        let named_tools = self.add_named_tools(&mut whole, &prepared.texts[0], options.weights, masks.as_ref());
         let intents = if options.intents && options.weights.intent > 0.0 { prepared.texts.len() } else { 1 };
         let ranked: Vec<(u32, f32)> = match options.intent_merge {
             IntentMerge::Sum => {
@@ -430,13 +453,18 @@ impl Retriever {
                 ranked
             }
         };
-        let named: Vec<u32> = self
+        let mut named: Vec<u32> = self
             .names
             .found_in(&prepared.texts[0])
             .into_iter()
             .filter(|&d| masks.as_ref().is_none_or(|m| m.apis[d as usize]))
             .take(NAMED_TOP)
             .collect();
+        for api in named_tools {
+            if named.len() < NAMED_TOP && !named.contains(&api) {
+                named.push(api);
+            }
+        }
         let mut ranked = ranked;
         first(&mut ranked, &named, k);
         let hits = ranked
@@ -519,6 +547,41 @@ impl Retriever {
             self.add_to_tools(&mut fused, tools, w.tool, ctx.masks.map(|m| m.apis.as_slice()));
         }
         (fused, lexical, dense)
+    }
+
+    /// The tools `text` calls by name ("… with the News Sentiment API"):
+    /// adds `weights.named_tool` as a first place in one more tool-level
+    /// list to each of their APIs, and returns each tool's best API after
+    /// that (by `scores`), to be put first.
+    fn add_named_tools(
+        &self,
+        scores: &mut HashMap<u32, f32>,
+        text: &str,
+        weights: Weights,
+        masks: Option<&Masks>,
+    ) -> Vec<u32> {
+        if weights.named_tool <= 0.0 {
+            return Vec::new();
+        }
+        let tools: Vec<u32> = self
+            .tool_names
+            .named_as_tools(text)
+            .into_iter()
+            .filter(|&t| masks.is_none_or(|m| m.tools[t as usize]))
+            .collect();
+        let mask = masks.map(|m| m.apis.as_slice());
+        let first_place = tools.iter().map(|&t| (t, 1.0 / (weights.rrf_k + 1.0))).collect();
+        self.add_to_tools(scores, first_place, weights.named_tool, mask);
+        let score = |d: &u32| scores.get(d).copied().unwrap_or(0.0);
+        tools
+            .iter()
+            .filter_map(|t| {
+                let apis = self.tool_apis.get(t).into_iter().flatten();
+                apis.filter(|&&d| mask.is_none_or(|m| m[d as usize]))
+                    .max_by(|a, b| score(a).total_cmp(&score(b)).then(b.cmp(a)))
+                    .copied()
+            })
+            .collect()
     }
 
     /// Adds `weight` × each tool's score to every allowed API of the tool.

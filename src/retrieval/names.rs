@@ -11,6 +11,8 @@ use std::collections::{HashMap, HashSet};
 const NAME_WORDS: usize = 8;
 /// Shortest key (in characters) a name may be found by.
 const MIN_KEY_CHARS: usize = 3;
+/// Words that say the words before them name a tool: "the Movies Details API".
+const TOOL_WORDS: [&str; 5] = ["api", "apis", "tool", "tools", "service"];
 
 /// The words of a name or text, lowercased: split at non-alphanumerics,
 /// lower-to-upper case changes and letter-digit edges (no stemming).
@@ -122,6 +124,39 @@ impl NameIndex {
         }
         found
     }
+
+    /// The ids of the names `text` calls a tool: the longest names that
+    /// end just before one of [`TOOL_WORDS`] ("the News Sentiment API"), or
+    /// at it when the name has it ("the Google News API tool").
+    pub fn named_as_tools(&self, text: &str) -> Vec<u32> {
+        let w = words(text);
+        let mut found: Vec<u32> = Vec::new();
+        for (j, word) in w.iter().enumerate() {
+            if !TOOL_WORDS.contains(&word.as_str()) {
+                continue;
+            }
+            for len in (1..=NAME_WORDS.min(j)).rev() {
+                let before = &w[j - len..j];
+                if TOOL_WORDS.contains(&before[0].as_str()) {
+                    continue;
+                }
+                let with_word = format!("{} {word}", before.join(" "));
+                let ids: Vec<u32> = [before.join(" "), with_word]
+                    .iter()
+                    .flat_map(|key| self.keys.get(key).into_iter().flatten().copied())
+                    .collect();
+                if !ids.is_empty() {
+                    for id in ids {
+                        if !found.contains(&id) {
+                            found.push(id);
+                        }
+                    }
+                    break;
+                }
+            }
+        }
+        found
+    }
 }
 
 #[cfg(test)]
@@ -150,6 +185,20 @@ mod tests {
         assert!(index.found_in("show me the product details").is_empty());
         assert_eq!(index.found_in("call ProductDetails, then random_joke_for_jokes."), [0, 1]);
         assert_eq!(index.found_in("get_random_joke_for_jokes please"), [1]);
+    }
+
+    #[test]
+    fn tools_are_named_before_api_or_tool() {
+        let mut index = NameIndex::default();
+        for (i, name) in ["News Sentiment", "Google News API", "climate", "Climate API", "Sentiment"].iter().enumerate()
+        {
+            index.insert(name, i as u32, 1);
+        }
+        assert_eq!(index.named_as_tools("Rate it with the News Sentiment API, please."), [0], "the longest name");
+        assert_eq!(index.named_as_tools("one article from the Google News API tool"), [1]);
+        assert_eq!(index.named_as_tools("ask the climate API"), [2, 3], "with and without the word, one length");
+        assert!(index.named_as_tools("news sentiment of today, and the API docs").is_empty(), "not before the word");
+        assert!(index.named_as_tools("the API").is_empty());
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use toolrouter::catalog::{ApiId, Catalog, Sources};
 use toolrouter::config::{Config, SearchMode};
 use toolrouter::eval::queries;
-use toolrouter::retrieval::{Filters, RetrievalError, Retriever, index_files};
+use toolrouter::retrieval::{Filters, RetrievalError, Retriever, SearchOptions, index_files};
 
 /// Queries of G1_instruction with the tool files of their relevant APIs.
 fn sample() -> Option<(Vec<queries::QueryRecord>, Vec<PathBuf>)> {
@@ -109,6 +109,16 @@ fn real_queries_find_their_apis() {
         }
     }
 
+    // A tool the request calls by name ("the X API"), beside another need,
+    // is in the top 3, for every tool whose name few tools share.
+    let named_tools = tools_named_in_requests(&lex, &catalog, lex.options());
+    let mut off = lex.options();
+    off.weights.named_tool = 0.0;
+    let unnamed = tools_named_in_requests(&lex, &catalog, off);
+    assert!(named_tools.missed.is_empty(), "not in the top 3 when named: {:?}", named_tools.missed);
+    assert!(named_tools.checked * 2 >= catalog.tools().len(), "{} tools checked", named_tools.checked);
+    assert!(!unnamed.missed.is_empty(), "the other need outranks some tools when names count for nothing");
+
     // APIs remembered from similar requests join the ranking.
     let options = lex.options();
     let mut prepared = lex.prepare("something about sunsets", options).unwrap();
@@ -116,6 +126,36 @@ fn real_queries_find_their_apis() {
     assert!(!lex.rank(&prepared, 10, &Filters::default(), options).hits.iter().any(|h| h.api == far));
     prepared.remembered = vec![(far, 0.9)];
     assert!(lex.rank(&prepared, 10, &Filters::default(), options).hits.iter().any(|h| h.api == far));
+}
+
+/// Tools checked by [`tools_named_in_requests`] and those whose APIs missed the top 3.
+struct NamedTools {
+    checked: usize,
+    missed: Vec<String>,
+}
+
+/// Asks for every tool by name ("… using X API") beside a weather
+/// request, in a catalog with the whole Weather category; tools named like
+/// more than three others are skipped (their name alone is no evidence).
+fn tools_named_in_requests(retriever: &Retriever, catalog: &Catalog, options: SearchOptions) -> NamedTools {
+    let key = |name: &str| toolrouter::retrieval::names::words(name).join(" ");
+    let mut shared: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for tool in catalog.tools() {
+        *shared.entry(key(&tool.name)).or_default() += 1;
+    }
+    let mut out = NamedTools { checked: 0, missed: Vec::new() };
+    for tool in catalog.tools().iter().filter(|t| shared[&key(&t.name)] <= 3) {
+        let name = tool.name.trim();
+        let api = if name.to_lowercase().ends_with("api") { "" } else { " API" };
+        let query = format!("Get the hourly weather forecast for Berlin tomorrow, then look it up using {name}{api}.");
+        let prepared = retriever.prepare(&query, options).unwrap();
+        let hits = retriever.rank(&prepared, 3, &Filters::default(), options).hits;
+        out.checked += 1;
+        if !hits.iter().any(|h| key(&catalog.tool_of(catalog.api(h.api)).name) == key(&tool.name)) {
+            out.missed.push(tool.name.clone());
+        }
+    }
+    out
 }
 
 #[test]
