@@ -42,6 +42,7 @@ mod fusion;
 pub mod index_files;
 pub mod intents;
 pub mod names;
+mod options;
 pub mod tool_list;
 mod tools;
 
@@ -54,36 +55,11 @@ use serde::Serialize;
 
 pub use build::{BuildReport, Progress};
 pub use embedder::{EmbedError, Embedder};
+pub use options::*;
 
 use crate::catalog::{ApiId, Catalog, names::category_dir_name, names::standardize};
-use crate::config::{Config, DenseIndex, RetrievalConfig, SearchMode};
+use crate::config::{Config, DenseIndex, SearchMode};
 use fusion::{add_ranks, first, is_identifier, reserve, signals, sorted};
-
-/// Reciprocal rank fusion constant (`weight / (RRF_K + rank)`, rank from 1).
-/// Small: the first few ranks of each list carry most of the evidence here
-/// (60, the usual value, scored 0.60 Recall@10 on G1_instruction; 5 scores 0.73).
-pub const RRF_K: f32 = 5.0;
-/// Candidates taken from each ranked list before fusion.
-pub const POOL: usize = 50;
-/// Each intent's best hit is kept within this many first results.
-pub const RESERVED_TOP: usize = 10;
-/// APIs a request names (by function name, or by an identifier-like API
-/// name that at most this many APIs share) rank first, at most this many.
-pub const NAMED_TOP: usize = 3;
-/// Tools taken from each tool-level list.
-pub const TOOL_POOL: usize = 30;
-/// Weight of the BM25 lists in the fusion.
-pub const LEXICAL_WEIGHT: f32 = 1.0;
-/// Weight of the dense lists in the fusion (all-MiniLM-L6-v2 is the weaker signal).
-pub const DENSE_WEIGHT: f32 = 0.7;
-/// Weight of each intent's lists relative to the whole query's.
-pub const INTENT_WEIGHT: f32 = 0.5;
-/// Weight of the list of APIs that served similar requests before.
-pub const MEMORY_WEIGHT: f32 = 1.0;
-/// Weight of the tool-level lists (tools ranked by their whole text), added to each of the tool's APIs.
-pub const TOOL_WEIGHT: f32 = 1.0;
-/// Weight of a tool the request names, added to each of the tool's APIs.
-pub const NAMED_TOOL_WEIGHT: f32 = 1.0;
 
 /// Why retrieval cannot run.
 #[derive(Debug, thiserror::Error)]
@@ -105,71 +81,6 @@ pub struct Filters {
     pub category: Option<String>,
     /// A tool, by original or standardized name.
     pub tool: Option<String>,
-}
-
-/// How a search ranks.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct SearchOptions {
-    pub mode: SearchMode,
-    pub dense_index: DenseIndex,
-    /// Retrieve each intent of a multi-part request too.
-    pub intents: bool,
-    /// Rank intents by their own vectors too (else by BM25 alone).
-    pub embed_intents: bool,
-    pub intent_merge: IntentMerge,
-    pub weights: Weights,
-}
-
-/// How the rankings of a query's intents join the whole query's.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum IntentMerge {
-    /// Scores add up, each intent's weighted by `Weights::intent`.
-    Sum,
-    /// As `Sum`, and each intent's best hit is moved up into the first
-    /// [`RESERVED_TOP`] if it ranks below: every intent keeps its best hit.
-    #[default]
-    Reserve,
-}
-
-/// The fusion's parameters (see the module documentation).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Weights {
-    pub lexical: f32,
-    pub dense: f32,
-    /// Of each intent's lists, relative to the whole query's.
-    pub intent: f32,
-    /// Weight of the tool-level lists; 0: off.
-    pub tool: f32,
-    /// Weight of a tool the request names ("the News Sentiment API"), added to each of its APIs; 0: off.
-    pub named_tool: f32,
-    pub rrf_k: f32,
-}
-
-impl Default for Weights {
-    fn default() -> Self {
-        Weights {
-            lexical: LEXICAL_WEIGHT,
-            dense: DENSE_WEIGHT,
-            intent: INTENT_WEIGHT,
-            tool: TOOL_WEIGHT,
-            named_tool: NAMED_TOOL_WEIGHT,
-            rrf_k: RRF_K,
-        }
-    }
-}
-
-impl SearchOptions {
-    pub fn from_config(config: &RetrievalConfig) -> SearchOptions {
-        SearchOptions {
-            mode: config.mode,
-            dense_index: config.dense_index,
-            intents: config.intents,
-            embed_intents: config.embed_intents,
-            intent_merge: IntentMerge::default(),
-            weights: Weights::default(),
-        }
-    }
 }
 
 /// A query made ready for ranking: cut to length, split into intents, embedded.
