@@ -15,12 +15,15 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::catalog::{ApiId, Catalog};
+use super::{Attempt, CallError, CallTrace, ErrorClass, Response, error};
+use crate::catalog::{Api, ApiId, Catalog};
 use crate::trajectory::pyliteral;
+use crate::units::ms;
 
 /// One recorded response.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -209,6 +212,67 @@ pub fn closeness(a: &Map<String, Value>, b: &Map<String, Value>) -> f64 {
         })
         .sum();
     sum / keys.len() as f64
+}
+
+/// The recorded answer to a call, as [`super::Upstream::call`] gives a live one.
+pub(super) fn call(
+    table: &ReplayTable,
+    api: &Api,
+    arguments: &Map<String, Value>,
+    mut trace: CallTrace,
+    started: Instant,
+) -> Result<Response, CallError> {
+    let Some((recording, matched)) = table.lookup(api.id, arguments) else {
+        return Err(error(
+            ErrorClass::NoRecording,
+            format!("no recorded response for `{}`: the replay table has none for this API", api.function_name),
+            trace,
+        ));
+    };
+    trace.replay = Some(matched);
+    let outcome = if recording.error.is_empty() { "200 OK (replay)" } else { "502 recorded error (replay)" };
+    trace.attempts.push(Attempt {
+        started_ms: 0.0,
+        elapsed_ms: ms(started.elapsed()),
+        outcome: outcome.into(),
+        retry_in_ms: None,
+    });
+    if !recording.error.is_empty() {
+        let mut e = error(ErrorClass::ServerError, format!("the recorded call failed: {}", recording.error), trace);
+        e.status = Some(502);
+        return Err(e);
+    }
+    let body = replay_body(&recording.response);
+    let bytes = body.to_string().len();
+    Ok(Response { status: 200, body, bytes, trace })
+}
+
+/// A recorded response as the API would have sent it. ToolBench records
+/// many responses as text: JSON, Python `repr()` output, or the whole
+/// trajectory observation (`{"error": "", "response": "<body>"}`), often
+/// cut at about 1,000 characters. Text that stands for an object or array
+/// is that value ([`crate::json_text`]); an observation is its `response`.
+pub fn replay_body(response: &Value) -> Value {
+    let Value::String(text) = response else { return response.clone() };
+    match value_of(text) {
+        Some(Value::Object(map)) if is_observation(&map) => match &map["response"] {
+            Value::String(inner) => value_of(inner).unwrap_or_else(|| map["response"].clone()),
+            inner => inner.clone(),
+        },
+        Some(value) => value,
+        None => response.clone(),
+    }
+}
+
+/// The value a text stands for: any JSON (a bare string or number
+/// included), else an object or array as [`crate::json_text`] reads it.
+fn value_of(text: &str) -> Option<Value> {
+    serde_json::from_str(text).ok().or_else(|| crate::json_text::parse(text).map(|(v, _)| v))
+}
+
+/// A trajectory's observation of a successful call: `{"error": "", "response": …}`.
+fn is_observation(map: &Map<String, Value>) -> bool {
+    map.len() == 2 && map.get("error").is_some_and(|e| e.as_str() == Some("")) && map.contains_key("response")
 }
 
 #[cfg(test)]
