@@ -242,7 +242,7 @@ impl Retriever {
         names.keep_specific(NAMED_TOP);
         let mut tool_names = names::NameIndex::default();
         for tool in catalog.tools() {
-            tool_names.insert(&tool.name, tool.id.0, 1);
+            tool_names.insert_tool(&tool.name, tool.id.0);
         }
         tool_names.keep_specific(NAMED_TOP);
 
@@ -371,7 +371,10 @@ impl Retriever {
             .filter(|&d| masks.as_ref().is_none_or(|m| m.apis[d as usize]))
             .take(NAMED_TOP)
             .collect();
-        for api in named_tools {
+        for (tool, fallback) in named_tools {
+            // The tool's best API after the intents joined in, else its best for the whole request.
+            let best = ranked.iter().map(|e| e.0).find(|&d| self.catalog.api(ApiId(d)).tool.0 == tool);
+            let api = best.unwrap_or(fallback);
             if named.len() < NAMED_TOP && !named.contains(&api) {
                 named.push(api);
             }
@@ -461,16 +464,16 @@ impl Retriever {
     }
 
     /// The tools `text` calls by name ("… with the News Sentiment API"):
-    /// adds `weights.named_tool` as a first place in one more tool-level
-    /// list to each of their APIs, and returns each tool's best API after
-    /// that (by `scores`), to be put first.
+    /// adds a first place in one more tool-level list, weighted
+    /// `weights.named_tool`, to each of their APIs, and returns the first
+    /// [`NAMED_TOP`] tools with their best API by `scores` after that.
     fn add_named_tools(
         &self,
         scores: &mut HashMap<u32, f32>,
         text: &str,
         weights: Weights,
         masks: Option<&Masks>,
-    ) -> Vec<u32> {
+    ) -> Vec<(u32, u32)> {
         if weights.named_tool <= 0.0 {
             return Vec::new();
         }
@@ -484,15 +487,13 @@ impl Retriever {
         let first_place = tools.iter().map(|&t| (t, 1.0 / (weights.rrf_k + 1.0))).collect();
         self.add_to_tools(scores, first_place, weights.named_tool, mask);
         let score = |d: &u32| scores.get(d).copied().unwrap_or(0.0);
-        tools
-            .iter()
-            .filter_map(|t| {
-                let apis = self.tool_apis.get(t).into_iter().flatten();
-                apis.filter(|&&d| mask.is_none_or(|m| m[d as usize]))
-                    .max_by(|a, b| score(a).total_cmp(&score(b)).then(b.cmp(a)))
-                    .copied()
-            })
-            .collect()
+        let best = |t: &u32| {
+            let apis = self.tool_apis.get(t).into_iter().flatten();
+            apis.filter(|&&d| mask.is_none_or(|m| m[d as usize]))
+                .max_by(|a, b| score(a).total_cmp(&score(b)).then(b.cmp(a)))
+                .map(|&d| (*t, d))
+        };
+        tools.iter().take(NAMED_TOP).filter_map(best).collect()
     }
 
     /// Adds `weight` × each tool's score to every allowed API of the tool.

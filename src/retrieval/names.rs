@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 
 /// Longest name, in words, looked for in a text.
 const NAME_WORDS: usize = 8;
-/// Shortest key (in characters) a name may be found by.
+/// Shortest key (in bytes of UTF-8) a name may be found by.
 const MIN_KEY_CHARS: usize = 3;
 /// Words that say the words before them name a tool: "the Movies Details API".
 const TOOL_WORDS: [&str; 5] = ["api", "apis", "tool", "tools", "service"];
@@ -125,37 +125,56 @@ impl NameIndex {
         found
     }
 
-    /// The ids of the names `text` calls a tool: the longest names that
-    /// end just before one of [`TOOL_WORDS`] ("the News Sentiment API"), or
-    /// at it when the name has it ("the Google News API tool").
+    /// Makes the tool name `name` find `id` by its words (no `get`-less
+    /// alias: "getDetails" is a tool's name, "details" is not). Names made
+    /// of [`TOOL_WORDS`] alone ("API", "Tools") are left out.
+    pub fn insert_tool(&mut self, name: &str, id: u32) {
+        let w = words(name);
+        if w.iter().all(|x| TOOL_WORDS.contains(&x.as_str())) {
+            return;
+        }
+        let key = w.join(" ");
+        if key.len() >= MIN_KEY_CHARS {
+            let ids = self.keys.entry(key).or_default();
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+    }
+
+    /// The ids of the tool names `text` calls a tool, in the text's order:
+    /// for each of [`TOOL_WORDS`], the longest names that end just before
+    /// it ("the News Sentiment API") or at it ("the Google News API tool").
+    /// Read from the end, so that a name with such a word inside ("Steam
+    /// API client access API") is taken whole, not the shorter name in it.
     pub fn named_as_tools(&self, text: &str) -> Vec<u32> {
         let w = words(text);
-        let mut found: Vec<u32> = Vec::new();
-        for (j, word) in w.iter().enumerate() {
-            if !TOOL_WORDS.contains(&word.as_str()) {
+        let is_tool_word = |x: &String| TOOL_WORDS.contains(&x.as_str());
+        let mut matches: Vec<Vec<u32>> = Vec::new();
+        // Words from here on belong to a name already found.
+        let mut taken_from = w.len();
+        for j in (0..w.len()).rev() {
+            if j >= taken_from || !is_tool_word(&w[j]) {
                 continue;
             }
             for len in (1..=NAME_WORDS.min(j)).rev() {
                 let before = &w[j - len..j];
-                if TOOL_WORDS.contains(&before[0].as_str()) {
+                if before.iter().all(is_tool_word) {
                     continue;
                 }
-                let with_word = format!("{} {word}", before.join(" "));
-                let ids: Vec<u32> = [before.join(" "), with_word]
-                    .iter()
-                    .flat_map(|key| self.keys.get(key).into_iter().flatten().copied())
-                    .collect();
+                let key = before.join(" ");
+                let with_word = format!("{key} {}", w[j]);
+                let ids: Vec<u32> =
+                    [&key, &with_word].into_iter().filter_map(|k| self.keys.get(k)).flatten().copied().collect();
                 if !ids.is_empty() {
-                    for id in ids {
-                        if !found.contains(&id) {
-                            found.push(id);
-                        }
-                    }
+                    matches.push(ids);
+                    taken_from = j - len;
                     break;
                 }
             }
         }
-        found
+        let mut seen = HashSet::new();
+        matches.into_iter().rev().flatten().filter(|id| seen.insert(*id)).collect()
     }
 }
 
@@ -190,15 +209,29 @@ mod tests {
     #[test]
     fn tools_are_named_before_api_or_tool() {
         let mut index = NameIndex::default();
-        for (i, name) in ["News Sentiment", "Google News API", "climate", "Climate API", "Sentiment"].iter().enumerate()
-        {
-            index.insert(name, i as u32, 1);
+        let names = ["News Sentiment", "Google News API", "climate", "Climate API", "Sentiment", "API", "getDetails"];
+        for (i, name) in names.iter().enumerate() {
+            index.insert_tool(name, i as u32);
         }
         assert_eq!(index.named_as_tools("Rate it with the News Sentiment API, please."), [0], "the longest name");
         assert_eq!(index.named_as_tools("one article from the Google News API tool"), [1]);
         assert_eq!(index.named_as_tools("ask the climate API"), [2, 3], "with and without the word, one length");
         assert!(index.named_as_tools("news sentiment of today, and the API docs").is_empty(), "not before the word");
-        assert!(index.named_as_tools("the API").is_empty());
+        assert!(index.named_as_tools("API api API tool").is_empty(), "a name of tool words only is no name");
+        assert!(index.named_as_tools("the details API").is_empty(), "no get-less alias for tools");
+        assert_eq!(index.named_as_tools("getDetails API, then Sentiment API"), [6, 4], "in the text's order");
+        assert!(index.named_as_tools("").is_empty() && index.named_as_tools("API first").is_empty());
+    }
+
+    #[test]
+    fn a_tool_word_inside_a_name_does_not_cut_it() {
+        let mut index = NameIndex::default();
+        for (i, name) in ["Steam", "Steam API", "Steam API client access", "API WhatsApp"].iter().enumerate() {
+            index.insert_tool(name, i as u32);
+        }
+        assert_eq!(index.named_as_tools("use the Steam API client access API"), [2]);
+        assert_eq!(index.named_as_tools("with the API WhatsApp API"), [3], "a name may start with a tool word");
+        assert_eq!(index.named_as_tools("the Steam API, then the Steam tool"), [0, 1], "\"Steam\" both times");
     }
 
     #[test]

@@ -30,7 +30,9 @@ pub const INTENT_WEIGHT: f32 = 0.5;
 pub const MEMORY_WEIGHT: f32 = 1.0;
 /// Weight of the tool-level lists (tools ranked by their whole text), added to each of the tool's APIs.
 pub const TOOL_WEIGHT: f32 = 1.0;
-/// Weight of a tool the request names, added to each of the tool's APIs.
+/// Weight of the tool-level list of the tools a request names ("the News
+/// Sentiment API"): each of their APIs gets `weight / (RRF_K + 1)`, a first
+/// place in that list.
 pub const NAMED_TOOL_WEIGHT: f32 = 1.0;
 
 /// How a search ranks.
@@ -67,7 +69,8 @@ pub struct Weights {
     pub intent: f32,
     /// Weight of the tool-level lists; 0: off.
     pub tool: f32,
-    /// Weight of a tool the request names ("the News Sentiment API"), added to each of its APIs; 0: off.
+    /// Weight of the list of tools the request names ("the News Sentiment
+    /// API"); 0: off (their APIs are then not put first either).
     pub named_tool: f32,
     pub rrf_k: f32,
 }

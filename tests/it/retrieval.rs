@@ -118,6 +118,12 @@ fn real_queries_find_their_apis() {
     assert!(named_tools.missed.is_empty(), "not in the top 3 when named: {:?}", named_tools.missed);
     assert!(named_tools.checked * 2 >= catalog.tools().len(), "{} tools checked", named_tools.checked);
     assert!(!unnamed.missed.is_empty(), "the other need outranks some tools when names count for nothing");
+    // A filter still holds: a named tool outside it is not put first.
+    let outside = catalog.tools().iter().find(|t| t.category != "Weather").unwrap();
+    let query = format!("weather in Paris with the {} API", outside.name);
+    let only_weather = Filters { category: Some("Weather".into()), tool: None };
+    let hits = lex.search(&query, 5, &only_weather).unwrap().hits;
+    assert!(!hits.is_empty() && hits.iter().all(|h| catalog.tool_of(catalog.api(h.api)).category == "Weather"));
 
     // APIs remembered from similar requests join the ranking.
     let options = lex.options();
@@ -135,8 +141,8 @@ struct NamedTools {
 }
 
 /// Asks for every tool by name ("… using X API") beside a weather
-/// request, in a catalog with the whole Weather category; tools named like
-/// more than three others are skipped (their name alone is no evidence).
+/// request, in a catalog with the whole Weather category; names that more
+/// than three tools share are skipped (such a name is no evidence).
 fn tools_named_in_requests(retriever: &Retriever, catalog: &Catalog, options: SearchOptions) -> NamedTools {
     let key = |name: &str| toolrouter::retrieval::names::words(name).join(" ");
     let mut shared: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
@@ -146,7 +152,8 @@ fn tools_named_in_requests(retriever: &Retriever, catalog: &Catalog, options: Se
     let mut out = NamedTools { checked: 0, missed: Vec::new() };
     for tool in catalog.tools().iter().filter(|t| shared[&key(&t.name)] <= 3) {
         let name = tool.name.trim();
-        let api = if name.to_lowercase().ends_with("api") { "" } else { " API" };
+        let last = toolrouter::retrieval::names::words(name).pop().unwrap_or_default();
+        let api = if ["api", "apis", "tool", "tools", "service"].contains(&last.as_str()) { "" } else { " API" };
         let query = format!("Get the hourly weather forecast for Berlin tomorrow, then look it up using {name}{api}.");
         let prepared = retriever.prepare(&query, options).unwrap();
         let hits = retriever.rank(&prepared, 3, &Filters::default(), options).hits;
