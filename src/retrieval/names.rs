@@ -127,10 +127,11 @@ impl NameIndex {
 
     /// Makes the tool name `name` find `id` by its words (no `get`-less
     /// alias: "getDetails" is a tool's name, "details" is not). Names made
-    /// of [`TOOL_WORDS`] alone ("API", "Tools") are left out.
+    /// of [`TOOL_WORDS`] alone ("API", "Tools") or of function words alone
+    /// ("Other": "ask the other tools" names no tool) are left out.
     pub fn insert_tool(&mut self, name: &str, id: u32) {
         let w = words(name);
-        if w.iter().all(|x| TOOL_WORDS.contains(&x.as_str())) {
+        if w.iter().all(|x| TOOL_WORDS.contains(&x.as_str())) || super::bm25::tokens(name).is_empty() {
             return;
         }
         let key = w.join(" ");
@@ -209,7 +210,8 @@ mod tests {
     #[test]
     fn tools_are_named_before_api_or_tool() {
         let mut index = NameIndex::default();
-        let names = ["News Sentiment", "Google News API", "climate", "Climate API", "Sentiment", "API", "getDetails"];
+        let names =
+            ["News Sentiment", "Google News API", "climate", "Climate API", "Sentiment", "API", "getDetails", "Other"];
         for (i, name) in names.iter().enumerate() {
             index.insert_tool(name, i as u32);
         }
@@ -219,6 +221,7 @@ mod tests {
         assert!(index.named_as_tools("news sentiment of today, and the API docs").is_empty(), "not before the word");
         assert!(index.named_as_tools("API api API tool").is_empty(), "a name of tool words only is no name");
         assert!(index.named_as_tools("the details API").is_empty(), "no get-less alias for tools");
+        assert!(index.named_as_tools("then ask the other tools").is_empty(), "function words name nothing");
         assert_eq!(index.named_as_tools("getDetails API, then Sentiment API"), [6, 4], "in the text's order");
         assert!(index.named_as_tools("").is_empty() && index.named_as_tools("API first").is_empty());
     }
