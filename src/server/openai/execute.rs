@@ -72,7 +72,7 @@ pub async fn respond(
         let result = solve::solve(&engine, &runner.llm, &request).await;
         drop(permit);
         if let Ok(execution) = &result {
-            runner.traces.insert(trace_id.clone(), client, report(&trace_id, execution));
+            runner.traces.insert_shared(trace_id.clone(), client, report(&trace_id, execution)).await;
         }
         result.map(|execution| (trace_id, execution))
     });

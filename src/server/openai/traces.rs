@@ -3,7 +3,8 @@
 //! at most `openai.traces` of them (the oldest dropped first), each
 //! visible only to the client key that made it. With `[cluster]` on, each
 //! is also kept in Redis for `cluster.trace_ttl_s` (up to
-//! `cluster.max_trace_bytes`), so that any replica answers for it.
+//! `cluster.max_trace_bytes`), so that any replica answers for it: an
+//! execute run's before its answer leaves, a decision's just after.
 //!
 //! A trace is diagnostic, not state: a restart forgets traces, while what
 //! the runs taught is already in the graph's durable log.
@@ -66,13 +67,28 @@ impl Traces {
     }
 
     /// Keeps `trace` under `id` for `client` (`None`: no keys configured).
+    /// The other replicas get it shortly after (see [`Traces::insert_shared`]).
     pub fn insert(&self, id: String, client: Option<String>, trace: Value) {
-        let trace = Arc::new(trace);
+        let trace = self.keep(id.clone(), client.clone(), trace);
         if let Some(shared) = &self.shared {
             let (cluster, ttl, max_bytes) = (shared.cluster.clone(), shared.ttl, shared.max_bytes);
-            let (id, client, trace) = (id.clone(), client.clone(), trace.clone());
             tokio::spawn(async move { cluster.put_trace(&id, client.as_deref(), &trace, ttl, max_bytes).await });
         }
+    }
+
+    /// [`Traces::insert`], returning once the other replicas have it too:
+    /// an execute run's answer names its trace, which the client may read
+    /// back from any replica at once.
+    pub async fn insert_shared(&self, id: String, client: Option<String>, trace: Value) {
+        let trace = self.keep(id.clone(), client.clone(), trace);
+        if let Some(shared) = &self.shared {
+            shared.cluster.put_trace(&id, client.as_deref(), &trace, shared.ttl, shared.max_bytes).await;
+        }
+    }
+
+    /// Keeps `trace` in this replica's memory.
+    fn keep(&self, id: String, client: Option<String>, trace: Value) -> Arc<Value> {
+        let trace = Arc::new(trace);
         let mut kept = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         while kept.order.len() >= self.capacity {
             if let Some(old) = kept.order.pop_front() {
@@ -80,7 +96,8 @@ impl Traces {
             }
         }
         kept.order.push_back(id.clone());
-        kept.by_id.insert(id, Entry { owner: client, trace, at_unix_ms: crate::metrics::unix_ms() });
+        kept.by_id.insert(id, Entry { owner: client, trace: trace.clone(), at_unix_ms: crate::metrics::unix_ms() });
+        trace
     }
 
     /// Summaries of the newest traces kept here (not the other replicas'),
