@@ -12,7 +12,7 @@ const NAME_WORDS: usize = 8;
 /// Shortest key (in bytes of UTF-8) a name may be found by.
 const MIN_KEY_CHARS: usize = 3;
 /// Words that say the words before them name a tool: "the Movies Details API".
-const TOOL_WORDS: [&str; 5] = ["api", "apis", "tool", "tools", "service"];
+pub const TOOL_WORDS: [&str; 5] = ["api", "apis", "tool", "tools", "service"];
 
 /// The words of a name or text, lowercased: split at non-alphanumerics,
 /// lower-to-upper case changes and letter-digit edges (no stemming).
@@ -46,6 +46,14 @@ pub struct NameIndex {
     verbatim: HashMap<String, Vec<u32>>,
 }
 
+/// Makes `key` find `id` (once).
+fn add(index: &mut HashMap<String, Vec<u32>>, key: String, id: u32) {
+    let ids = index.entry(key).or_default();
+    if !ids.contains(&id) {
+        ids.push(id);
+    }
+}
+
 /// The identifier-like tokens of a text (letters, digits, `_`, `-`), lowercased.
 fn identifiers(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
@@ -66,10 +74,7 @@ impl NameIndex {
             keys.push(w[1..].join(" "));
         }
         for key in keys.into_iter().filter(|k| k.len() >= MIN_KEY_CHARS) {
-            let ids = self.keys.entry(key).or_default();
-            if !ids.contains(&id) {
-                ids.push(id);
-            }
+            add(&mut self.keys, key, id);
         }
     }
 
@@ -84,10 +89,7 @@ impl NameIndex {
             keys.push(rest.to_string());
         }
         for key in keys {
-            let ids = self.verbatim.entry(key).or_default();
-            if !ids.contains(&id) {
-                ids.push(id);
-            }
+            add(&mut self.verbatim, key, id);
         }
     }
 
@@ -136,10 +138,7 @@ impl NameIndex {
         }
         let key = w.join(" ");
         if key.len() >= MIN_KEY_CHARS {
-            let ids = self.keys.entry(key).or_default();
-            if !ids.contains(&id) {
-                ids.push(id);
-            }
+            add(&mut self.keys, key, id);
         }
     }
 

@@ -153,7 +153,7 @@ fn tools_named_in_requests(retriever: &Retriever, catalog: &Catalog, options: Se
     for tool in catalog.tools().iter().filter(|t| shared[&key(&t.name)] <= 3) {
         let name = tool.name.trim();
         let last = toolrouter::retrieval::names::words(name).pop().unwrap_or_default();
-        let api = if ["api", "apis", "tool", "tools", "service"].contains(&last.as_str()) { "" } else { " API" };
+        let api = if toolrouter::retrieval::names::TOOL_WORDS.contains(&last.as_str()) { "" } else { " API" };
         let query = format!("Get the hourly weather forecast for Berlin tomorrow, then look it up using {name}{api}.");
         let prepared = retriever.prepare(&query, options).unwrap();
         let hits = retriever.rank(&prepared, 3, &Filters::default(), options).hits;
