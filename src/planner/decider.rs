@@ -72,6 +72,9 @@ pub struct Candidate {
     pub alpha: f64,
     /// Relevance to the task: its retrieval score over the best one (0 if unranked).
     pub relevance: f32,
+    /// Place in the task's retrieval ranking (from 1; `None`: unranked),
+    /// which orders candidates of equal score.
+    pub rank: Option<usize>,
     /// Similarity to each text, the whole task first, then each part:
     /// 1 / the candidate's rank in that text's retrieval ranking (0 if unranked).
     pub similarity: Vec<f32>,
@@ -193,7 +196,7 @@ impl DeterministicDecider {
             .candidates
             .iter()
             .map(|c| (score(c), c))
-            .max_by(|a, b| a.0.total_cmp(&b.0).then_with(|| b.1.function.cmp(&a.1.function)));
+            .max_by(|a, b| a.0.total_cmp(&b.0).then_with(|| ranked_before(a.1, b.1)));
         let Some((score, best)) = best else {
             return if view.path.is_empty() {
                 Move::Finish { reason: "no API matches the task".into() }
@@ -247,6 +250,15 @@ impl DeterministicDecider {
     }
 }
 
+/// `Greater` when `a` comes before `b` in the ranking (ranked before
+/// unranked, then by function name): of two equal scores, the earlier one wins, so
+/// with no other evidence the plan follows the ranking exactly (named APIs
+/// put first share the top's score).
+fn ranked_before(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
+    let place = |c: &Candidate| c.rank.unwrap_or(usize::MAX);
+    place(b).cmp(&place(a)).then_with(|| b.function.cmp(&a.function))
+}
+
 impl Decider for DeterministicDecider {
     async fn decide(&self, view: &View<'_>) -> Move {
         self.choose(view)
@@ -265,5 +277,44 @@ pub fn judge(path: &[Step]) -> Reflection {
         Some(0) => Reflection::Failure { drop_roots: vec![path[0].api] },
         Some(k) => Reflection::Partial { first_bad: k },
         None => Reflection::Success,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(id: u32, function: &str, rank: Option<usize>) -> Candidate {
+        Candidate {
+            api: ApiId(id),
+            function: function.into(),
+            w: 0.0,
+            alpha: 0.5,
+            relevance: 1.0,
+            rank,
+            similarity: vec![0.0],
+            hint: 0.0,
+            source: Source::Retrieval,
+        }
+    }
+
+    fn first_choice(candidates: &[Candidate]) -> ApiId {
+        let texts = ["task".to_string()];
+        let view =
+            View { texts: &texts, unserved: &[0], path: &[], candidates, finish_w: 0.0, memory: &[], examples: &[] };
+        match DeterministicDecider::default().choose(&view) {
+            Move::Next { api, .. } => api,
+            other => panic!("expected a step, got {other:?}"),
+        }
+    }
+
+    /// Named APIs put first share the top's score: of equal scores, the
+    /// ranking's order decides, not the function name.
+    #[test]
+    fn equal_scores_follow_the_ranking() {
+        let ranked = [candidate(1, "a_second", Some(2)), candidate(2, "z_first", Some(1)), candidate(3, "b", None)];
+        assert_eq!(first_choice(&ranked), ApiId(2));
+        let unranked = [candidate(1, "b", None), candidate(2, "a", None)];
+        assert_eq!(first_choice(&unranked), ApiId(2), "unranked ties fall back to the name");
     }
 }

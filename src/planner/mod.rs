@@ -268,6 +268,7 @@ impl<'a> Planner<'a> {
                 w,
                 alpha,
                 relevance: ctx.relevance.get(&api).copied().unwrap_or(0.0),
+                rank: ctx.places.get(&api).copied(),
                 similarity: ctx.ranks.iter().map(|r| r.get(&api).map_or(0.0, |&rank| 1.0 / rank as f32)).collect(),
                 hint: ctx.hints.get(&api).copied().unwrap_or(0.0),
                 source,
@@ -381,6 +382,8 @@ struct Context<'a> {
     /// Each API's final retrieval score over the best one.
     relevance: &'a HashMap<ApiId, f32>,
     ranking: &'a [ApiId],
+    /// Each ranked API's place in `ranking` (from 1).
+    places: &'a HashMap<ApiId, usize>,
     hints: &'a HashMap<ApiId, f32>,
 }
 

@@ -75,6 +75,7 @@ impl<'a> Planner<'a> {
             relevance.insert(h.api, below);
         }
         let ranking: Vec<ApiId> = hits.iter().map(|h| h.api).collect();
+        let places: HashMap<ApiId, usize> = ranking.iter().enumerate().map(|(i, &api)| (api, i + 1)).collect();
         let retrieval_ms = crate::units::ms(started.elapsed());
 
         let texts = prepared.texts.clone();
@@ -82,8 +83,14 @@ impl<'a> Planner<'a> {
         let explicit = arguments::explicit_values(task);
         let ranks: Vec<HashMap<ApiId, usize>> =
             rankings.iter().map(|r| r.iter().enumerate().map(|(i, &api)| (api, i + 1)).collect()).collect();
-        let ctx =
-            Context { rankings: &rankings, ranks: &ranks, ranking: &ranking, relevance: &relevance, hints: &hints };
+        let ctx = Context {
+            rankings: &rankings,
+            ranks: &ranks,
+            ranking: &ranking,
+            places: &places,
+            relevance: &relevance,
+            hints: &hints,
+        };
         let mut run = PlanRun {
             task: task.to_string(),
             parts: texts[1..].to_vec(),
