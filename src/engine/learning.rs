@@ -126,7 +126,7 @@ impl Engine {
         };
         let mut writer = self.memory_writer.lock().unwrap_or_else(|e| e.into_inner());
         let writer = writer.as_mut()?;
-        let vector = match embedder.embed(std::slice::from_ref(&run.task)) {
+        let vector = match embedder.embed_queries(std::slice::from_ref(&run.task)) {
             Ok(mut v) => v.remove(0),
             Err(e) => {
                 tracing::warn!("a run could not be remembered (embedding its task failed): {e}");

@@ -20,7 +20,7 @@ use crate::journal::{self, Journal};
 use crate::retrieval::RetrievalError;
 use crate::retrieval::cache::{EmbeddingCache, embed_through};
 use crate::retrieval::dense::dot;
-use crate::retrieval::embedder::Embedder;
+use crate::retrieval::embedder::{Embedder, Role};
 use crate::trajectory::Trajectory;
 
 /// One remembered successful run.
@@ -92,7 +92,7 @@ pub fn embed_paths(
     batch: usize,
 ) -> Result<Vec<Memory>, RetrievalError> {
     let tasks: Vec<String> = paths.iter().map(|(task, _)| task.clone()).collect();
-    let vectors = embed_through(cache, embedder, &tasks, batch)?;
+    let vectors = embed_through(cache, embedder, Role::Query, &tasks, batch)?;
     Ok(paths
         .into_iter()
         .zip(vectors)

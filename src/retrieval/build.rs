@@ -129,7 +129,7 @@ pub(super) fn build(
     let mut logged = 0;
     for chunk in missing.chunks(config.batch_size.max(1)) {
         let texts: Vec<String> = chunk.iter().map(|&i| documents[i].clone()).collect();
-        let vectors = embedder.embed(&texts)?;
+        let vectors = embedder.embed_documents(&texts)?;
         let entries: Vec<(cache::Key, Vec<f32>)> = chunk.iter().map(|&i| keys[i]).zip(vectors).collect();
         cache.put(&entries).map_err(io(format!("writing the embedding cache {}", cache.path().display())))?;
         progress.inc(chunk.len() as u64);

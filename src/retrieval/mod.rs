@@ -554,7 +554,7 @@ struct Masks {
 /// made each intent cost as much as the whole query.
 fn embed_query(embedder: &Embedder, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
     let (whole, intents) = texts.split_at(texts.len().min(1));
-    let mut vectors = embedder.embed(whole)?;
-    vectors.extend(embedder.embed(intents)?);
+    let mut vectors = embedder.embed_queries(whole)?;
+    vectors.extend(embedder.embed_queries(intents)?);
     Ok(vectors)
 }

@@ -212,7 +212,7 @@ impl ToolListRanker {
         if let Some(v) = locked(&self.query_vectors).get(&key) {
             return Ok(v.clone());
         }
-        let v: Arc<[f32]> = embedder.embed(&[text.to_string()])?.remove(0).into();
+        let v: Arc<[f32]> = embedder.embed_queries(&[text.to_string()])?.remove(0).into();
         locked(&self.query_vectors).put(key, v.clone());
         Ok(v)
     }
@@ -242,7 +242,7 @@ fn embed_list(
     missing.sort_by_key(|&i| index.texts[i].len());
     for chunk in missing.chunks(EMBED_BATCH) {
         let texts: Vec<String> = chunk.iter().map(|&i| index.texts[i].clone()).collect();
-        let vectors = embedder.embed(&texts)?;
+        let vectors = embedder.embed_documents(&texts)?;
         let mut cache = locked(cache);
         for (&i, v) in chunk.iter().zip(vectors) {
             let v: Arc<[f32]> = v.into();
