@@ -15,8 +15,8 @@ use crate::config::{Config, SearchMode};
 use crate::graph::store::{self, GraphStore, LastRecovery, Recovery};
 use crate::graph::{NodeKey, Params, RunRecord, ToolGraph, build};
 use crate::planner::{LongTermMemory, memory};
-use crate::retrieval::cache::EmbeddingCache;
-use crate::retrieval::embedder::Embedder;
+use crate::retrieval::cache::{EmbeddingCache, embed_through};
+use crate::retrieval::embedder::{Embedder, Role};
 use crate::trajectory::Trajectory;
 
 /// Transitions listed by `graph stats`.
@@ -171,7 +171,12 @@ fn remember(config: &Config, catalog: &Catalog, trajectories: &[Trajectory]) -> 
     let memories =
         memory::embed_paths(paths, &embedder, &mut cache, config.embedding.batch_size).map_err(|e| e.to_string())?;
     let path = memory::memory_path(&config.state.dir());
-    let kept = LongTermMemory::rewrite(&path, &memories).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    let batch = config.embedding.batch_size;
+    let embed = |tasks: &[String]| {
+        embed_through(&mut cache, &embedder, Role::Query, tasks, batch).map_err(std::io::Error::other)
+    };
+    let kept =
+        LongTermMemory::rewrite(&path, &memories, embed).map_err(|e| format!("writing {}: {e}", path.display()))?;
     Ok((memories.len() + kept, path))
 }
 

@@ -102,11 +102,21 @@ pub fn embed_paths(
 
 impl LongTermMemory {
     /// Replaces what the journal at `path` learned from trajectory files by
-    /// `entries`, keeping what live runs taught it: written beside it,
-    /// fsync'd, renamed into place. Returns the entries kept.
-    pub fn rewrite(path: &Path, entries: &[Memory]) -> std::io::Result<usize> {
+    /// `entries`, keeping what live runs taught it with their tasks embedded
+    /// again by `embed` (the model may have changed since; the embedding
+    /// cache makes it cheap when it has not): written beside it, fsync'd,
+    /// renamed into place. Returns the entries kept.
+    pub fn rewrite(
+        path: &Path,
+        entries: &[Memory],
+        embed: impl FnOnce(&[String]) -> std::io::Result<Vec<Vec<f32>>>,
+    ) -> std::io::Result<usize> {
         let (old, _) = journal::read::<Memory>(path)?;
-        let kept: Vec<Memory> = old.into_iter().map(|(_, m)| m).filter(|m| m.online).collect();
+        let mut kept: Vec<Memory> = old.into_iter().map(|(_, m)| m).filter(|m| m.online).collect();
+        let tasks: Vec<String> = kept.iter().map(|m| m.task.clone()).collect();
+        for (memory, vector) in kept.iter_mut().zip(embed(&tasks)?) {
+            memory.vector = vector;
+        }
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir)?;
         let aside = path.with_extension("jsonl.new");
@@ -204,13 +214,20 @@ mod tests {
         writer.append(&third).unwrap();
         drop(writer);
         assert_eq!(LongTermMemory::read(&path).unwrap().len(), 3, "appended after the records read");
-        // Re-reading trajectories replaces their memories, keeps live ones.
+        // Re-reading trajectories replaces their memories, keeps live ones
+        // (embedded again: the model may have changed).
         let fresh = Memory { task: "news".into(), path: vec!["d".into()], vector: vec![0.6, 0.8], online: false };
-        assert_eq!(LongTermMemory::rewrite(&path, &[fresh]).unwrap(), 2, "the two live ones kept");
-        let tasks: Vec<String> = LongTermMemory::read(&path).unwrap().entries.iter().map(|m| m.task.clone()).collect();
+        let embed = |tasks: &[String]| {
+            assert_eq!(tasks, ["weather", "news"], "the live ones");
+            Ok(vec![vec![0.0, 1.0], vec![1.0, 0.0]])
+        };
+        assert_eq!(LongTermMemory::rewrite(&path, &[fresh], embed).unwrap(), 2, "the two live ones kept");
+        let read = LongTermMemory::read(&path).unwrap();
+        let tasks: Vec<&str> = read.entries.iter().map(|m| m.task.as_str()).collect();
         assert_eq!(tasks, ["weather", "news", "news"]);
+        assert_eq!(read.entries[0].vector, [0.0, 1.0], "re-embedded");
         let (m, _, _) = LongTermMemory::open(&path).unwrap();
         let found = m.search(&[0.1, 0.99], 1);
-        assert_eq!(found[0].1.task, "news");
+        assert_eq!(found[0].1.task, "weather", "its new vector");
     }
 }
