@@ -47,8 +47,12 @@ const LISTS: usize = 256;
 const TOOL_VECTORS: usize = 20_000;
 /// Query vectors kept by text.
 const QUERY_VECTORS: usize = 4_096;
-/// Tools embedded per model call in the background.
-const EMBED_BATCH: usize = 32;
+/// Tools embedded per model call in the background. 16 rather than 32:
+/// embedding a first-seen 1,000-tool list took `serve` to 155 MB at peak
+/// (120 MB after) with 32, 119–126 MB (96 after) with 16, for about 15%
+/// more time (1.2 s against 1.06 s for 1,000 tools; docs/benchmarks.md,
+/// "A sitting on a faster host").
+const EMBED_BATCH: usize = 16;
 
 /// How much each signal counts (tuned on G1_instruction; docs/benchmarks.md).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
