@@ -196,7 +196,7 @@ impl DeterministicDecider {
             .candidates
             .iter()
             .map(|c| (score(c), c))
-            .max_by(|a, b| a.0.total_cmp(&b.0).then_with(|| ranked_before(a.1, b.1)));
+            .max_by(|a, b| a.0.total_cmp(&b.0).then_with(|| comes_first(a.1, b.1, view.unserved)));
         let Some((score, best)) = best else {
             return if view.path.is_empty() {
                 Move::Finish { reason: "no API matches the task".into() }
@@ -250,13 +250,24 @@ impl DeterministicDecider {
     }
 }
 
-/// `Greater` when `a` comes before `b` in the ranking (ranked before
-/// unranked, then by function name): of two equal scores, the earlier one wins, so
-/// with no other evidence the plan follows the ranking exactly (named APIs
-/// put first share the top's score).
-fn ranked_before(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
+/// Of two candidates with equal scores, `Greater` when `a` goes first: the
+/// one more similar to the earliest unserved part of the request where they
+/// differ ("Search locations named Berlin. Then get the weather forecast
+/// there."), then the one ranked higher (ranked before unranked), then by
+/// function name. Named APIs put first share the top's score, so ties are
+/// common; without other evidence the plan then follows the request's
+/// order and the ranking.
+fn comes_first(a: &Candidate, b: &Candidate, unserved: &[usize]) -> std::cmp::Ordering {
+    let similarity = |c: &Candidate, t: usize| c.similarity.get(t).copied().unwrap_or(0.0);
+    let mut parts = unserved.to_vec();
+    parts.sort_unstable();
+    let by_parts = parts
+        .iter()
+        .map(|&t| similarity(a, t).total_cmp(&similarity(b, t)))
+        .find(|o| o.is_ne())
+        .unwrap_or(std::cmp::Ordering::Equal);
     let place = |c: &Candidate| c.rank.unwrap_or(usize::MAX);
-    place(b).cmp(&place(a)).then_with(|| b.function.cmp(&a.function))
+    by_parts.then_with(|| place(b).cmp(&place(a))).then_with(|| b.function.cmp(&a.function))
 }
 
 impl Decider for DeterministicDecider {
@@ -298,10 +309,9 @@ mod tests {
         }
     }
 
-    fn first_choice(candidates: &[Candidate]) -> ApiId {
-        let texts = ["task".to_string()];
-        let view =
-            View { texts: &texts, unserved: &[0], path: &[], candidates, finish_w: 0.0, memory: &[], examples: &[] };
+    fn first_choice(candidates: &[Candidate], unserved: &[usize]) -> ApiId {
+        let texts = ["task".to_string(), "part one".to_string(), "part two".to_string()];
+        let view = View { texts: &texts, unserved, path: &[], candidates, finish_w: 0.0, memory: &[], examples: &[] };
         match DeterministicDecider::default().choose(&view) {
             Move::Next { api, .. } => api,
             other => panic!("expected a step, got {other:?}"),
@@ -309,12 +319,18 @@ mod tests {
     }
 
     /// Named APIs put first share the top's score: of equal scores, the
-    /// ranking's order decides, not the function name.
+    /// request's order of parts decides, then the ranking, then the name.
     #[test]
-    fn equal_scores_follow_the_ranking() {
+    fn equal_scores_follow_the_request_then_the_ranking() {
         let ranked = [candidate(1, "a_second", Some(2)), candidate(2, "z_first", Some(1)), candidate(3, "b", None)];
-        assert_eq!(first_choice(&ranked), ApiId(2));
+        assert_eq!(first_choice(&ranked, &[0]), ApiId(2));
         let unranked = [candidate(1, "b", None), candidate(2, "a", None)];
-        assert_eq!(first_choice(&unranked), ApiId(2), "unranked ties fall back to the name");
+        assert_eq!(first_choice(&unranked, &[0]), ApiId(2), "unranked ties fall back to the name");
+        // Parts 1 and 2 unserved: the one closer to part 1 goes first, whatever its rank.
+        let mut second_part = candidate(1, "a", Some(1));
+        second_part.similarity = vec![1.0, 0.33, 1.0];
+        let mut first_part = candidate(2, "b", Some(2));
+        first_part.similarity = vec![0.5, 1.0, 0.0];
+        assert_eq!(first_choice(&[second_part, first_part], &[1, 2]), ApiId(2));
     }
 }
