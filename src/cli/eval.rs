@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 
 use super::search::{DenseArg, ModeArg, open, retrieval_error};
-use super::{CliError, load_catalog};
+use super::{CliError, load_catalog, load_trajectories};
 use crate::config::Config;
 use crate::eval::learning::{self, Task};
 use crate::eval::{queries, retrieval};
@@ -171,6 +171,11 @@ pub(super) struct RetrievalArgs {
     /// Reciprocal rank fusion constant.
     #[arg(long, value_delimiter = ',', value_name = "X")]
     rrf_k: Vec<f32>,
+    /// Trajectory files or directories: each set is also searched with the
+    /// long-term memory of the successful runs on the other sets (leave one
+    /// set out), as `serve` searches after `graph build`.
+    #[arg(long = "trajectories", value_name = "PATH", num_args = 1..)]
+    trajectories: Vec<PathBuf>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -286,13 +291,7 @@ fn load_sets(paths: &[PathBuf]) -> Result<Vec<(String, Vec<queries::QueryRecord>
 fn run_plan(args: &PlanArgs, config: &Config) -> Result<ExitCode, CliError> {
     use crate::eval::plan::{self, Split, Variant};
     let sets = load_sets(&args.queries)?;
-    let mut trajectories = Vec::new();
-    for path in &args.trajectories {
-        if !path.exists() {
-            return Err(CliError::Usage(format!("--trajectories {}: no such file or directory", path.display())));
-        }
-        trajectories.extend(crate::trajectory::load_path(path).0);
-    }
+    let (trajectories, _) = load_trajectories(&args.trajectories)?;
     let mut config = config.clone();
     config.catalog.query_files.extend(args.queries.iter().cloned());
     let retriever = open(&config, false)?;
@@ -379,11 +378,19 @@ fn run_retrieval(args: &RetrievalArgs, config: &Config) -> Result<ExitCode, CliE
         return learning_curve(&retriever, &sets, Task::Retrieval { k }, &config, &args.curve, args.json);
     }
     let variants = variants(args, &config);
-    let results = retrieval::evaluate(&retriever, &sets, &args.k, &variants).map_err(retrieval_error)?;
+    let memories = if args.trajectories.is_empty() {
+        Vec::new()
+    } else {
+        memories_left_out(&retriever, &sets, &args.trajectories, &config)?
+    };
+    let remembering =
+        (!memories.is_empty()).then(|| retrieval::Memories { per_set: &memories, hints: config.planner.hints });
+    let results = retrieval::evaluate(&retriever, &sets, &args.k, &variants, remembering).map_err(retrieval_error)?;
     if args.json {
         let value = serde_json::json!({
             "query_tools_added": report.query_tools_added,
             "query_apis_added": report.query_apis_added,
+            "remembered_runs_per_set": memories.iter().map(|m| m.len()).collect::<Vec<_>>(),
             "reports": results,
         });
         println!("{}", serde_json::to_string_pretty(&value).map_err(anyhow::Error::from)?);
@@ -393,12 +400,48 @@ fn run_retrieval(args: &RetrievalArgs, config: &Config) -> Result<ExitCode, CliE
         "{} tools ({} APIs) the catalog lacked were added from the query files' api_list.\n",
         report.query_tools_added, report.query_apis_added
     );
+    if !memories.is_empty() {
+        let sizes: Vec<String> =
+            sets.iter().zip(&memories).map(|((name, _), m)| format!("{name} {}", m.len())).collect();
+        println!(
+            "Searched with the long-term memory of the successful runs on the other sets (remembered runs: {}).\n",
+            sizes.join(", ")
+        );
+    }
     if results.len() == 1 {
         print!("{}", retrieval::markdown(&results[0], &args.k));
     } else {
         print!("{}", retrieval::summary(&results));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// For each set, the long-term memory of the successful runs in
+/// `trajectories` on queries of the other sets.
+fn memories_left_out(
+    retriever: &crate::retrieval::Retriever,
+    sets: &[(String, Vec<queries::QueryRecord>)],
+    paths: &[PathBuf],
+    config: &Config,
+) -> Result<Vec<crate::planner::LongTermMemory>, CliError> {
+    use crate::eval::plan::{Split, folds, memory_of};
+    let Some(embedder) = retriever.embedder() else {
+        return Err(CliError::Usage("--trajectories needs the embedding model (a mode other than lexical)".into()));
+    };
+    let (trajectories, _) = load_trajectories(paths)?;
+    let cache_dir = config.embedding.cache_dir();
+    let mut cache =
+        crate::retrieval::cache::EmbeddingCache::open(&cache_dir, embedder.id(), embedder.dims()).map_err(|e| {
+            CliError::Failure(anyhow::anyhow!("opening the embedding cache in {}: {e}", cache_dir.display()))
+        })?;
+    folds(sets, &trajectories, Split::Sets)
+        .iter()
+        .map(|fold| {
+            let owned: Vec<_> = fold.trajectories.iter().map(|t| (*t).clone()).collect();
+            memory_of(retriever, Some(&mut cache), retriever.catalog(), &owned, config.graph.max_calls)
+                .map_err(retrieval_error)
+        })
+        .collect()
 }
 
 /// Every combination of the listed option values (one when none is listed).

@@ -209,7 +209,7 @@ pub async fn evaluate(
 
 /// Long-term memory of the successful runs among `trajectories` (their
 /// queries embedded through the cache), empty when retrieval has no embedder.
-fn memory_of(
+pub(crate) fn memory_of(
     retriever: &Retriever,
     cache: Option<&mut EmbeddingCache>,
     catalog: &Catalog,

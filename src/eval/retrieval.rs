@@ -2,6 +2,11 @@
 //! the whole catalog and its `relevant APIs` looked up in the ranking.
 //! Relevant APIs that are not in the catalog at all count as missed (and
 //! are reported). Metrics are averaged over queries, per file and overall.
+//!
+//! Searched cold by default (no long-term memory). With a memory per set
+//! (built from runs on the other sets: [`super::plan::folds`]), each query
+//! also ranks the APIs of remembered similar runs, as `serve` searches once
+//! `graph build` has read trajectories.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write;
@@ -13,6 +18,7 @@ use super::queries::QueryRecord;
 use super::scores::{ndcg_at, recall_at, reciprocal_rank};
 use crate::catalog::ApiId;
 use crate::config::SearchMode;
+use crate::planner::{LongTermMemory, remembered};
 use crate::retrieval::{Filters, RetrievalError, Retriever, SearchOptions};
 
 /// Depth of the ranking the reciprocal rank looks into.
@@ -61,6 +67,13 @@ pub struct RetrievalReport {
     pub overall: SetReport,
 }
 
+/// What each set's queries remember: a long-term memory per set (in the
+/// order of the sets) and the remembered tasks consulted per query.
+pub struct Memories<'a> {
+    pub per_set: &'a [LongTermMemory],
+    pub hints: usize,
+}
+
 /// Searches every query of every set with each of `variants` and scores the
 /// rankings. Each query is embedded once (with its intents) and ranked by
 /// every variant; latency is preparation (embedding) plus ranking.
@@ -69,6 +82,7 @@ pub fn evaluate(
     sets: &[(String, Vec<QueryRecord>)],
     ks: &[usize],
     variants: &[SearchOptions],
+    memories: Option<Memories<'_>>,
 ) -> Result<Vec<RetrievalReport>, RetrievalError> {
     let catalog = retriever.catalog().clone();
     let depth = ks.iter().copied().max().unwrap_or(10).max(MRR_DEPTH);
@@ -80,10 +94,14 @@ pub fn evaluate(
         prepare.mode = SearchMode::Hybrid;
     }
     let mut prepared = Vec::with_capacity(sets.len());
-    for (_, queries) in sets {
+    for (i, (_, queries)) in sets.iter().enumerate() {
         let mut set = Vec::with_capacity(queries.len());
         for q in queries {
-            set.push(retriever.prepare(&q.query, prepare)?);
+            let mut p = retriever.prepare(&q.query, prepare)?;
+            if let (Some(m), Some(vector)) = (&memories, p.vectors.first()) {
+                p.remembered = remembered(&m.per_set[i].examples(vector, m.hints), &catalog);
+            }
+            set.push(p);
         }
         prepared.push(set);
     }
