@@ -187,11 +187,15 @@ impl DeterministicDecider {
     }
 
     fn choose(&self, view: &View<'_>) -> Move {
-        // Without graph edges or memory hints among the candidates, the
-        // retrieval ranking decides alone: the plan is never worse than its
-        // top k (the other terms only reordered near-ties, and lost F1).
-        let evidence = view.candidates.iter().any(|c| c.w > 0.0 || c.hint > 0.0);
-        let score = |c: &Candidate| if evidence { Self::score(c, view.unserved) } else { c.relevance as f64 };
+        // Without graph edges among the candidates, the retrieval ranking
+        // decides, moved only by memory hints: the other terms (parts,
+        // availability) only reordered near-ties, and lost F1; brought in
+        // by hints alone, they cost 0.002–0.006 F1 on every development
+        // set (docs/benchmarks.md, "Planning").
+        let graph = view.candidates.iter().any(|c| c.w > 0.0);
+        let score = |c: &Candidate| {
+            if graph { Self::score(c, view.unserved) } else { c.relevance as f64 + HINT_WEIGHT * c.hint as f64 }
+        };
         let best = view
             .candidates
             .iter()
