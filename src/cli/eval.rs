@@ -381,7 +381,13 @@ fn run_retrieval(args: &RetrievalArgs, config: &Config) -> Result<ExitCode, CliE
     let memories = if args.trajectories.is_empty() {
         Vec::new()
     } else {
-        memories_left_out(&retriever, &sets, &args.trajectories, &config)?
+        if retriever.embedder().is_none() {
+            return Err(CliError::Usage("--trajectories needs the embedding model (a mode other than lexical)".into()));
+        }
+        let (trajectories, _) = load_trajectories(&args.trajectories)?;
+        let cache_dir = config.embedding.cache_dir();
+        crate::eval::plan::memories_left_out(&retriever, &sets, &trajectories, config.graph.max_calls, &cache_dir)
+            .map_err(retrieval_error)?
     };
     let remembering =
         (!memories.is_empty()).then(|| retrieval::Memories { per_set: &memories, hints: config.planner.hints });
@@ -414,34 +420,6 @@ fn run_retrieval(args: &RetrievalArgs, config: &Config) -> Result<ExitCode, CliE
         print!("{}", retrieval::summary(&results));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// For each set, the long-term memory of the successful runs in
-/// `trajectories` on queries of the other sets.
-fn memories_left_out(
-    retriever: &crate::retrieval::Retriever,
-    sets: &[(String, Vec<queries::QueryRecord>)],
-    paths: &[PathBuf],
-    config: &Config,
-) -> Result<Vec<crate::planner::LongTermMemory>, CliError> {
-    use crate::eval::plan::{Split, folds, memory_of};
-    let Some(embedder) = retriever.embedder() else {
-        return Err(CliError::Usage("--trajectories needs the embedding model (a mode other than lexical)".into()));
-    };
-    let (trajectories, _) = load_trajectories(paths)?;
-    let cache_dir = config.embedding.cache_dir();
-    let mut cache =
-        crate::retrieval::cache::EmbeddingCache::open(&cache_dir, embedder.id(), embedder.dims()).map_err(|e| {
-            CliError::Failure(anyhow::anyhow!("opening the embedding cache in {}: {e}", cache_dir.display()))
-        })?;
-    folds(sets, &trajectories, Split::Sets)
-        .iter()
-        .map(|fold| {
-            let owned: Vec<_> = fold.trajectories.iter().map(|t| (*t).clone()).collect();
-            memory_of(retriever, Some(&mut cache), retriever.catalog(), &owned, config.graph.max_calls)
-                .map_err(retrieval_error)
-        })
-        .collect()
 }
 
 /// Every combination of the listed option values (one when none is listed).

@@ -136,13 +136,7 @@ pub async fn evaluate(
     cache_dir: &Path,
 ) -> Result<Vec<VariantReport>, RetrievalError> {
     let catalog = retriever.catalog().clone();
-    let mut cache = match retriever.embedder() {
-        Some(e) => Some(EmbeddingCache::open(cache_dir, e.id(), e.dims()).map_err(|source| RetrievalError::Io {
-            context: format!("opening the embedding cache in {}", cache_dir.display()),
-            source,
-        })?),
-        None => None,
-    };
+    let mut cache = embedding_cache(retriever, cache_dir)?;
     let mut per_variant: Vec<Vec<(String, Sample)>> = vec![Vec::new(); variants.len()];
     for fold in folds {
         let owned: Vec<Trajectory> = fold.trajectories.iter().map(|t| (*t).clone()).collect();
@@ -207,9 +201,37 @@ pub async fn evaluate(
         .collect())
 }
 
+/// For each set, the long-term memory of the successful runs among
+/// `trajectories` on the other sets' queries (leave one set out).
+pub fn memories_left_out(
+    retriever: &Retriever,
+    sets: &[(String, Vec<QueryRecord>)],
+    trajectories: &[Trajectory],
+    max_calls: usize,
+    cache_dir: &Path,
+) -> Result<Vec<LongTermMemory>, RetrievalError> {
+    let mut cache = embedding_cache(retriever, cache_dir)?;
+    folds(sets, trajectories, Split::Sets)
+        .iter()
+        .map(|fold| {
+            let owned: Vec<Trajectory> = fold.trajectories.iter().map(|t| (*t).clone()).collect();
+            memory_of(retriever, cache.as_mut(), retriever.catalog(), &owned, max_calls)
+        })
+        .collect()
+}
+
+/// The embedding cache of `retriever`'s model in `cache_dir` (`None` without an embedder).
+fn embedding_cache(retriever: &Retriever, cache_dir: &Path) -> Result<Option<EmbeddingCache>, RetrievalError> {
+    let Some(e) = retriever.embedder() else { return Ok(None) };
+    EmbeddingCache::open(cache_dir, e.id(), e.dims()).map(Some).map_err(|source| RetrievalError::Io {
+        context: format!("opening the embedding cache in {}", cache_dir.display()),
+        source,
+    })
+}
+
 /// Long-term memory of the successful runs among `trajectories` (their
 /// queries embedded through the cache), empty when retrieval has no embedder.
-pub(crate) fn memory_of(
+fn memory_of(
     retriever: &Retriever,
     cache: Option<&mut EmbeddingCache>,
     catalog: &Catalog,
