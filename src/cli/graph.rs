@@ -172,11 +172,11 @@ fn remember(config: &Config, catalog: &Catalog, trajectories: &[Trajectory]) -> 
         memory::embed_paths(paths, &embedder, &mut cache, config.embedding.batch_size).map_err(|e| e.to_string())?;
     let path = memory::memory_path(&config.state.dir());
     let batch = config.embedding.batch_size;
-    let embed = |tasks: &[String]| {
+    let mut embed = |tasks: &[String]| {
         embed_through(&mut cache, &embedder, Role::Query, tasks, batch).map_err(std::io::Error::other)
     };
-    let kept =
-        LongTermMemory::rewrite(&path, &memories, embed).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    let kept = LongTermMemory::rewrite(&path, &memories, embedder.id(), &mut embed)
+        .map_err(|e| format!("writing {}: {e}", path.display()))?;
     Ok((memories.len() + kept, path))
 }
 

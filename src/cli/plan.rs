@@ -41,7 +41,9 @@ pub(super) fn run(args: &PlanArgs, config: &Config) -> Result<ExitCode, CliError
         }
         Some(graph)
     };
-    let memory = LongTermMemory::read(&memory::memory_path(&state)).map_err(|e| CliError::Failure(e.into()))?;
+    let mut memory = LongTermMemory::read(&memory::memory_path(&state)).map_err(|e| CliError::Failure(e.into()))?;
+    // Vectors of another embedding model do not compare with this one's.
+    memory.keep_model(retriever.embedder().map_or("", |e| e.id()));
     let mut settings = Settings::from(config);
     if let Some(n) = args.max_steps {
         if n == 0 {

@@ -7,10 +7,12 @@ use std::sync::Arc;
 
 use super::{Engine, SharingStats};
 use crate::cluster::runs::SharedRun;
+use crate::config::Config;
 use crate::graph::RunRecord;
 use crate::graph::build::clean_path;
-use crate::planner::Memory;
-use crate::retrieval::Retriever;
+use crate::planner::memory::{self, MemoryWriter};
+use crate::planner::{LongTermMemory, Memory};
+use crate::retrieval::{Embedder, Retriever};
 
 /// Runs kept for [`Engine::recent_runs`].
 pub const RECENT_RUNS: usize = 20;
@@ -23,6 +25,44 @@ pub struct RecentRun {
     pub origin: &'static str,
     #[serde(flatten)]
     pub run: RunRecord,
+}
+
+/// The long-term memory of the state directory, with its writer when this
+/// process holds the graph (`writer`). Runs another embedding model
+/// remembered are embedded again first (by the writer) or left out (by a
+/// reader): their vectors do not compare with this model's.
+pub(super) fn open_memory(
+    config: &Config,
+    embedder: Option<&Arc<Embedder>>,
+    writer: bool,
+) -> std::io::Result<(LongTermMemory, Option<MemoryWriter>)> {
+    let path = memory::memory_path(&config.state.dir());
+    let model = embedder.map_or("", |e| e.id());
+    if let (Some(embedder), true) = (embedder, writer) {
+        let (cache, batch) = (config.embedding.cache_dir(), config.embedding.batch_size);
+        match memory::reembed_stale(&path, embedder, &cache, batch) {
+            Ok(0) => {}
+            Ok(n) => tracing::info!("{n} remembered runs embedded again with {model}"),
+            Err(e) => tracing::warn!("remembered runs of another embedding model could not be embedded again: {e}"),
+        }
+    }
+    let (mut memory, writer) = if writer {
+        let (memory, writer, report) = LongTermMemory::open(&path)?;
+        if report.dropped > 0 {
+            tracing::warn!(dropped = report.dropped, problems = ?report.problems, "the memory journal had damaged entries; they were skipped");
+        }
+        (memory, Some(writer))
+    } else {
+        (LongTermMemory::read(&path)?, None)
+    };
+    let stale = memory.keep_model(model);
+    if stale > 0 {
+        tracing::warn!(
+            "{stale} remembered runs were embedded by another model than {model}; they are left out until the \
+             process that holds the state directory (or `toolrouter graph build`) embeds them again"
+        );
+    }
+    Ok((memory, writer))
 }
 
 impl Engine {
@@ -133,7 +173,7 @@ impl Engine {
                 return None;
             }
         };
-        let memory = Memory { task: run.task.clone(), path, vector, online: true };
+        let memory = Memory { task: run.task.clone(), path, vector, online: true, model: embedder.id().to_string() };
         if let Err(e) = writer.append(&memory) {
             tracing::error!("a run could not be remembered (the memory journal refused it): {e}");
             return None;

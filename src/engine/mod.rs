@@ -21,7 +21,7 @@ use crate::downstream::{Downstream, Health};
 use crate::graph::store::{self, GraphStore};
 use crate::graph::{Neighbourhood, NodeKey, Params, RunCall, RunRecord, ToolGraph};
 use crate::planner::{
-    Caller, Decider, DeterministicDecider, DryRun, LongTermMemory, MemoryWriter, PlanRun, Planner, Settings, memory,
+    Caller, Decider, DeterministicDecider, DryRun, LongTermMemory, MemoryWriter, PlanRun, Planner, Settings,
 };
 use crate::retrieval::{Embedder, Filters, Progress, Retriever, Signal};
 use crate::upstream::{CallError, Response, Upstream};
@@ -240,18 +240,10 @@ impl Engine {
             Ok(last) => crate::metrics::global().graph_recovery(last),
             Err(e) => tracing::warn!("the graph's last recovery report is unreadable: {e}"),
         }
-        let memory_path = memory::memory_path(&state);
-        let (memory, memory_writer) = match (world.has_retriever(), &store) {
-            // Only searches and plans read the memory; a call alone is never remembered.
-            (false, _) => (LongTermMemory::default(), None),
-            (true, Some(_)) => {
-                let (memory, writer, report) = LongTermMemory::open(&memory_path)?;
-                if report.dropped > 0 {
-                    tracing::warn!(dropped = report.dropped, problems = ?report.problems, "the memory journal had damaged entries; they were skipped");
-                }
-                (memory, Some(writer))
-            }
-            (true, None) => (LongTermMemory::read(&memory_path)?, None),
+        // Only searches and plans read the memory; a call alone is never remembered.
+        let (memory, memory_writer) = match world.retriever() {
+            Ok(retriever) => learning::open_memory(config, retriever.embedder(), store.is_some())?,
+            Err(_) => (LongTermMemory::default(), None),
         };
         let mut upstream = Upstream::new(&base, config)?;
         if let Some(d) = &downstream {

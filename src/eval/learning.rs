@@ -173,7 +173,8 @@ async fn scores(
                 RunRecord { id: format!("learning-{i}"), task: query.clone(), calls, success: true, standalone: false };
             graph.apply(&run, Some(catalog));
             if let Some(vector) = prepared.vectors.first() {
-                memory.push(Memory { task: query.clone(), path, vector: vector.clone(), online: true });
+                let model = retriever.embedder().map(|e| e.id().to_string()).unwrap_or_default();
+                memory.push(Memory { task: query.clone(), path, vector: vector.clone(), online: true, model });
             }
         }
     }

@@ -4,7 +4,10 @@
 //! the LLM decider shows them as worked examples.
 //!
 //! Stored as a [`crate::journal`] (`<state>/memory/memory.jsonl`),
-//! each entry with its task's vector, so loading needs no embedding.
+//! each entry with its task's vector and the model that made it, so
+//! loading needs no embedding; vectors of another model are never
+//! compared with the current one's (the writer embeds them again at
+//! start, [`reembed_stale`]).
 //! `graph build` writes what trajectory files teach; the engine appends
 //! every successful live run ([`MemoryWriter`]). Entries are shared
 //! (`Arc`), so a planner's snapshot of the memory costs no copy of them.
@@ -18,7 +21,7 @@ use crate::catalog::Catalog;
 use crate::graph::build::{clean_path, successful};
 use crate::journal::{self, Journal};
 use crate::retrieval::RetrievalError;
-use crate::retrieval::cache::{EmbeddingCache, embed_through};
+use crate::retrieval::cache::{EmbeddingCache, Key, embed_through, key};
 use crate::retrieval::dense::dot;
 use crate::retrieval::embedder::{Embedder, Role};
 use crate::trajectory::Trajectory;
@@ -35,6 +38,10 @@ pub struct Memory {
     /// from a trajectory file.
     #[serde(default)]
     pub online: bool,
+    /// The embedding model that made `vector` ([`Embedder::id`]); empty in
+    /// journals written before it was recorded (then taken as stale).
+    #[serde(default)]
+    pub model: String,
 }
 
 /// Remembered runs, searchable.
@@ -96,38 +103,95 @@ pub fn embed_paths(
     Ok(paths
         .into_iter()
         .zip(vectors)
-        .map(|((task, path), vector)| Memory { task, path, vector, online: false })
+        .map(|((task, path), vector)| Memory { task, path, vector, online: false, model: embedder.id().to_string() })
         .collect())
+}
+
+/// Embeds task texts as queries (through the embedding cache, in the callers).
+pub type Embed<'a> = &'a mut dyn FnMut(&[String]) -> std::io::Result<Vec<Vec<f32>>>;
+
+/// Gives `entries` new vectors from `embed`, recorded as `model`'s.
+fn embed_again(entries: Vec<&mut Memory>, model: &str, embed: Embed<'_>) -> std::io::Result<()> {
+    let tasks: Vec<String> = entries.iter().map(|m| m.task.clone()).collect();
+    let vectors = embed(&tasks)?;
+    if vectors.len() != entries.len() {
+        return Err(std::io::Error::other("the embedder returned fewer vectors than tasks"));
+    }
+    for (memory, vector) in entries.into_iter().zip(vectors) {
+        memory.vector = vector;
+        memory.model = model.to_string();
+    }
+    Ok(())
+}
+
+/// Replaces the journal at `path` by `entries`: written beside it,
+/// fsync'd, renamed into place, the directory fsync'd.
+fn replace(path: &Path, entries: &[Memory]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let aside = path.with_extension("jsonl.new");
+    let _ = std::fs::remove_file(&aside);
+    let (mut journal, _, _) = Journal::open::<Memory>(&aside)?;
+    journal.append_all(1, entries)?;
+    drop(journal);
+    std::fs::rename(&aside, path)?;
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// Embeds again (through the embedding cache in `cache_dir`) the entries of
+/// the memory journal at `path` that another model embedded: after
+/// `embedding.model` changes, remembered runs keep counting. Returns how many.
+pub fn reembed_stale(path: &Path, embedder: &Embedder, cache_dir: &Path, batch: usize) -> std::io::Result<usize> {
+    if !path.exists() {
+        return Ok(0);
+    }
+    let mut embed = |tasks: &[String]| {
+        // Only these tasks' records: the cache may hold a whole catalog's vectors.
+        let keys: Vec<Key> = tasks.iter().map(|t| key(embedder.id(), &embedder.as_read(Role::Query, t))).collect();
+        let mut cache = EmbeddingCache::open_for(cache_dir, embedder.id(), embedder.dims(), &keys)?;
+        embed_through(&mut cache, embedder, Role::Query, tasks, batch).map_err(std::io::Error::other)
+    };
+    LongTermMemory::refresh(path, embedder.id(), &mut embed)
 }
 
 impl LongTermMemory {
     /// Replaces what the journal at `path` learned from trajectory files by
     /// `entries`, keeping what live runs taught it with their tasks embedded
-    /// again by `embed` (the model may have changed since; the embedding
-    /// cache makes it cheap when it has not): written beside it, fsync'd,
-    /// renamed into place. Returns the entries kept.
-    pub fn rewrite(
-        path: &Path,
-        entries: &[Memory],
-        embed: impl FnOnce(&[String]) -> std::io::Result<Vec<Vec<f32>>>,
-    ) -> std::io::Result<usize> {
+    /// again by `embed` as `model` (the model may have changed since; the
+    /// embedding cache makes it cheap when it has not): written beside it,
+    /// fsync'd, renamed into place. Returns the entries kept.
+    pub fn rewrite(path: &Path, entries: &[Memory], model: &str, embed: Embed<'_>) -> std::io::Result<usize> {
         let (old, _) = journal::read::<Memory>(path)?;
         let mut kept: Vec<Memory> = old.into_iter().map(|(_, m)| m).filter(|m| m.online).collect();
-        let tasks: Vec<String> = kept.iter().map(|m| m.task.clone()).collect();
-        for (memory, vector) in kept.iter_mut().zip(embed(&tasks)?) {
-            memory.vector = vector;
+        let all: Vec<&mut Memory> = kept.iter_mut().collect();
+        embed_again(all, model, embed)?;
+        kept.extend_from_slice(entries);
+        replace(path, &kept)?;
+        Ok(kept.len() - entries.len())
+    }
+
+    /// Embeds again, as `model`, the entries of the journal at `path` that
+    /// another model (or an unrecorded one) embedded, and rewrites it as
+    /// [`LongTermMemory::rewrite`] does; nothing is written when none is
+    /// stale. Returns how many were embedded again.
+    pub fn refresh(path: &Path, model: &str, embed: Embed<'_>) -> std::io::Result<usize> {
+        let (old, _) = journal::read::<Memory>(path)?;
+        let mut entries: Vec<Memory> = old.into_iter().map(|(_, m)| m).collect();
+        let stale: Vec<&mut Memory> = entries.iter_mut().filter(|m| m.model != model).collect();
+        let n = stale.len();
+        if n > 0 {
+            embed_again(stale, model, embed)?;
+            replace(path, &entries)?;
         }
-        let dir = path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir)?;
-        let aside = path.with_extension("jsonl.new");
-        let _ = std::fs::remove_file(&aside);
-        let (mut journal, _, _) = Journal::open::<Memory>(&aside)?;
-        journal.append_all(1, &kept)?;
-        journal.append_all(kept.len() as u64 + 1, entries)?;
-        drop(journal);
-        std::fs::rename(&aside, path)?;
-        std::fs::File::open(dir)?.sync_all()?;
-        Ok(kept.len())
+        Ok(n)
+    }
+
+    /// Leaves out of this view the entries another model embedded (the
+    /// journal keeps them); returns how many.
+    pub fn keep_model(&mut self, model: &str) -> usize {
+        let before = self.entries.len();
+        self.entries.retain(|m| m.model == model);
+        before - self.entries.len()
     }
 
     /// A memory that lives only in this process (evaluation).
@@ -191,43 +255,86 @@ impl LongTermMemory {
 mod tests {
     use super::*;
 
+    fn memory(task: &str, path: &[&str], vector: [f32; 2], online: bool, model: &str) -> Memory {
+        let path = path.iter().map(|s| s.to_string()).collect();
+        Memory { task: task.into(), path, vector: vector.to_vec(), online, model: model.into() }
+    }
+
     #[test]
     fn remembers_durably_and_finds_the_closest() {
         let dir = tempfile::tempdir().unwrap();
         let path = memory_path(dir.path());
         let (_, mut writer, _) = LongTermMemory::open(&path).unwrap();
-        writer
-            .append(&Memory { task: "weather".into(), path: vec!["a".into()], vector: vec![1.0, 0.0], online: true })
-            .unwrap();
-        writer
-            .append(&Memory {
-                task: "rates".into(),
-                path: vec!["b".into(), "c".into()],
-                vector: vec![0.0, 1.0],
-                online: false,
-            })
-            .unwrap();
+        writer.append(&memory("weather", &["a"], [1.0, 0.0], true, "m1")).unwrap();
+        writer.append(&memory("rates", &["b", "c"], [0.0, 1.0], false, "m1")).unwrap();
         drop(writer);
         let (m, mut writer, _) = LongTermMemory::open(&path).unwrap();
         assert_eq!(m.len(), 2);
-        let third = Memory { task: "news".into(), path: vec!["e".into()], vector: vec![0.0, 1.0], online: true };
-        writer.append(&third).unwrap();
+        writer.append(&memory("news", &["e"], [0.0, 1.0], true, "m1")).unwrap();
         drop(writer);
         assert_eq!(LongTermMemory::read(&path).unwrap().len(), 3, "appended after the records read");
         // Re-reading trajectories replaces their memories, keeps live ones
         // (embedded again: the model may have changed).
-        let fresh = Memory { task: "news".into(), path: vec!["d".into()], vector: vec![0.6, 0.8], online: false };
-        let embed = |tasks: &[String]| {
+        let fresh = memory("news", &["d"], [0.6, 0.8], false, "m2");
+        let mut embed = |tasks: &[String]| {
             assert_eq!(tasks, ["weather", "news"], "the live ones");
             Ok(vec![vec![0.0, 1.0], vec![1.0, 0.0]])
         };
-        assert_eq!(LongTermMemory::rewrite(&path, &[fresh], embed).unwrap(), 2, "the two live ones kept");
+        assert_eq!(LongTermMemory::rewrite(&path, &[fresh], "m2", &mut embed).unwrap(), 2, "the two live ones kept");
         let read = LongTermMemory::read(&path).unwrap();
         let tasks: Vec<&str> = read.entries.iter().map(|m| m.task.as_str()).collect();
         assert_eq!(tasks, ["weather", "news", "news"]);
         assert_eq!(read.entries[0].vector, [0.0, 1.0], "re-embedded");
+        assert!(read.entries.iter().all(|m| m.model == "m2"), "recorded as the new model's");
         let (m, _, _) = LongTermMemory::open(&path).unwrap();
         let found = m.search(&[0.1, 0.99], 1);
         assert_eq!(found[0].1.task, "weather", "its new vector");
+    }
+
+    /// After a change of embedding model, remembered runs are embedded
+    /// again (all of them, old journals' unrecorded ones too) or, until
+    /// then, left out: vectors of two models are never compared.
+    #[test]
+    fn runs_of_another_model_are_embedded_again_or_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = memory_path(dir.path());
+        let (_, mut writer, _) = LongTermMemory::open(&path).unwrap();
+        writer.append(&memory("weather", &["a"], [1.0, 0.0], true, "m1")).unwrap();
+        writer.append(&memory("rates", &["b"], [0.0, 1.0], false, "m2")).unwrap();
+        drop(writer);
+        // A journal written before models were recorded: no `model` field.
+        let old = r#"{"task":"news","path":["c"],"vector":[0.0,1.0],"online":true}"#;
+        let legacy: Memory = serde_json::from_str(old).unwrap();
+        assert_eq!(legacy.model, "");
+        let (_, mut writer, _) = LongTermMemory::open(&path).unwrap();
+        writer.append(&legacy).unwrap();
+        drop(writer);
+
+        let mut view = LongTermMemory::read(&path).unwrap();
+        assert_eq!(view.keep_model("m2"), 2, "m1's and the unrecorded one left out");
+        assert_eq!(view.search(&[1.0, 0.0], 3).len(), 1);
+
+        let mut asked = Vec::new();
+        let mut embed = |tasks: &[String]| {
+            asked.extend_from_slice(tasks);
+            Ok(tasks.iter().map(|_| vec![0.8, 0.6]).collect())
+        };
+        assert_eq!(LongTermMemory::refresh(&path, "m2", &mut embed).unwrap(), 2);
+        assert_eq!(asked, ["weather", "news"], "only the stale ones are embedded");
+        let mut view = LongTermMemory::read(&path).unwrap();
+        assert_eq!(view.keep_model("m2"), 0);
+        let tasks: Vec<(&str, &[f32])> = view.entries.iter().map(|m| (m.task.as_str(), &m.vector[..])).collect();
+        assert_eq!(tasks, [("weather", &[0.8, 0.6][..]), ("rates", &[0.0, 1.0]), ("news", &[0.8, 0.6])], "order kept");
+
+        let mut never = |_: &[String]| -> std::io::Result<Vec<Vec<f32>>> { panic!("nothing is stale") };
+        let before = std::fs::read(&path).unwrap();
+        assert_eq!(LongTermMemory::refresh(&path, "m2", &mut never).unwrap(), 0);
+        assert_eq!(std::fs::read(&path).unwrap(), before, "nothing rewritten");
+        let mut short = |_: &[String]| Ok(Vec::new());
+        assert!(
+            LongTermMemory::refresh(&path, "m3", &mut short).is_err(),
+            "a short answer is refused, not half-applied"
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), before);
     }
 }

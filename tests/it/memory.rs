@@ -8,6 +8,7 @@ use crate::common;
 use toolrouter::config::Config;
 use toolrouter::engine::Engine;
 use toolrouter::graph::{RunCall, RunRecord};
+use toolrouter::planner::LongTermMemory;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn successful_runs_are_remembered_and_reused() {
@@ -54,4 +55,25 @@ async fn successful_runs_are_remembered_and_reused() {
     // A restart keeps it.
     let engine = Engine::open(&config).unwrap();
     assert_eq!(engine.memory().len(), 1);
+    let model = engine.embedder().unwrap().id().to_string();
+    drop(engine);
+
+    // Recorded with its model; a journal from another model (or from
+    // before models were recorded) is embedded again at the next start.
+    let path = state.path().join("memory/memory.jsonl");
+    let record = || -> serde_json::Value {
+        let journal = std::fs::read_to_string(&path).unwrap();
+        serde_json::from_str::<serde_json::Value>(journal.lines().next().unwrap()).unwrap()["record"].clone()
+    };
+    let recorded = record();
+    assert_eq!(recorded["model"], model.as_str(), "{recorded}");
+    let dims = recorded["vector"].as_array().unwrap().len();
+    let mut other_model = |tasks: &[String]| Ok(tasks.iter().map(|_| vec![0.0; dims]).collect());
+    LongTermMemory::refresh(&path, "another-model", &mut other_model).unwrap();
+    assert_eq!(record()["model"], "another-model");
+    let engine = Engine::open(&config).unwrap();
+    assert_eq!(engine.memory().len(), 1, "embedded again, not dropped");
+    let again = record();
+    assert_eq!(again["model"], model.as_str());
+    assert_eq!(again["vector"], recorded["vector"], "the same task, the same model: the same vector");
 }
