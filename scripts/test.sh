@@ -16,4 +16,8 @@ fi
 scripts/python-env.sh
 # Real MCP servers the federation tests start (PyPI, npm).
 scripts/mcp-servers.sh
+# Route cases of a tool collection never tuned on (BFCL's data, PyPI).
+if ! scripts/fetch-bfcl.sh; then
+  echo "test.sh: could not fetch BFCL's data; the route test over it will say SKIPPED" >&2
+fi
 cargo test --locked "$@"

@@ -25,10 +25,15 @@ pub(super) enum EvalCommand {
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["queries", "cases"])))]
 pub(super) struct RouteArgs {
-    /// ToolBench query files (each is a set).
-    #[arg(long = "queries", value_name = "FILE", required = true, num_args = 1..)]
+    /// ToolBench query files (each is a set): their APIs among catalog distractors.
+    #[arg(long = "queries", value_name = "FILE", num_args = 1..)]
     queries: Vec<PathBuf>,
+    /// Route-case files (each is a set; JSON lines `{"query", "tools",
+    /// "relevant"}`): any tool collection, distractors from the other cases.
+    #[arg(long = "cases", value_name = "FILE", num_args = 1.., conflicts_with = "queries")]
+    cases: Vec<PathBuf>,
     /// Tools each request carries: the query's own, then distractors.
     #[arg(long, default_value_t = 300)]
     tools: usize,
@@ -41,6 +46,10 @@ pub(super) struct RouteArgs {
     /// Without the embedding model: route mode as on lists seen for the first time only.
     #[arg(long)]
     lexical: bool,
+    /// Weight of the latest message's BM25 ranking (a list sweeps values;
+    /// 0 with the intent and earlier weights 0: the embedding alone).
+    #[arg(long, value_delimiter = ',', value_name = "W")]
+    lexical_weight: Vec<f32>,
     /// Weight of the dense signal (a list sweeps values).
     #[arg(long, value_delimiter = ',', value_name = "W")]
     dense_weight: Vec<f32>,
@@ -198,13 +207,6 @@ pub(super) fn run(command: &EvalCommand, config: &Config) -> Result<ExitCode, Cl
 
 fn run_route(args: &RouteArgs, config: &Config) -> Result<ExitCode, CliError> {
     use crate::eval::route::{self, RouteOptions};
-    let sets = load_sets(&args.queries)?;
-    let sources = crate::catalog::Sources {
-        paths: config.catalog.paths.clone(),
-        include_embedded: config.catalog.include_embedded,
-        query_files: config.catalog.query_files.iter().chain(&args.queries).cloned().collect(),
-    };
-    let catalog = crate::catalog::Catalog::load(&sources).map_err(|e| CliError::Usage(e.to_string()))?;
     let k = args.k.unwrap_or(config.openai.max_tools);
     if k == 0 || args.tools < k {
         return Err(CliError::Usage(format!("--k {k} must be at least 1 and at most --tools {}", args.tools)));
@@ -217,27 +219,48 @@ fn run_route(args: &RouteArgs, config: &Config) -> Result<ExitCode, CliError> {
                 .map_err(|e| CliError::Usage(format!("{e} (or pass --lexical)")))?,
         )
     };
+    let ranker = crate::retrieval::tool_list::ToolListRanker::default();
+    let embedding_failed = |e| CliError::Usage(format!("embedding the tool lists failed: {e}"));
+    let evaluate: Box<dyn Fn(RouteOptions) -> Result<route::RouteReport, CliError>> = if args.cases.is_empty() {
+        let sets = load_sets(&args.queries)?;
+        let sources = crate::catalog::Sources {
+            paths: config.catalog.paths.clone(),
+            include_embedded: config.catalog.include_embedded,
+            query_files: config.catalog.query_files.iter().chain(&args.queries).cloned().collect(),
+        };
+        let catalog = crate::catalog::Catalog::load(&sources).map_err(|e| CliError::Usage(e.to_string()))?;
+        Box::new(move |options| {
+            route::evaluate(&catalog, &sets, options, &ranker, embedder.as_ref()).map_err(embedding_failed)
+        })
+    } else {
+        let mut sets = Vec::new();
+        for path in &args.cases {
+            let name = path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into());
+            sets.push((name, route::load_cases(path).map_err(CliError::Usage)?));
+        }
+        Box::new(move |options| {
+            route::evaluate_cases(&sets, options, &ranker, embedder.as_ref()).map_err(embedding_failed)
+        })
+    };
     let base = crate::retrieval::tool_list::ListWeights::default();
     let or_default = |v: &[f32], d: f32| if v.is_empty() { vec![d] } else { v.to_vec() };
+    let swept = [&args.lexical_weight, &args.dense_weight, &args.intent_weight, &args.earlier_weight];
+    let sweep = swept.iter().any(|v| !v.is_empty());
     let mut reports = Vec::new();
-    let ranker = crate::retrieval::tool_list::ToolListRanker::default();
-    for dense in or_default(&args.dense_weight, base.dense) {
-        for intent in or_default(&args.intent_weight, base.intent) {
-            for earlier in or_default(&args.earlier_weight, base.earlier) {
-                let weights = crate::retrieval::tool_list::ListWeights { dense, intent, earlier, ..base };
-                let options = RouteOptions { tools: args.tools, k, seed: args.seed, weights };
-                let report = route::evaluate(&catalog, &sets, options, &ranker, embedder.as_ref())
-                    .map_err(|e| CliError::Usage(format!("embedding the tool lists failed: {e}")))?;
-                if !args.json {
-                    if !(args.dense_weight.is_empty()
-                        && args.intent_weight.is_empty()
-                        && args.earlier_weight.is_empty())
-                    {
-                        println!("dense {dense}, intent {intent}, earlier {earlier}:");
+    for lexical in or_default(&args.lexical_weight, base.lexical) {
+        for dense in or_default(&args.dense_weight, base.dense) {
+            for intent in or_default(&args.intent_weight, base.intent) {
+                for earlier in or_default(&args.earlier_weight, base.earlier) {
+                    let weights = crate::retrieval::tool_list::ListWeights { lexical, dense, intent, earlier, ..base };
+                    let report = evaluate(RouteOptions { tools: args.tools, k, seed: args.seed, weights })?;
+                    if !args.json {
+                        if sweep {
+                            println!("lexical {lexical}, dense {dense}, intent {intent}, earlier {earlier}:");
+                        }
+                        print!("{}", route::markdown(&report));
                     }
-                    print!("{}", route::markdown(&report));
+                    reports.push(report);
                 }
-                reports.push(report);
             }
         }
     }

@@ -11,6 +11,10 @@
 //! relevant APIs were all kept, per set and overall, and the narrowing's
 //! latency for a new list, a known list with a new message, and a known
 //! conversation.
+//!
+//! Route cases ([`Case`], `--cases`) measure the same on any tool
+//! collection: each request brings its own tools and names the ones it
+//! needs; distractors come from the other requests' tools.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write;
@@ -198,16 +202,113 @@ pub fn evaluate(
                 .collect();
             let relevant: HashSet<usize> =
                 list.iter().enumerate().filter(|(_, id)| relevant_apis.contains(id)).map(|(i, _)| i).collect();
-            let mut measured = narrow(ranker, &tools, &q.query, &options, embedder)?;
-            let mut random: Vec<usize> = (0..list.len()).collect();
-            rng.shuffle(&mut random);
-            random.truncate(options.k);
-            measured.kept[2] = bm25_top_k(&definitions, &q.query, options.k);
-            measured.kept[3] = random;
+            let measured = measure(&definitions, &tools, &q.query, &options, ranker, embedder, &mut rng)?;
             acc.add(&measured, &relevant);
             all.add(&measured, &relevant);
         }
         reports.push(acc.report(name, embedder.is_some()));
+    }
+    Ok(RouteReport { options, sets: reports, overall: all.report("overall", embedder.is_some()) })
+}
+
+/// One request's tools kept by each method: route mode (embedded, first
+/// seen), BM25 top-k, random k.
+fn measure(
+    definitions: &[Value],
+    tools: &[ClientTool],
+    query: &str,
+    options: &RouteOptions,
+    ranker: &ToolListRanker,
+    embedder: Option<&Embedder>,
+    rng: &mut fastrand::Rng,
+) -> Result<Measured, crate::retrieval::EmbedError> {
+    let mut measured = narrow(ranker, tools, query, options, embedder)?;
+    let mut random: Vec<usize> = (0..tools.len()).collect();
+    rng.shuffle(&mut random);
+    random.truncate(options.k);
+    measured.kept[2] = bm25_top_k(definitions, query, options.k);
+    measured.kept[3] = random;
+    Ok(measured)
+}
+
+/// One request of a route-case file (a JSON line): the user's message, the
+/// tools it comes with (OpenAI definitions), the names of those it needs.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    pub query: String,
+    pub tools: Vec<Value>,
+    pub relevant: Vec<String>,
+}
+
+/// The cases of a route-case file, each checked: its tools valid OpenAI
+/// tools with distinct names, its relevant names among them.
+pub fn load_cases(path: &std::path::Path) -> Result<Vec<Case>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let mut cases = Vec::new();
+    for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let at = format!("{}:{}", path.display(), n + 1);
+        let case: Case = serde_json::from_str(line)
+            .map_err(|e| format!("{at}: {e} (a case is {{\"query\": …, \"tools\": […], \"relevant\": [names]}})"))?;
+        let mut names = HashSet::new();
+        for (i, tool) in case.tools.iter().enumerate() {
+            let tool = client_tool(tool, false).map_err(|e| format!("{at}: tools[{i}]: {}", e.message))?;
+            if !names.insert(tool.name) {
+                return Err(format!("{at}: tools[{i}] repeats a tool name"));
+            }
+        }
+        if case.query.trim().is_empty() || case.relevant.is_empty() {
+            return Err(format!("{at}: a case needs a query and at least one relevant tool"));
+        }
+        if let Some(missing) = case.relevant.iter().find(|r| !names.contains(*r)) {
+            return Err(format!("{at}: relevant tool {missing:?} is not among the case's tools"));
+        }
+        cases.push(case);
+    }
+    Ok(cases)
+}
+
+/// [`evaluate`] on route cases: each request carries its own tools, then
+/// distractors drawn from the other cases' tools (of every set; one per
+/// name) up to `options.tools`, shuffled.
+pub fn evaluate_cases(
+    sets: &[(String, Vec<Case>)],
+    options: RouteOptions,
+    ranker: &ToolListRanker,
+    embedder: Option<&Embedder>,
+) -> Result<RouteReport, crate::retrieval::EmbedError> {
+    let mut rng = fastrand::Rng::with_seed(options.seed);
+    let name = |d: &Value| d["function"]["name"].as_str().unwrap_or("").to_string();
+    let mut pool: Vec<&Value> = Vec::new();
+    let mut pooled = HashSet::new();
+    for tool in sets.iter().flat_map(|(_, cases)| cases).flat_map(|c| &c.tools) {
+        if pooled.insert(name(tool)) {
+            pool.push(tool);
+        }
+    }
+    let (mut all, mut reports) = (Acc::default(), Vec::new());
+    for (set, cases) in sets {
+        let mut acc = Acc::default();
+        for case in cases {
+            let mut seen: HashSet<String> = case.tools.iter().map(name).collect();
+            let mut definitions: Vec<Value> = case.tools.clone();
+            let fill = options.tools.min(pooled.len()).max(definitions.len());
+            while definitions.len() < fill {
+                let tool = pool[rng.usize(..pool.len())];
+                if seen.insert(name(tool)) {
+                    definitions.push(tool.clone());
+                }
+            }
+            rng.shuffle(&mut definitions);
+            let tools: Vec<ClientTool> =
+                definitions.iter().map(|d| client_tool(d, false).expect("checked when loaded")).collect();
+            let relevant: HashSet<usize> =
+                tools.iter().enumerate().filter(|(_, t)| case.relevant.contains(&t.name)).map(|(i, _)| i).collect();
+            let measured = measure(&definitions, &tools, &case.query, &options, ranker, embedder, &mut rng)?;
+            acc.add(&measured, &relevant);
+            all.add(&measured, &relevant);
+        }
+        reports.push(acc.report(set, embedder.is_some()));
     }
     Ok(RouteReport { options, sets: reports, overall: all.report("overall", embedder.is_some()) })
 }
@@ -300,4 +401,42 @@ pub fn markdown(report: &RouteReport) -> String {
         l(&all.seen_ms)
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(name: &str) -> Value {
+        serde_json::json!({"type": "function", "function": {"name": name, "description": "d", "parameters": {"type": "object", "properties": {}}}})
+    }
+
+    /// A bad case is refused with its file and line and what is wrong.
+    #[test]
+    fn route_cases_are_checked_when_loaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cases.jsonl");
+        let case = |query: &str, tools: Vec<Value>, relevant: &[&str]| {
+            serde_json::json!({"query": query, "tools": tools, "relevant": relevant}).to_string()
+        };
+        let good = case("weather in Paris", vec![tool("weather"), tool("rates")], &["weather"]);
+        let load = |lines: &[String]| {
+            std::fs::write(&path, lines.join("\n")).unwrap();
+            load_cases(&path)
+        };
+        let cases = load(&[good.clone(), String::new(), good.clone()]).unwrap();
+        assert_eq!(cases.len(), 2, "blank lines skipped");
+        for (bad, says) in [
+            (case("q", vec![tool("weather")], &["rates"]), "relevant tool \"rates\" is not among"),
+            (case("q", vec![tool("weather"), tool("weather")], &["weather"]), "repeats a tool name"),
+            (case("q", vec![tool("get.weather")], &["get.weather"]), "tools[0]: tool name"),
+            (case(" ", vec![tool("weather")], &["weather"]), "needs a query"),
+            (case("q", vec![tool("weather")], &[]), "at least one relevant tool"),
+            ("{\"query\": \"q\"}".to_string(), "missing field"),
+            ("not json".to_string(), "a case is"),
+        ] {
+            let error = load(&[good.clone(), bad]).unwrap_err();
+            assert!(error.contains("cases.jsonl:2") && error.contains(says), "{error}");
+        }
+    }
 }
