@@ -8,7 +8,8 @@ languages, user-contributed ("live") tools.
     scripts/bfcl-route-cases.py bfcl_eval/data OUT_DIR
 
 Writes one JSON-lines file per category (simple_python, multiple,
-live_simple, live_multiple): {"query", "tools", "relevant"}, the functions
+live_simple, live_multiple: one function needed; parallel_multiple,
+live_parallel_multiple: several): {"query", "tools", "relevant"}, the functions
 as OpenAI tools (names with `.` written with `_`, BFCL's types mapped to
 JSON Schema's as BFCL does for OpenAI models), the relevant ones those of
 the category's ground truth. Standard library only.
@@ -18,7 +19,7 @@ import json
 import sys
 from pathlib import Path
 
-CATEGORIES = ["simple_python", "multiple", "live_simple", "live_multiple"]
+CATEGORIES = ["simple_python", "multiple", "live_simple", "live_multiple", "parallel_multiple", "live_parallel_multiple"]
 
 # BFCL's own mapping for OpenAI-style models (bfcl_eval/constants, GORILLA_TO_OPENAPI).
 TYPES = {
