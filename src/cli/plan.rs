@@ -43,7 +43,13 @@ pub(super) fn run(args: &PlanArgs, config: &Config) -> Result<ExitCode, CliError
     };
     let mut memory = LongTermMemory::read(&memory::memory_path(&state)).map_err(|e| CliError::Failure(e.into()))?;
     // Vectors of another embedding model do not compare with this one's.
-    memory.keep_model(retriever.embedder().map_or("", |e| e.id()));
+    let stale = memory.keep_model(retriever.embedder().map_or("", |e| e.id()));
+    if stale > 0 {
+        tracing::warn!(
+            "{stale} remembered runs were embedded by another model; left out until `toolrouter serve` \
+             or `toolrouter graph build` embeds them again"
+        );
+    }
     let mut settings = Settings::from(config);
     if let Some(n) = args.max_steps {
         if n == 0 {

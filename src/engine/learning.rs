@@ -113,11 +113,11 @@ impl Engine {
         }
     }
 
-    /// Adds a memory another replica learned, when this replica's model
-    /// makes vectors of its size (replicas with another model skip it).
+    /// Adds a memory another replica learned, when its vector is this
+    /// replica's model's (replicas with another model skip it).
     fn remember_shared(&self, memory: &Memory) {
-        let dims = self.embedder().map(|e| e.dims());
-        if dims != Some(memory.vector.len()) {
+        let ours = self.embedder().is_some_and(|e| e.id() == memory.model && e.dims() == memory.vector.len());
+        if !ours {
             return;
         }
         let mut writer = self.memory_writer.lock().unwrap_or_else(|e| e.into_inner());

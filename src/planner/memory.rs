@@ -40,7 +40,9 @@ pub struct Memory {
     pub online: bool,
     /// The embedding model that made `vector` ([`Embedder::id`]); empty in
     /// journals written before it was recorded (then taken as stale).
-    #[serde(default)]
+    /// Left out of the JSON when empty, so that the checksum of an entry
+    /// written before the field existed still matches.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub model: String,
 }
 
@@ -130,7 +132,11 @@ fn replace(path: &Path, entries: &[Memory]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let aside = path.with_extension("jsonl.new");
-    let _ = std::fs::remove_file(&aside);
+    // A leftover of an interrupted rewrite: appending to it would duplicate entries.
+    match std::fs::remove_file(&aside) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
     let (mut journal, _, _) = Journal::open::<Memory>(&aside)?;
     journal.append_all(1, entries)?;
     drop(journal);
@@ -302,13 +308,21 @@ mod tests {
         writer.append(&memory("weather", &["a"], [1.0, 0.0], true, "m1")).unwrap();
         writer.append(&memory("rates", &["b"], [0.0, 1.0], false, "m2")).unwrap();
         drop(writer);
-        // A journal written before models were recorded: no `model` field.
-        let old = r#"{"task":"news","path":["c"],"vector":[0.0,1.0],"online":true}"#;
-        let legacy: Memory = serde_json::from_str(old).unwrap();
-        assert_eq!(legacy.model, "");
-        let (_, mut writer, _) = LongTermMemory::open(&path).unwrap();
-        writer.append(&legacy).unwrap();
-        drop(writer);
+        // An entry written before models were recorded: no `model` field,
+        // its checksum taken over the record without it.
+        #[derive(Serialize)]
+        struct Legacy {
+            task: &'static str,
+            path: [&'static str; 1],
+            vector: [f32; 2],
+            online: bool,
+        }
+        let (mut journal, _, _) = Journal::open::<Memory>(&path).unwrap();
+        let legacy = Legacy { task: "news", path: ["c"], vector: [0.0, 1.0], online: true };
+        journal.append(3, &legacy).unwrap();
+        drop(journal);
+        let (view, _, report) = LongTermMemory::open(&path).unwrap();
+        assert_eq!((view.len(), report.dropped), (3, 0), "the legacy entry is read, not taken as damaged");
 
         let mut view = LongTermMemory::read(&path).unwrap();
         assert_eq!(view.keep_model("m2"), 2, "m1's and the unrecorded one left out");
