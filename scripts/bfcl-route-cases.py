@@ -9,15 +9,21 @@ languages, user-contributed ("live") tools.
 
 Writes one JSON-lines file per category (simple_python, multiple,
 live_simple, live_multiple: one function needed; parallel_multiple,
-live_parallel_multiple: several): {"query", "tools", "relevant"}, the functions
+live_parallel_multiple: several calls, of 1-5 functions): {"query",
+"tools", "relevant"}, the functions
 as OpenAI tools (names with `.` written with `_`, BFCL's types mapped to
 JSON Schema's as BFCL does for OpenAI models), the relevant ones those of
-the category's ground truth. Standard library only.
+the category's ground truth; a case whose names are not valid OpenAI
+tool names (or repeat) is left out. Standard library only.
 """
 
 import json
+import re
 import sys
 from pathlib import Path
+
+# The names an OpenAI tool may have (and toolrouter accepts).
+NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 CATEGORIES = ["simple_python", "multiple", "live_simple", "live_multiple", "parallel_multiple", "live_parallel_multiple"]
 
@@ -49,6 +55,8 @@ def schema(value):
             continue
         if key == "type" and isinstance(v, str):
             out[key] = TYPES.get(v, "string")
+        elif key == "type" and isinstance(v, list):
+            out[key] = [TYPES.get(t, "string") if t != "null" else t for t in v]
         elif key == "properties" and isinstance(v, dict):
             out[key] = {p: schema(s) for p, s in v.items()}
         else:
@@ -76,7 +84,8 @@ def cases(data, category):
         relevant = sorted({name(f) for call in answers[q["id"]]["ground_truth"] for f in call})
         tools = [tool(f) for f in q["function"]]
         names = [t["function"]["name"] for t in tools]
-        if not query or len(set(names)) != len(names) or not set(relevant) <= set(names):
+        valid = all(NAME.match(n) for n in names)
+        if not query or not valid or len(set(names)) != len(names) or not set(relevant) <= set(names):
             continue
         yield {"query": query, "tools": tools, "relevant": relevant}
 

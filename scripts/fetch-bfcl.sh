@@ -4,7 +4,7 @@
 # never tuned on, for `toolrouter eval route --cases` and
 # tests/it/route_eval.rs. A no-op when present:
 #
-#   ~/.cache/toolrouter/bfcl/bfcl_{simple_python,multiple,live_simple,live_multiple}.jsonl
+#   ~/.cache/toolrouter/bfcl/bfcl_<category>.jsonl   (six categories, scripts/bfcl-route-cases.py)
 #
 # TOOLROUTER_BFCL_DIR=/dir puts them elsewhere. Needs python3 with pip.
 set -euo pipefail
@@ -18,7 +18,9 @@ fi
 echo "fetch-bfcl.sh: writing route cases from bfcl-eval $version into $dir" >&2
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-python3 -m pip download --quiet --disable-pip-version-check --no-deps --dest "$work" "bfcl-eval==$version"
+# The wheel (py3-none-any) wants Python >= 3.10; only its data is used here.
+python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+  --python-version 3.11 --dest "$work" "bfcl-eval==$version"
 python3 - "$work"/bfcl_eval-*.whl "$work" <<'PY'
 import sys, zipfile
 with zipfile.ZipFile(sys.argv[1]) as wheel:
@@ -26,7 +28,9 @@ with zipfile.ZipFile(sys.argv[1]) as wheel:
         if name.startswith("bfcl_eval/data/") and name.endswith(".json"):
             wheel.extract(name, sys.argv[2])
 PY
-rm -rf "$dir"
+python3 scripts/bfcl-route-cases.py "$work/bfcl_eval/data" "$work/cases"
+# Only this script's files are replaced: the directory may hold others.
 mkdir -p "$dir"
-python3 scripts/bfcl-route-cases.py "$work/bfcl_eval/data" "$dir"
+rm -f "$dir"/bfcl_*.jsonl "$dir/.source"
+mv "$work"/cases/bfcl_*.jsonl "$dir"/
 echo "$marker" > "$dir/.source"

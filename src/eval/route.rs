@@ -62,6 +62,9 @@ pub struct SetReport {
     pub name: String,
     /// Queries with at least one relevant API in the catalog.
     pub queries: usize,
+    /// Tools the requests carried, on average (below `tools` when there
+    /// were not as many distinct ones to draw from).
+    pub mean_tools: f64,
     /// Route mode, the list embedded (absent without an embedding model).
     pub route: Option<Scores>,
     /// Route mode on a list seen for the first time (lexical).
@@ -90,6 +93,7 @@ struct Acc {
     /// Per method (route, first seen, BM25, random): recall and all-kept sums.
     sums: [(f64, f64); 4],
     ms: [Vec<f64>; 3],
+    tools: usize,
 }
 
 /// One query's outcome: the kept tools per method, the latencies.
@@ -99,8 +103,9 @@ struct Measured {
 }
 
 impl Acc {
-    fn add(&mut self, m: &Measured, relevant: &HashSet<usize>) {
+    fn add(&mut self, m: &Measured, relevant: &HashSet<usize>, tools: usize) {
         self.queries += 1;
+        self.tools += tools;
         for (sum, kept) in self.sums.iter_mut().zip(&m.kept) {
             let found = kept.iter().filter(|i| relevant.contains(i)).count();
             sum.0 += found as f64 / relevant.len() as f64;
@@ -118,6 +123,7 @@ impl Acc {
         SetReport {
             name: name.to_string(),
             queries: self.queries,
+            mean_tools: self.tools as f64 / n,
             route: embedded.then(|| scores(0)),
             route_first_seen: scores(1),
             bm25: scores(2),
@@ -203,8 +209,8 @@ pub fn evaluate(
             let relevant: HashSet<usize> =
                 list.iter().enumerate().filter(|(_, id)| relevant_apis.contains(id)).map(|(i, _)| i).collect();
             let measured = measure(&definitions, &tools, &q.query, &options, ranker, embedder, &mut rng)?;
-            acc.add(&measured, &relevant);
-            all.add(&measured, &relevant);
+            acc.add(&measured, &relevant, list.len());
+            all.add(&measured, &relevant, list.len());
         }
         reports.push(acc.report(name, embedder.is_some()));
     }
@@ -305,8 +311,8 @@ pub fn evaluate_cases(
             let relevant: HashSet<usize> =
                 tools.iter().enumerate().filter(|(_, t)| case.relevant.contains(&t.name)).map(|(i, _)| i).collect();
             let measured = measure(&definitions, &tools, &case.query, &options, ranker, embedder, &mut rng)?;
-            acc.add(&measured, &relevant);
-            all.add(&measured, &relevant);
+            acc.add(&measured, &relevant, tools.len());
+            all.add(&measured, &relevant, tools.len());
         }
         reports.push(acc.report(set, embedder.is_some()));
     }
@@ -369,8 +375,11 @@ fn bm25_top_k(definitions: &[Value], query: &str, k: usize) -> Vec<usize> {
 /// The report as a Markdown table.
 pub fn markdown(report: &RouteReport) -> String {
     let o = &report.options;
+    let mean = report.overall.mean_tools;
+    let carried =
+        if (mean - o.tools as f64).abs() > 0.05 { format!(" (carried {mean:.1} on average)") } else { String::new() };
     let mut out = format!(
-        "{} tools per request, {} kept (seed {}); recall of the relevant APIs / share of queries with all kept\n\n",
+        "{} tools per request{carried}, {} kept (seed {}); recall of the relevant APIs / share of queries with all kept\n\n",
         o.tools, o.k, o.seed
     );
     out.push_str("| set | queries | route mode | route, first-seen list | BM25 top-k | random k |\n");

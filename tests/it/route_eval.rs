@@ -51,7 +51,7 @@ fn bfcl_cases() -> Option<Vec<std::path::PathBuf>> {
     let dir = std::env::var_os("TOOLROUTER_BFCL_DIR").map(std::path::PathBuf::from).unwrap_or_else(|| {
         std::path::PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/toolrouter/bfcl")
     });
-    // Two of the four categories (docs/benchmarks.md has all four): the
+    // Two of the six categories (docs/benchmarks.md has all six): the
     // debug build takes a minute over these 458 requests.
     let files: Vec<_> = ["multiple", "live_simple"]
         .map(|c| dir.join(format!("bfcl_{c}.jsonl")))
@@ -68,7 +68,8 @@ fn bfcl_cases() -> Option<Vec<std::path::PathBuf>> {
 /// Each BFCL request (hand-written and user-contributed ones, several
 /// languages) among 300 tools (its own and other requests'), 5
 /// kept: route mode keeps the needed tool more often than BM25 top 5 on
-/// every category, and (embedded) more often than the embedding alone.
+/// each category, and (embedded) more often than the embedding alone
+/// over both.
 #[test]
 fn on_a_collection_never_tuned_on_route_mode_beats_bm25_and_the_embedding_alone() {
     let Some(files) = bfcl_cases() else { return };
