@@ -241,6 +241,7 @@ impl Engine {
             Err(e) => tracing::warn!("the graph's last recovery report is unreadable: {e}"),
         }
         // Only searches and plans read the memory; a call alone is never remembered.
+        progress.set_stage("loading the long-term memory");
         let (memory, memory_writer) = match world.retriever() {
             Ok(retriever) => learning::open_memory(config, retriever.embedder(), store.is_some())?,
             Err(_) => (LongTermMemory::default(), None),
