@@ -46,7 +46,7 @@ pub(super) fn run(args: &PlanArgs, config: &Config) -> Result<ExitCode, CliError
     let stale = memory.keep_model(retriever.embedder().map_or("", |e| e.id()));
     if stale > 0 {
         tracing::warn!(
-            "{stale} remembered runs were embedded by another model; left out until `toolrouter serve` \
+            "{stale} remembered runs were embedded by another model (or before models were recorded); left out until `toolrouter serve` \
              or `toolrouter graph build` embeds them again"
         );
     }

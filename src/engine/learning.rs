@@ -58,7 +58,7 @@ pub(super) fn open_memory(
     let stale = memory.keep_model(model);
     if stale > 0 {
         tracing::warn!(
-            "{stale} remembered runs were embedded by another model than {model}; they are left out until the \
+            "{stale} remembered runs were embedded by another model than {model} (or before models were recorded); they are left out until the \
              process that holds the state directory (or `toolrouter graph build`) embeds them again"
         );
     }
