@@ -38,23 +38,19 @@ pub(super) fn open_memory(
 ) -> std::io::Result<(LongTermMemory, Option<MemoryWriter>)> {
     let path = memory::memory_path(&config.state.dir());
     let model = embedder.map_or("", |e| e.id());
-    if let (Some(embedder), true) = (embedder, writer) {
+    let (mut memory, mut journal) = load_memory(&path, writer)?;
+    if let (Some(embedder), Some(_)) = (embedder, &journal)
+        && memory.stale(model) > 0
+    {
+        // Read again only after a change of model: the journal is rewritten.
+        drop(journal.take());
         let (cache, batch) = (config.embedding.cache_dir(), config.embedding.batch_size);
         match memory::reembed_stale(&path, embedder, &cache, batch) {
-            Ok(0) => {}
             Ok(n) => tracing::info!("{n} remembered runs embedded again with {model}"),
             Err(e) => tracing::warn!("remembered runs of another embedding model could not be embedded again: {e}"),
         }
+        (memory, journal) = load_memory(&path, writer)?;
     }
-    let (mut memory, writer) = if writer {
-        let (memory, writer, report) = LongTermMemory::open(&path)?;
-        if report.dropped > 0 {
-            tracing::warn!(dropped = report.dropped, problems = ?report.problems, "the memory journal had damaged entries; they were skipped");
-        }
-        (memory, Some(writer))
-    } else {
-        (LongTermMemory::read(&path)?, None)
-    };
     let stale = memory.keep_model(model);
     if stale > 0 {
         tracing::warn!(
@@ -62,7 +58,19 @@ pub(super) fn open_memory(
              process that holds the state directory (or `toolrouter graph build`) embeds them again"
         );
     }
-    Ok((memory, writer))
+    Ok((memory, journal))
+}
+
+/// The memory journal at `path`, opened for appending (`writer`) or read.
+fn load_memory(path: &std::path::Path, writer: bool) -> std::io::Result<(LongTermMemory, Option<MemoryWriter>)> {
+    if !writer {
+        return Ok((LongTermMemory::read(path)?, None));
+    }
+    let (memory, writer, report) = LongTermMemory::open(path)?;
+    if report.dropped > 0 {
+        tracing::warn!(dropped = report.dropped, problems = ?report.problems, "the memory journal had damaged entries; they were skipped");
+    }
+    Ok((memory, Some(writer)))
 }
 
 impl Engine {

@@ -192,6 +192,11 @@ impl LongTermMemory {
         Ok(n)
     }
 
+    /// How many entries another model (or an unrecorded one) embedded.
+    pub fn stale(&self, model: &str) -> usize {
+        self.entries.iter().filter(|m| m.model != model).count()
+    }
+
     /// Leaves out of this view the entries another model embedded (the
     /// journal keeps them); returns how many.
     pub fn keep_model(&mut self, model: &str) -> usize {
