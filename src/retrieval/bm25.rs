@@ -3,7 +3,10 @@
 //! Tokens are the alphanumeric runs of the text, split again at camelCase
 //! and letter/digit boundaries (`getCompanyDetails` → get, company,
 //! details), lower-cased, without English function words and request
-//! filler ("can you please…"), and stemmed with Snowball English. Scores
+//! filler ("can you please…"), and stemmed with Snowball English. Chinese,
+//! Japanese and Korean text, written without spaces between words, is
+//! indexed by overlapping character pairs (`天气预报` → 天气, 气预, 预报;
+//! a lone character as itself), as Lucene's CJK analyzer does. Scores
 //! are BM25 with k1 = 1.2, b = 0.75; each distinct query term counts once.
 //!
 //! Hand-written rather than a search-engine crate: the index is a few
@@ -17,7 +20,7 @@ use rust_stemmers::{Algorithm, Stemmer};
 use serde::{Deserialize, Serialize};
 
 /// Bump when [`tokens`] changes: stored postings are then rebuilt.
-pub const TOKENIZER_VERSION: u32 = 1;
+pub const TOKENIZER_VERSION: u32 = 2;
 /// BM25 term-frequency saturation.
 pub const K1: f32 = 1.2;
 /// BM25 length normalization.
@@ -172,10 +175,22 @@ fn is_stopword(word: &str) -> bool {
     SET.get_or_init(|| STOPWORDS.iter().copied().collect()).contains(word)
 }
 
+/// Whether `c` is written in a script without spaces between words (CJK).
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF      // Hiragana, Katakana
+        | 0x3400..=0x4DBF    // CJK Extension A
+        | 0x4E00..=0x9FFF    // CJK Unified Ideographs
+        | 0xAC00..=0xD7AF    // Hangul syllables
+        | 0xF900..=0xFAFF    // CJK Compatibility Ideographs
+        | 0x20000..=0x2FA1F) // CJK Extensions B–F, Compatibility Supplement
+}
+
 /// The index terms of a text, in order (repeats kept).
 pub fn tokens(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut word = String::new();
+    let mut cjk: Vec<char> = Vec::new();
     let mut prev: Option<char> = None;
     let flush = |word: &mut String, out: &mut Vec<String>| {
         if !word.is_empty() {
@@ -186,7 +201,22 @@ pub fn tokens(text: &str) -> Vec<String> {
             word.clear();
         }
     };
+    let flush_cjk = |run: &mut Vec<char>, out: &mut Vec<String>| {
+        match run.len() {
+            0 => {}
+            1 => out.push(run[0].to_string()),
+            _ => out.extend(run.windows(2).map(|pair| pair.iter().collect::<String>())),
+        }
+        run.clear();
+    };
     for c in text.chars() {
+        if is_cjk(c) {
+            flush(&mut word, &mut out);
+            cjk.push(c);
+            prev = None;
+            continue;
+        }
+        flush_cjk(&mut cjk, &mut out);
         if !c.is_alphanumeric() {
             flush(&mut word, &mut out);
             prev = None;
@@ -203,6 +233,7 @@ pub fn tokens(text: &str) -> Vec<String> {
         prev = Some(c);
     }
     flush(&mut word, &mut out);
+    flush_cjk(&mut cjk, &mut out);
     out
 }
 
@@ -307,6 +338,19 @@ mod tests {
         assert_eq!(tokens("Can you please tell me the 120HourForecast?"), ["120", "hour", "forecast"]);
         assert_eq!(tokens("holidays_by_country-code"), ["holiday", "countri", "code"]);
         assert!(tokens("").is_empty());
+    }
+
+    #[test]
+    fn cjk_text_is_indexed_by_character_pairs() {
+        assert_eq!(tokens("明天柏林的天气"), ["明天", "天柏", "柏林", "林的", "的天", "天气"]);
+        assert_eq!(tokens("查询天气API forecast"), ["查询", "询天", "天气", "api", "forecast"]);
+        assert_eq!(tokens("東京の天気"), ["東京", "京の", "の天", "天気"]);
+        assert_eq!(tokens("날씨 예보"), ["날씨", "예보"]);
+        assert_eq!(tokens("a 天 b"), ["天", "b"], "a lone character is a term; `a` is a stop word");
+        let docs: Vec<String> =
+            ["获取城市的天气预报", "查询股票价格", "Get the weather forecast"].map(String::from).to_vec();
+        let hits = Bm25::build(&docs).search("明天北京天气怎么样？", 3, None);
+        assert_eq!(hits[0].0, 0, "{hits:?}");
     }
 
     #[test]
