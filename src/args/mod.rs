@@ -98,6 +98,9 @@ pub enum ProblemKind {
     Constraint,
     /// A URL that is not the API's (host, scheme, path).
     Url,
+    /// The API's schema cannot be used: the arguments were not checked
+    /// against it (a warning).
+    Unchecked,
 }
 
 /// One problem with one argument.
@@ -121,7 +124,8 @@ impl fmt::Display for Problem {
 pub struct Valid {
     pub arguments: Map<String, Value>,
     pub coercions: Vec<Coercion>,
-    /// Unknown parameters passed through (non-strict mode).
+    /// Unknown parameters passed through (non-strict mode), or a schema
+    /// that could not be used (the arguments passed unchecked).
     pub warnings: Vec<Problem>,
 }
 
@@ -212,9 +216,20 @@ pub fn validate(api: &Api, args: &Value, options: Options) -> Result<Valid, Inva
     }
 
     let instance = Value::Object(arguments);
-    match compile(api) {
+    let compiled = match &api.unchecked {
+        Some(reason) => {
+            Err(format!("this API's input schema cannot be used ({reason}), so its arguments are not checked"))
+        }
+        None => compile(api),
+    };
+    match compiled {
         Ok(validator) => problems.extend(validator.iter_errors(&instance).map(|e| problem(api, &e))),
-        Err(message) => problems.push(Problem { pointer: String::new(), kind: ProblemKind::Constraint, message }),
+        // One API's unusable schema does not make it uncallable: its
+        // arguments go as given, and the caller is told.
+        Err(message) => {
+            tracing::debug!(api = %api.function_name, reason = %message, "an API's arguments pass unchecked");
+            warnings.push(Problem { pointer: String::new(), kind: ProblemKind::Unchecked, message });
+        }
     }
     let Value::Object(arguments) = instance else { unreachable!("built as an object") };
     if problems.is_empty() { Ok(Valid { arguments, coercions, warnings }) } else { Err(invalid(problems, coercions)) }
@@ -228,7 +243,7 @@ fn compile(api: &Api) -> Result<std::sync::Arc<jsonschema::Validator>, String> {
             .with_draft(jsonschema::Draft::Draft202012)
             .should_validate_formats(true)
             .build(schema)
-            .map_err(|e| format!("the catalog's schema for this API is invalid ({e}); report this API"))
+            .map_err(|e| format!("this API's input schema cannot be used ({e}), so its arguments are not checked"))
     })
 }
 

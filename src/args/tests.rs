@@ -128,6 +128,7 @@ fn upstream_names_are_renamed_to_schema_keys() {
             explode: false,
         }],
         declared_schema: None,
+        unchecked: None,
         mcp: None,
     };
     let ok = validate(&api, &json!({"from": "me"}), Options::default()).unwrap();

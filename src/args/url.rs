@@ -120,6 +120,7 @@ mod tests {
             url_template: template.map(str::to_string),
             params: Vec::new(),
             declared_schema: None,
+            unchecked: None,
             mcp: None,
         }
     }

@@ -63,6 +63,8 @@ pub struct LoadReport {
     pub skipped_files: Vec<Skipped>,
     /// API entries (or spec operations) skipped inside files that were kept.
     pub skipped_apis: Vec<Skipped>,
+    /// APIs kept whose input schema cannot be used: their calls pass unchecked.
+    pub unchecked_apis: Vec<Skipped>,
     /// Documented defaults the declared type cannot hold, by reason.
     pub defaults_dropped: BTreeMap<String, usize>,
     /// Parameters listed twice in one API (the first is kept).
@@ -405,6 +407,7 @@ impl Builder {
                 url_template: api.url_template,
                 params: api.params,
                 declared_schema: None,
+                unchecked: None,
                 mcp: None,
             });
         }

@@ -49,15 +49,17 @@ pub struct McpServerTools {
 }
 
 impl Catalog {
-    /// This catalog with the tools of `servers` after its own APIs. A tool
-    /// whose input schema is unusable is left out, with a warning naming
-    /// server and tool (and in the report's `skipped_apis`).
+    /// This catalog with the tools of `servers` after its own APIs. Input
+    /// schemas are read in any dialect; a tool whose schema still cannot be
+    /// used is kept, its calls unchecked, with a warning naming server and
+    /// tool (and in the report's `unchecked_apis`).
     pub fn with_mcp_tools(&self, servers: &[McpServerTools]) -> Catalog {
         let mut tools: Vec<Tool> = self.tools.iter().filter(|t| t.origin != Origin::Mcp).cloned().collect();
         let own: HashSet<ToolId> = tools.iter().map(|t| t.id).collect();
         let mut apis: Vec<Api> = self.apis.iter().filter(|a| own.contains(&a.tool)).cloned().collect();
         let mut report = self.report.clone();
         report.skipped_apis.retain(|s| !s.path.starts_with("mcp:"));
+        report.unchecked_apis.retain(|s| !s.path.starts_with("mcp:"));
         let mut taken: HashSet<String> = apis.iter().map(|a| a.function_name.to_lowercase()).collect();
         for server in servers {
             let tool_id = ToolId(tools.len() as u32);
@@ -66,16 +68,11 @@ impl Catalog {
             listed.dedup_by(|a, b| a.name == b.name);
             for tool in listed {
                 let location = format!("mcp:{}", server.server);
-                let params = match usable_schema(&tool.input_schema) {
-                    Ok(params) => params,
-                    Err(reason) => {
-                        tracing::warn!(server = %server.server, tool = %tool.name, %reason, "skipping a downstream MCP tool");
-                        report
-                            .skipped_apis
-                            .push(Skipped { path: location, reason: format!("{}: {reason}", tool.name) });
-                        continue;
-                    }
-                };
+                let (params, declared, unchecked) = read_schema(&tool.input_schema);
+                if let Some(reason) = &unchecked {
+                    tracing::warn!(server = %server.server, tool = %tool.name, %reason, "a downstream MCP tool's input schema cannot be used; its calls pass unchecked");
+                    report.unchecked_apis.push(Skipped { path: location, reason: format!("{}: {reason}", tool.name) });
+                }
                 let function_name = unique_name(&server.server, &tool.name, &mut taken);
                 apis.push(Api {
                     id: ApiId(apis.len() as u32),
@@ -86,7 +83,8 @@ impl Catalog {
                     method: Method::Post,
                     url_template: None,
                     params,
-                    declared_schema: Some(tool.input_schema.clone()),
+                    declared_schema: Some(declared),
+                    unchecked,
                     mcp: Some(McpTarget {
                         server: server.server.clone(),
                         title: tool.title.clone(),
@@ -128,24 +126,28 @@ fn unique_name(server: &str, tool: &str, taken: &mut HashSet<String>) -> String 
     name
 }
 
-/// The parameters of an MCP tool's input schema (its top-level
-/// properties), or why the schema cannot be used: it must be an object
-/// schema that compiles (draft 2020-12).
-fn usable_schema(schema: &Value) -> Result<Vec<Param>, String> {
-    let Value::Object(map) = schema else {
-        return Err(format!("its inputSchema is not a JSON object: {}", crate::text::clip(&schema.to_string(), 80)));
+/// An MCP tool's input schema read in any dialect
+/// ([`crate::catalog::dialect`]): its parameters (top-level properties), the
+/// schema its calls are checked against, and why they pass unchecked when
+/// the schema cannot be used (it is then `{"type": "object"}`).
+fn read_schema(schema: &Value) -> (Vec<Param>, Value, Option<String>) {
+    let normalized = crate::catalog::dialect::normalize(schema);
+    let unusable = match &normalized {
+        _ if !schema.is_object() => {
+            Some(format!("its inputSchema is not a JSON object: {}", crate::text::clip(&schema.to_string(), 80)))
+        }
+        Value::Object(map) if map.get("type").is_some_and(|t| t != "object") => {
+            Some(format!("its inputSchema has type {}, not \"object\"", map["type"]))
+        }
+        _ => crate::catalog::dialect::check(&normalized)
+            .and_then(|()| jsonschema::draft202012::new(&normalized).map(drop).map_err(|e| e.to_string()))
+            .err()
+            .map(|e| format!("its inputSchema is not a valid JSON Schema ({e})")),
     };
-    if map.get("type").is_some_and(|t| t != "object") {
-        return Err(format!("its inputSchema has type {}, not \"object\"", map["type"]));
-    }
-    jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft202012)
-        .build(schema)
-        .map_err(|e| format!("its inputSchema is not a valid JSON Schema ({e})"))?;
     let required: HashSet<&str> =
-        map.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
-    let properties = map.get("properties").and_then(Value::as_object);
-    Ok(properties
+        normalized.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    let properties = normalized.get("properties").and_then(Value::as_object);
+    let params = properties
         .into_iter()
         .flatten()
         .map(|(key, schema)| Param {
@@ -157,7 +159,9 @@ fn usable_schema(schema: &Value) -> Result<Vec<Param>, String> {
             schema: schema.clone(),
             explode: true,
         })
-        .collect())
+        .collect();
+    let declared = if unusable.is_some() { serde_json::json!({"type": "object"}) } else { normalized.clone() };
+    (params, declared, unusable)
 }
 
 #[cfg(test)]
@@ -191,6 +195,12 @@ mod tests {
                 tools: vec![
                     tool("bad_type", json!({"type": "string"})),
                     tool("bad_schema", json!({"type": "object", "properties": {"a": {"type": 5}}})),
+                    tool("bad_regex", json!({"type": "object", "properties": {"a": {"pattern": "("}}})),
+                    tool(
+                        "draft_4",
+                        json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+                        "properties": {"page": {"type": "integer", "minimum": 1, "exclusiveMinimum": true}}}),
+                    ),
                     tool("ok", json!({})),
                 ],
             },
@@ -198,8 +208,9 @@ mod tests {
     }
 
     /// Downstream tools come after the catalog's own APIs (whose ids keep),
-    /// namespaced, OpenAI-valid, with their schema whole; bad schemas are
-    /// skipped and reported by server and tool.
+    /// namespaced, OpenAI-valid, with their schema whole (in 2020-12's
+    /// forms); a schema that cannot be used leaves its tool unchecked, reported
+    /// by server and tool, never left out.
     #[test]
     fn downstream_tools_join_the_catalog_namespaced() {
         let base = Catalog::load(&Sources::default()).unwrap();
@@ -209,20 +220,40 @@ mod tests {
             &base.apis().iter().map(|a| &a.function_name).collect::<Vec<_>>()
         );
         let names: Vec<&str> = catalog.apis()[base.apis().len()..].iter().map(|a| a.function_name.as_str()).collect();
-        assert_eq!(names, ["time__convert_time_zone", "time__get_current_time", "broken__ok"]);
+        assert_eq!(
+            names,
+            [
+                "time__convert_time_zone",
+                "time__get_current_time",
+                "broken__bad_regex",
+                "broken__bad_schema",
+                "broken__bad_type",
+                "broken__draft_4",
+                "broken__ok"
+            ]
+        );
         let api = catalog.find("time__get_current_time").unwrap();
         assert_eq!(api.mcp.as_ref().unwrap().server, "time");
         assert_eq!(api.name, "get_current_time");
         assert_eq!(api.input_schema()["required"], json!(["timezone"]));
         assert!(api.param("timezone").unwrap().required);
         assert_eq!(catalog.tool_of(api).origin, Origin::Mcp);
-        let skipped: Vec<&str> = catalog.report().skipped_apis.iter().map(|s| s.reason.as_str()).collect();
-        assert_eq!(skipped.len(), 2, "{skipped:?}");
-        assert!(skipped[0].starts_with("bad_schema:") && skipped[1].starts_with("bad_type:"), "{skipped:?}");
+        assert!(catalog.report().skipped_apis.is_empty());
+        let unchecked: Vec<&str> = catalog.report().unchecked_apis.iter().map(|s| s.reason.as_str()).collect();
+        assert_eq!(unchecked.len(), 2, "{unchecked:?}");
+        assert!(unchecked[0].starts_with("bad_regex:") && unchecked[1].starts_with("bad_type:"), "{unchecked:?}");
+        // A draft-4 bound is read as meant; an unusable schema lets calls through.
+        let options = crate::args::Options::default();
+        let draft_4 = catalog.find("broken__draft_4").unwrap();
+        assert!(crate::args::validate(draft_4, &json!({"page": 2}), options).is_ok());
+        assert!(crate::args::validate(draft_4, &json!({"page": 1}), options).is_err(), "1 is excluded");
+        let bad = catalog.find("broken__bad_regex").unwrap();
+        let valid = crate::args::validate(bad, &json!({"a": "x"}), options).unwrap();
+        assert!(valid.warnings.iter().any(|w| w.kind == crate::args::ProblemKind::Unchecked), "{valid:?}");
         // Replacing the downstream tools drops the old ones and their reports.
         let again = catalog.with_mcp_tools(&servers()[..1]);
         assert_eq!(again.apis().len(), base.apis().len() + 2);
-        assert!(again.report().skipped_apis.is_empty());
+        assert!(again.report().unchecked_apis.is_empty());
         assert!(again.find("broken__ok").is_err());
     }
 

@@ -17,6 +17,7 @@
 //! the variant spellings trajectories use. Bad files are skipped and
 //! reported in the [`LoadReport`], never fatal.
 
+pub mod dialect;
 mod embedded;
 mod loader;
 mod mcp;
@@ -223,6 +224,9 @@ pub struct Api {
     /// The input schema as its source declared it whole (an MCP tool's
     /// `inputSchema`); `None`: the schema is built from `params`.
     pub declared_schema: Option<Value>,
+    /// Why this API's input schema cannot be used, when it cannot: its
+    /// calls pass unchecked (a downstream MCP tool's, say).
+    pub unchecked: Option<String>,
     /// Set when a downstream MCP server serves this API (a tool of it)
     /// instead of HTTP; `name` is then the MCP tool's name.
     pub mcp: Option<McpTarget>,

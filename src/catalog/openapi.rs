@@ -11,6 +11,7 @@
 //! only a dozen fields matter here, and one walker then reads 3.0 and 3.1
 //! alike (the typed crates each cover one of them).
 
+use super::dialect::normalize;
 use serde_json::{Map, Value, json};
 
 use super::loader::{ApiDraft, Notes, ToolDraft};
@@ -128,7 +129,7 @@ fn operation(
         if params.iter().any(|p| p.name == pname && p.location == location) {
             continue;
         }
-        let mut schema = refs.inline(raw.get("schema").unwrap_or(&json!({"type": "string"})), 0);
+        let mut schema = normalize(&refs.inline(raw.get("schema").unwrap_or(&json!({"type": "string"})), 0));
         if let (Some(example), Value::Object(map)) = (raw.get("example"), &mut schema) {
             map.entry("examples").or_insert_with(|| json!([example]));
         }
@@ -165,7 +166,7 @@ fn body_params(refs: &Refs, body: &Value, params: &mut Vec<Param>) -> Result<(),
         let kinds: Vec<&str> = content.keys().map(String::as_str).collect();
         return Err(format!("unsupported request body type {}", kinds.join(", ")));
     };
-    let schema = refs.inline(media.get("schema").unwrap_or(&json!({})), 0);
+    let schema = normalize(&refs.inline(media.get("schema").unwrap_or(&json!({})), 0));
     let body_required = body.get("required").and_then(Value::as_bool).unwrap_or(false);
     match schema.get("properties").and_then(Value::as_object) {
         Some(props) => {
@@ -245,7 +246,9 @@ impl Refs<'_> {
 
     /// A copy of `schema` with every local `$ref` inlined, OpenAPI 3.0's
     /// `nullable` turned into a JSON Schema type list, and OpenAPI-only
-    /// keywords dropped. References deeper than [`MAX_REF_DEPTH`] (cycles)
+    /// keywords dropped (its callers then read it in draft 2020-12's forms,
+    /// [`crate::catalog::dialect::normalize`]: OpenAPI 3.0's boolean
+    /// `exclusiveMinimum`, say). References deeper than [`MAX_REF_DEPTH`] (cycles)
     /// and external ones become `{}` (any value).
     fn inline(&self, schema: &Value, depth: usize) -> Value {
         match schema {

@@ -400,6 +400,7 @@ mod tests {
             url_template: Some(url.into()),
             params,
             declared_schema: None,
+            unchecked: None,
             mcp: None,
         }
     }
