@@ -60,8 +60,10 @@ pub struct Embedder {
     model: Mutex<fastembed::TextEmbedding>,
     id: String,
     dims: usize,
-    /// Put before every query (asymmetric models such as bge).
+    /// Put before every query (asymmetric models such as bge, e5).
     query_prompt: String,
+    /// Put before every document (e5's "passage: ").
+    document_prompt: String,
 }
 
 impl std::fmt::Debug for Embedder {
@@ -73,9 +75,10 @@ impl std::fmt::Debug for Embedder {
 impl Embedder {
     /// Loads the configured model and checks it by embedding a probe text.
     pub fn load(config: &EmbeddingConfig) -> Result<Embedder, EmbedError> {
-        let (model, id, query_prompt) = if config.model.is_empty() { load_local(config)? } else { load_named(config)? };
+        let (model, id, prompts) = if config.model.is_empty() { load_local(config)? } else { load_named(config)? };
         let model_name = id.clone();
-        let mut embedder = Embedder { model: Mutex::new(model), id, dims: 0, query_prompt };
+        let (query_prompt, document_prompt) = prompts;
+        let mut embedder = Embedder { model: Mutex::new(model), id, dims: 0, query_prompt, document_prompt };
         let probe = embedder
             .embed_queries(&["probe: weather forecast for Berlin".to_string()])
             .map_err(|e| EmbedError::Model { model: model_name.clone(), message: e.to_string() })?;
@@ -107,9 +110,14 @@ impl Embedder {
         self.embed(&prompted)
     }
 
-    /// Embeds what is searched (API and tool documents), as they are.
+    /// Embeds what is searched (API and tool documents), each after the
+    /// model's document prompt.
     pub fn embed_documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        self.embed(texts)
+        if self.document_prompt.is_empty() {
+            return self.embed(texts);
+        }
+        let prompted: Vec<String> = texts.iter().map(|t| self.as_read(Role::Document, t)).collect();
+        self.embed(&prompted)
     }
 
     /// [`Embedder::embed_queries`] or [`Embedder::embed_documents`].
@@ -125,7 +133,7 @@ impl Embedder {
     pub fn as_read(&self, role: Role, text: &str) -> String {
         match role {
             Role::Query => format!("{}{text}", self.query_prompt),
-            Role::Document => text.to_string(),
+            Role::Document => format!("{}{text}", self.document_prompt),
         }
     }
 
@@ -177,6 +185,8 @@ pub fn normalize(mut v: Vec<f32>) -> Vec<f32> {
 pub struct ModelCard {
     pub cls_pooling: bool,
     pub query_prompt: String,
+    /// The `passage` (or `document`) prompt.
+    pub document_prompt: String,
 }
 
 impl ModelCard {
@@ -214,11 +224,15 @@ impl ModelCard {
         Ok(ModelCard {
             cls_pooling: pooling.pooling_mode_cls_token,
             query_prompt: st.prompts.remove("query").unwrap_or_default(),
+            document_prompt: st.prompts.remove("passage").or_else(|| st.prompts.remove("document")).unwrap_or_default(),
         })
     }
 }
 
-fn load_local(config: &EmbeddingConfig) -> Result<(fastembed::TextEmbedding, String, String), EmbedError> {
+/// A model, its id, and its query and document prompts.
+type Loaded = (fastembed::TextEmbedding, String, (String, String));
+
+fn load_local(config: &EmbeddingConfig) -> Result<Loaded, EmbedError> {
     let dir = config.model_dir();
     for file in MODEL_FILES {
         if !dir.join(file).is_file() {
@@ -238,6 +252,10 @@ fn load_local(config: &EmbeddingConfig) -> Result<(fastembed::TextEmbedding, Str
     if card.cls_pooling || !card.query_prompt.is_empty() {
         digest.update([u8::from(card.cls_pooling)]);
         digest.update(card.query_prompt.as_bytes());
+    }
+    if !card.document_prompt.is_empty() {
+        digest.update([0xff]);
+        digest.update(card.document_prompt.as_bytes());
     }
     let id = format!(
         "{}-{}-len{}",
@@ -268,7 +286,7 @@ fn load_local(config: &EmbeddingConfig) -> Result<(fastembed::TextEmbedding, Str
     let model = built
         .map_err(|_| EmbedError::Model { model: dir.display().to_string(), message: "loading panicked".into() })?
         .map_err(|e| EmbedError::Model { model: dir.display().to_string(), message: format!("{e:#}") })?;
-    Ok((model, id, card.query_prompt))
+    Ok((model, id, (card.query_prompt, card.document_prompt)))
 }
 
 /// The CPU execution provider without its memory arena: the arena keeps
@@ -305,7 +323,7 @@ fn environment(path: &Path) -> Result<ort::environment::Environment, EmbedError>
 }
 
 #[cfg(feature = "hub")]
-fn load_named(config: &EmbeddingConfig) -> Result<(fastembed::TextEmbedding, String, String), EmbedError> {
+fn load_named(config: &EmbeddingConfig) -> Result<Loaded, EmbedError> {
     let fail = |message: String| EmbedError::Model { model: config.model.clone(), message };
     let info = fastembed::TextEmbedding::list_supported_models()
         .into_iter()
@@ -322,11 +340,11 @@ fn load_named(config: &EmbeddingConfig) -> Result<(fastembed::TextEmbedding, Str
         options = options.with_intra_threads(config.threads);
     }
     let model = fastembed::TextEmbedding::try_new(options).map_err(|e| fail(format!("{e:#}")))?;
-    Ok((model, format!("{}-len{}", config.model.replace('/', "_"), config.max_length), String::new()))
+    Ok((model, format!("{}-len{}", config.model.replace('/', "_"), config.max_length), Default::default()))
 }
 
 #[cfg(not(feature = "hub"))]
-fn load_named(config: &EmbeddingConfig) -> Result<(fastembed::TextEmbedding, String, String), EmbedError> {
+fn load_named(config: &EmbeddingConfig) -> Result<Loaded, EmbedError> {
     Err(EmbedError::Model {
         model: config.model.clone(),
         message: "this build cannot download models: rebuild with `cargo build --features hub`, \
@@ -363,6 +381,13 @@ mod tests {
         let card = ModelCard::read(dir.path()).unwrap();
         assert!(card.cls_pooling);
         assert_eq!(card.query_prompt, "Represent this sentence for searching relevant passages: ");
+        assert_eq!(card.document_prompt, "");
+        std::fs::write(
+            dir.path().join("config_sentence_transformers.json"),
+            r#"{"prompts": {"query": "query: ", "passage": "passage: "}}"#,
+        )
+        .unwrap();
+        assert_eq!(ModelCard::read(dir.path()).unwrap().document_prompt, "passage: ");
 
         std::fs::write(
             dir.path().join("1_Pooling/config.json"),
