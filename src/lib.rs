@@ -25,7 +25,8 @@
 //! * [`catalog`]: loads ToolBench tool JSON, compacted JSONL, OpenAPI 3
 //!   specs, query `api_list` entries and the embedded example specs into
 //!   one model of tools and APIs, each with a JSON Schema and a unique,
-//!   OpenAI-valid function name; resolves the name variants of trajectories.
+//!   OpenAI-valid function name; resolves the name variants of trajectories;
+//!   reads JSON Schema of any dialect as draft 2020-12 (`catalog::dialect`).
 //! * [`args`]: validates a call's arguments against its API's schema, with
 //!   safe coercions, strict mode and LLM-actionable errors (compiled
 //!   validators cached by schema); checks URLs against the catalog's hosts.
@@ -35,7 +36,9 @@
 //! * [`retrieval`]: finds the APIs for a request: BM25 over APIs and whole
 //!   tools, fastembed embeddings (offline model) with an HNSW graph or
 //!   exact scan, fused by weighted reciprocal rank; multi-part requests
-//!   split into intents; the index persists in the state directory.
+//!   split into intents; the index persists in the state directory. Route
+//!   mode ranks a client's own tools (`tool_list`), their vectors kept per
+//!   tool (`tool_vectors`).
 //! * [`graph`]: the tool graph (petgraph): transition weights and API
 //!   availability learned from trajectories, updated online after every
 //!   run, durable as a snapshot plus an fsync'd run log.

@@ -22,9 +22,9 @@ const KEPT: usize = 4_096;
 /// compiled two ways gives two validators.
 #[derive(Debug, Clone, Copy, Hash)]
 pub enum Dialect {
-    /// As the schema declares itself (`$schema`, else the latest draft):
-    /// a client's own tools.
-    Declared,
+    /// Draft 2020-12, after [`crate::catalog::dialect::normalize`], formats not
+    /// checked: a client's own tools.
+    Client,
     /// Draft 2020-12 with formats checked: the catalog's APIs.
     Catalog,
 }
@@ -64,8 +64,8 @@ mod tests {
     #[test]
     fn a_schema_is_compiled_once_per_dialect() {
         let schema = json!({"type": "object", "properties": {"cache_test_a": {"type": "integer"}}});
-        let first = cached(Dialect::Declared, &schema, compile).unwrap();
-        let again = cached(Dialect::Declared, &schema, |_| Err("compiled twice".to_string())).unwrap();
+        let first = cached(Dialect::Client, &schema, compile).unwrap();
+        let again = cached(Dialect::Client, &schema, |_| Err("compiled twice".to_string())).unwrap();
         assert!(Arc::ptr_eq(&first, &again));
         let other = cached(Dialect::Catalog, &schema, compile).unwrap();
         assert!(!Arc::ptr_eq(&first, &other));

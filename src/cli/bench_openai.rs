@@ -101,12 +101,13 @@ async fn bench(args: &OpenAiBenchArgs, config: &Config) -> Result<ExitCode, CliE
         .collect();
     if args.embed {
         let embedder = Arc::new(Embedder::load(&config.embedding).map_err(|e| CliError::Usage(e.to_string()))?);
-        let client_tools: Vec<ClientTool> = tools.iter().filter_map(|t| client_tool(t, true).ok()).collect();
+        let client_tools: Vec<Arc<ClientTool>> =
+            tools.iter().filter_map(|t| client_tool(t, true).ok()).map(Arc::new).collect();
         app.set_route_embedder(embedder.clone());
         let narrowing = app.narrowing();
         narrowing
             .ranker
-            .embed_now(&narrowing.index(&client_tools), &embedder)
+            .embed_missing(&narrowing.set(&client_tools), &embedder, Duration::MAX)
             .map_err(|e| CliError::Failure(e.into()))?;
     }
     let mut report = serde_json::Map::new();

@@ -34,6 +34,9 @@ pub(super) struct RouteArgs {
     /// "relevant"}`): any tool collection, distractors from the other cases.
     #[arg(long = "cases", value_name = "FILE", num_args = 1.., conflicts_with = "queries")]
     cases: Vec<PathBuf>,
+    /// Route-case files whose tools are only distractors (not measured).
+    #[arg(long = "distractors", value_name = "FILE", num_args = 1.., requires = "cases")]
+    distractors: Vec<PathBuf>,
     /// Tools each request carries: the query's own, then distractors.
     #[arg(long, default_value_t = 300)]
     tools: usize,
@@ -43,9 +46,13 @@ pub(super) struct RouteArgs {
     /// Seed of the distractors and their order.
     #[arg(long, default_value_t = 7)]
     seed: u64,
-    /// Without the embedding model: route mode as on lists seen for the first time only.
+    /// Without the embedding model: route mode by words only.
     #[arg(long)]
     lexical: bool,
+    /// Tools a list's first request gets embedded inline, when none of
+    /// them was known (what `openai.embed_budget_ms` buys on the machine).
+    #[arg(long, default_value_t = 40)]
+    first_embedded: usize,
     /// Weight of the latest message's BM25 ranking (a list sweeps values;
     /// 0 with the intent and earlier weights 0: the embedding alone).
     #[arg(long, value_delimiter = ',', value_name = "W")]
@@ -219,7 +226,14 @@ fn run_route(args: &RouteArgs, config: &Config) -> Result<ExitCode, CliError> {
                 .map_err(|e| CliError::Usage(format!("{e} (or pass --lexical)")))?,
         )
     };
-    let ranker = crate::retrieval::tool_list::ToolListRanker::default();
+    // Tool vectors kept between runs, beside the embedding cache (a run
+    // over BFCL's 1,224 functions embeds them once).
+    let vectors = crate::retrieval::tool_vectors::ToolVectors::new(
+        Some(config.embedding.cache_dir().join("route-eval")),
+        crate::retrieval::tool_vectors::Bounds { entries: 200_000, bytes: 1 << 30 },
+    );
+    let ranker = crate::retrieval::tool_list::ToolListRanker::new(vectors);
+    let alone = route::AloneVectors::default();
     let embedding_failed = |e| CliError::Usage(format!("embedding the tool lists failed: {e}"));
     let evaluate: Box<dyn Fn(RouteOptions) -> Result<route::RouteReport, CliError>> = if args.cases.is_empty() {
         let sets = load_sets(&args.queries)?;
@@ -230,7 +244,7 @@ fn run_route(args: &RouteArgs, config: &Config) -> Result<ExitCode, CliError> {
         };
         let catalog = crate::catalog::Catalog::load(&sources).map_err(|e| CliError::Usage(e.to_string()))?;
         Box::new(move |options| {
-            route::evaluate(&catalog, &sets, options, &ranker, embedder.as_ref()).map_err(embedding_failed)
+            route::evaluate(&catalog, &sets, options, &ranker, embedder.as_ref(), &alone).map_err(embedding_failed)
         })
     } else {
         let mut sets = Vec::new();
@@ -238,31 +252,43 @@ fn run_route(args: &RouteArgs, config: &Config) -> Result<ExitCode, CliError> {
             let name = path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into());
             sets.push((name, route::load_cases(path).map_err(CliError::Usage)?));
         }
+        let mut distractors = Vec::new();
+        for path in &args.distractors {
+            distractors.extend(route::load_cases(path).map_err(CliError::Usage)?);
+        }
         Box::new(move |options| {
-            route::evaluate_cases(&sets, options, &ranker, embedder.as_ref()).map_err(embedding_failed)
+            route::evaluate_cases(&sets, &distractors, options, &ranker, embedder.as_ref(), &alone)
+                .map_err(embedding_failed)
         })
     };
-    let base = crate::retrieval::tool_list::ListWeights::default();
+    use crate::retrieval::tool_list::ListWeights;
+    let base = ListWeights::default();
     let or_default = |v: &[f32], d: f32| if v.is_empty() { vec![d] } else { v.to_vec() };
     let swept = [&args.lexical_weight, &args.dense_weight, &args.intent_weight, &args.earlier_weight];
     let sweep = swept.iter().any(|v| !v.is_empty());
-    let mut reports = Vec::new();
+    let mut grid = Vec::new();
     for lexical in or_default(&args.lexical_weight, base.lexical) {
         for dense in or_default(&args.dense_weight, base.dense) {
             for intent in or_default(&args.intent_weight, base.intent) {
                 for earlier in or_default(&args.earlier_weight, base.earlier) {
-                    let weights = crate::retrieval::tool_list::ListWeights { lexical, dense, intent, earlier, ..base };
-                    let report = evaluate(RouteOptions { tools: args.tools, k, seed: args.seed, weights })?;
-                    if !args.json {
-                        if sweep {
-                            println!("lexical {lexical}, dense {dense}, intent {intent}, earlier {earlier}:");
-                        }
-                        print!("{}", route::markdown(&report));
-                    }
-                    reports.push(report);
+                    grid.push(ListWeights { lexical, dense, intent, earlier, ..base });
                 }
             }
         }
+    }
+    let mut reports = Vec::new();
+    for weights in grid {
+        let options =
+            RouteOptions { tools: args.tools, k, seed: args.seed, weights, first_embedded: args.first_embedded };
+        let report = evaluate(options)?;
+        if !args.json {
+            if sweep {
+                let w = &weights;
+                println!("lexical {}, dense {}, intent {}, earlier {}:", w.lexical, w.dense, w.intent, w.earlier);
+            }
+            print!("{}", route::markdown(&report));
+        }
+        reports.push(report);
     }
     if args.json {
         let value = if reports.len() == 1 { serde_json::to_value(&reports[0]) } else { serde_json::to_value(&reports) };

@@ -7,6 +7,14 @@ use serde::{Deserialize, Serialize};
 pub const DEFAULT_MAX_TOOLS: usize = 20;
 /// `openai.max_request_tools`: tools one request may carry; more get 400.
 pub const DEFAULT_MAX_REQUEST_TOOLS: usize = 5_000;
+/// `openai.embed_budget_ms`: time a route request may spend embedding tools
+/// never seen before (the rest are embedded in the background; docs/benchmarks.md,
+/// "Tools, not lists").
+pub const DEFAULT_EMBED_BUDGET_MS: u64 = 250;
+/// `openai.tool_cache_entries`: tool vectors kept (route mode).
+pub const DEFAULT_TOOL_CACHE_ENTRIES: usize = 20_000;
+/// `openai.tool_cache_mb`: memory the kept tool vectors may take.
+pub const DEFAULT_TOOL_CACHE_MB: usize = 64;
 /// `openai.repair_attempts`: times the model is asked to fix invalid tool-call arguments.
 pub const DEFAULT_REPAIR_ATTEMPTS: usize = 2;
 
@@ -62,6 +70,9 @@ pub struct OpenAiConfig {
     pub max_runs: usize,
     pub traces: usize,
     pub keep_alive_ms: u64,
+    pub embed_budget_ms: u64,
+    pub tool_cache_entries: usize,
+    pub tool_cache_mb: usize,
 }
 
 impl OpenAiConfig {
@@ -73,6 +84,8 @@ impl OpenAiConfig {
             ("openai.traces", self.traces as u64),
             ("openai.max_runs", self.max_runs as u64),
             ("openai.keep_alive_ms", self.keep_alive_ms),
+            ("openai.tool_cache_entries", self.tool_cache_entries as u64),
+            ("openai.tool_cache_mb", self.tool_cache_mb as u64),
         ] {
             if n == 0 {
                 return Err((key.to_string(), "must be at least 1".to_string()));
@@ -95,6 +108,9 @@ impl Default for OpenAiConfig {
             max_runs: DEFAULT_MAX_RUNS,
             traces: DEFAULT_TRACES_KEPT,
             keep_alive_ms: DEFAULT_KEEP_ALIVE_MS,
+            embed_budget_ms: DEFAULT_EMBED_BUDGET_MS,
+            tool_cache_entries: DEFAULT_TOOL_CACHE_ENTRIES,
+            tool_cache_mb: DEFAULT_TOOL_CACHE_MB,
         }
     }
 }

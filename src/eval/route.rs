@@ -16,9 +16,10 @@
 //! collection: each request brings its own tools and names the ones it
 //! needs; distractors come from the other requests' tools.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -28,7 +29,7 @@ use super::retrieval::Latency;
 use crate::catalog::{ApiId, Catalog};
 use crate::retrieval::Embedder;
 use crate::retrieval::bm25::Bm25;
-use crate::retrieval::tool_list::{self, ListWeights, ToolListRanker};
+use crate::retrieval::tool_list::{self, Dense, ListWeights, ToolListRanker, ToolSet};
 use crate::server::openai::route::Asked;
 use crate::server::openai::tools::{ClientTool, client_tool};
 
@@ -45,6 +46,9 @@ pub struct RouteOptions {
     pub k: usize,
     pub seed: u64,
     pub weights: ListWeights,
+    /// Tools a list's first request gets embedded inline (what
+    /// `openai.embed_budget_ms` buys: docs/benchmarks.md, "Tools, not lists").
+    pub first_embedded: usize,
 }
 
 /// Recall and all-kept share of one method.
@@ -65,18 +69,29 @@ pub struct SetReport {
     /// Tools the requests carried, on average (below `tools` when there
     /// were not as many distinct ones to draw from).
     pub mean_tools: f64,
-    /// Route mode, the list embedded (absent without an embedding model).
+    /// Route mode, every tool known (absent without an embedding model).
     pub route: Option<Scores>,
-    /// Route mode on a list seen for the first time (lexical).
-    pub route_first_seen: Scores,
+    /// Route mode, the list's first request: only
+    /// [`RouteOptions::first_embedded`] of its tools embedded (absent without a model).
+    pub route_first_request: Option<Scores>,
+    /// Route mode by words alone (no model, or none of the tools known).
+    pub route_words_only: Scores,
+    /// The embedding used plainly: cosine of the request and each tool's
+    /// name and description, top k (absent without a model).
+    pub embedding_alone: Option<Scores>,
     pub bm25: Scores,
     pub random: Scores,
-    /// Narrowing a request whose tool list is new.
+    /// Share of requests whose kept tools were the same with the list
+    /// in another order (absent without a model).
+    pub same_when_permuted: Option<f64>,
+    /// Narrowing a request whose tools are all new, by words.
     pub new_list_ms: Latency,
-    /// A known (embedded) list with a new message: the message is embedded.
+    /// A known list with a new message: the message is embedded.
     pub new_message_ms: Latency,
     /// The same request again.
     pub seen_ms: Latency,
+    /// Known tools in a new order, the message known.
+    pub permuted_ms: Latency,
 }
 
 /// The whole evaluation.
@@ -87,19 +102,33 @@ pub struct RouteReport {
     pub overall: SetReport,
 }
 
+/// The methods compared, in [`Measured::kept`]'s order.
+const ROUTE: usize = 0;
+const FIRST_REQUEST: usize = 1;
+const WORDS_ONLY: usize = 2;
+const EMBEDDING_ALONE: usize = 3;
+const BM25: usize = 4;
+const RANDOM: usize = 5;
+const PERMUTED: usize = 6;
+const METHODS: usize = 7;
+
 #[derive(Default)]
 struct Acc {
     queries: usize,
-    /// Per method (route, first seen, BM25, random): recall and all-kept sums.
-    sums: [(f64, f64); 4],
-    ms: [Vec<f64>; 3],
+    /// Per method: recall and all-kept sums.
+    sums: [(f64, f64); METHODS],
+    /// Requests that kept the same tools in another order.
+    same: usize,
+    ms: [Vec<f64>; 4],
     tools: usize,
 }
 
-/// One query's outcome: the kept tools per method, the latencies.
+/// One query's outcome: the kept tools per method (request indexes,
+/// ascending), the latencies.
+#[derive(Default)]
 struct Measured {
-    kept: [Vec<usize>; 4],
-    ms: [f64; 3],
+    kept: [Vec<usize>; METHODS],
+    ms: [f64; 4],
 }
 
 impl Acc {
@@ -111,6 +140,7 @@ impl Acc {
             sum.0 += found as f64 / relevant.len() as f64;
             sum.1 += f64::from(u8::from(found == relevant.len()));
         }
+        self.same += usize::from(m.kept[PERMUTED] == m.kept[ROUTE]);
         for (all, ms) in self.ms.iter_mut().zip(m.ms) {
             all.push(ms);
         }
@@ -124,13 +154,17 @@ impl Acc {
             name: name.to_string(),
             queries: self.queries,
             mean_tools: self.tools as f64 / n,
-            route: embedded.then(|| scores(0)),
-            route_first_seen: scores(1),
-            bm25: scores(2),
-            random: scores(3),
+            route: embedded.then(|| scores(ROUTE)),
+            route_first_request: embedded.then(|| scores(FIRST_REQUEST)),
+            route_words_only: scores(WORDS_ONLY),
+            embedding_alone: embedded.then(|| scores(EMBEDDING_ALONE)),
+            bm25: scores(BM25),
+            random: scores(RANDOM),
+            same_when_permuted: embedded.then(|| self.same as f64 / n),
             new_list_ms: latency(0),
             new_message_ms: latency(1),
             seen_ms: latency(2),
+            permuted_ms: latency(3),
         }
     }
 }
@@ -177,14 +211,16 @@ fn tool_list(
     list
 }
 
-/// Runs the evaluation; with `embedder`, also route mode on embedded
-/// lists. `ranker` keeps tool vectors between runs (a sweep embeds once).
+/// Runs the evaluation; with `embedder`, also route mode with tool
+/// vectors and the embedding alone. `ranker` and `alone` keep tool
+/// vectors between runs (a sweep embeds once).
 pub fn evaluate(
     catalog: &Catalog,
     sets: &[(String, Vec<QueryRecord>)],
     options: RouteOptions,
     ranker: &ToolListRanker,
     embedder: Option<&Embedder>,
+    alone: &AloneVectors,
 ) -> Result<RouteReport, crate::retrieval::EmbedError> {
     let mut rng = fastrand::Rng::with_seed(options.seed);
     let pool: Vec<ApiId> = sets.iter().flat_map(|(_, qs)| qs).flat_map(|q| resolved(catalog, &q.api_list)).collect();
@@ -202,13 +238,13 @@ pub fn evaluate(
             own.extend(relevant_apis.iter().copied());
             let list = tool_list(&own, &pool, &random_pool, &options, &mut rng);
             let definitions: Vec<Value> = list.iter().map(|&id| catalog.function_definition(catalog.api(id))).collect();
-            let tools: Vec<ClientTool> = definitions
+            let tools: Vec<Arc<ClientTool>> = definitions
                 .iter()
-                .map(|d| client_tool(d, false).expect("catalog definitions are valid tools"))
+                .map(|d| Arc::new(client_tool(d, false).expect("catalog definitions are valid tools")))
                 .collect();
             let relevant: HashSet<usize> =
                 list.iter().enumerate().filter(|(_, id)| relevant_apis.contains(id)).map(|(i, _)| i).collect();
-            let measured = measure(&definitions, &tools, &q.query, &options, ranker, embedder, &mut rng)?;
+            let measured = measure(&definitions, &tools, &q.query, &options, ranker, embedder, alone, &mut rng)?;
             acc.add(&measured, &relevant, list.len());
             all.add(&measured, &relevant, list.len());
         }
@@ -217,24 +253,40 @@ pub fn evaluate(
     Ok(RouteReport { options, sets: reports, overall: all.report("overall", embedder.is_some()) })
 }
 
-/// One request's tools kept by each method: route mode (embedded, first
-/// seen), BM25 top-k, random k.
+/// Tool vectors of the plain-embedding baseline, by text (name and
+/// description), kept between runs (a sweep embeds once).
+pub type AloneVectors = std::sync::Mutex<HashMap<String, Vec<f32>>>;
+
+/// One request's tools kept by each method: route mode (every tool known,
+/// a first request, words only, the list permuted), the embedding alone,
+/// BM25 top-k, random k.
+#[allow(clippy::too_many_arguments)]
 fn measure(
     definitions: &[Value],
-    tools: &[ClientTool],
+    tools: &[Arc<ClientTool>],
     query: &str,
     options: &RouteOptions,
     ranker: &ToolListRanker,
     embedder: Option<&Embedder>,
+    alone: &AloneVectors,
     rng: &mut fastrand::Rng,
 ) -> Result<Measured, crate::retrieval::EmbedError> {
-    let mut measured = narrow(ranker, tools, query, options, embedder)?;
+    let mut measured = narrow(ranker, tools, query, options, embedder, rng)?;
     let mut random: Vec<usize> = (0..tools.len()).collect();
     rng.shuffle(&mut random);
     random.truncate(options.k);
-    measured.kept[2] = bm25_top_k(definitions, query, options.k);
-    measured.kept[3] = random;
+    random.sort_unstable();
+    measured.kept[BM25] = sorted(bm25_top_k(definitions, query, options.k));
+    measured.kept[RANDOM] = random;
+    if let Some(embedder) = embedder {
+        measured.kept[EMBEDDING_ALONE] = sorted(embedding_top_k(definitions, query, options.k, embedder, alone)?);
+    }
     Ok(measured)
+}
+
+fn sorted(mut v: Vec<usize>) -> Vec<usize> {
+    v.sort_unstable();
+    v
 }
 
 /// One request of a route-case file (a JSON line): the user's message, the
@@ -275,19 +327,23 @@ pub fn load_cases(path: &std::path::Path) -> Result<Vec<Case>, String> {
 }
 
 /// [`evaluate`] on route cases: each request carries its own tools, then
-/// distractors drawn from the other cases' tools (of every set; one per
+/// distractors drawn from the other cases' tools (of every set and of
+/// `distractors`, cases whose tools only serve as distractors; one per
 /// name) up to `options.tools`, shuffled.
 pub fn evaluate_cases(
     sets: &[(String, Vec<Case>)],
+    distractors: &[Case],
     options: RouteOptions,
     ranker: &ToolListRanker,
     embedder: Option<&Embedder>,
+    alone: &AloneVectors,
 ) -> Result<RouteReport, crate::retrieval::EmbedError> {
     let mut rng = fastrand::Rng::with_seed(options.seed);
     let name = |d: &Value| d["function"]["name"].as_str().unwrap_or("").to_string();
     let mut pool: Vec<&Value> = Vec::new();
     let mut pooled = HashSet::new();
-    for tool in sets.iter().flat_map(|(_, cases)| cases).flat_map(|c| &c.tools) {
+    let cases = sets.iter().flat_map(|(_, cases)| cases).chain(distractors);
+    for tool in cases.flat_map(|c| &c.tools) {
         if pooled.insert(name(tool)) {
             pool.push(tool);
         }
@@ -306,11 +362,11 @@ pub fn evaluate_cases(
                 }
             }
             rng.shuffle(&mut definitions);
-            let tools: Vec<ClientTool> =
-                definitions.iter().map(|d| client_tool(d, false).expect("checked when loaded")).collect();
+            let tools: Vec<Arc<ClientTool>> =
+                definitions.iter().map(|d| Arc::new(client_tool(d, false).expect("checked when loaded"))).collect();
             let relevant: HashSet<usize> =
                 tools.iter().enumerate().filter(|(_, t)| case.relevant.contains(&t.name)).map(|(i, _)| i).collect();
-            let measured = measure(&definitions, &tools, &case.query, &options, ranker, embedder, &mut rng)?;
+            let measured = measure(&definitions, &tools, &case.query, &options, ranker, embedder, alone, &mut rng)?;
             acc.add(&measured, &relevant, tools.len());
             all.add(&measured, &relevant, tools.len());
         }
@@ -320,56 +376,91 @@ pub fn evaluate_cases(
 }
 
 /// Narrows one request the way the server does ([`Narrowing::narrow`]'s
-/// steps, run synchronously): a new list (lexical), then, embedded, a new
-/// message and the same request again.
+/// steps, run synchronously): its tools new (by words), a known list with
+/// a new message, the same request again, the list's first request (only
+/// [`RouteOptions::first_embedded`] tools embedded), and the known tools
+/// in another order.
 fn narrow(
     ranker: &ToolListRanker,
-    tools: &[ClientTool],
+    tools: &[Arc<ClientTool>],
     query: &str,
     options: &RouteOptions,
     embedder: Option<&Embedder>,
+    rng: &mut fastrand::Rng,
 ) -> Result<Measured, crate::retrieval::EmbedError> {
     let asked = Asked::of(&[crate::llm::Message::new("user", query)]);
     let conversation = asked.conversation(None);
-    let keep = |index: &tool_list::ListIndex, vector: Option<&[f32]>| {
-        tool_list::keep(index, &conversation, vector, options.k, &options.weights, &|_, _| 0.0)
+    let keep = |set: &ToolSet, dense: Option<Dense>| {
+        tool_list::keep(set, &conversation, dense, options.k, &options.weights, &|_, _| 0.0).tools
     };
-    // A new list: index built, ranked lexically (the server starts embedding it in the background).
+    let mut measured = Measured::default();
     let started = Instant::now();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     let texts: Vec<&str> = tools.iter().map(|t| t.text.as_str()).collect();
-    let index = ranker.index(&names, &texts);
-    let first_seen = keep(&index, None);
-    let new_list = crate::units::ms(started.elapsed());
-    let Some(embedder) = embedder else {
-        return Ok(Measured { kept: [Vec::new(), first_seen, Vec::new(), Vec::new()], ms: [new_list, 0.0, 0.0] });
-    };
-    ranker.embed_now(&index, embedder)?;
-    let timed = || -> Result<(Vec<usize>, f64), crate::retrieval::EmbedError> {
+    let set = ranker.set(&names, &texts);
+    measured.kept[WORDS_ONLY] = keep(&set, None);
+    measured.ms[0] = crate::units::ms(started.elapsed());
+    let Some(embedder) = embedder else { return Ok(measured) };
+    ranker.embed_missing(&set, embedder, Duration::MAX)?;
+    let timed = |names: &[&str], texts: &[&str]| -> Result<(Vec<usize>, f64), crate::retrieval::EmbedError> {
         let started = Instant::now();
-        let index = ranker.index(&names, &texts);
-        let vector = ranker.query_vector(embedder, &asked.latest)?;
-        Ok((keep(&index, Some(&vector)), crate::units::ms(started.elapsed())))
+        let set = ranker.set(names, texts);
+        let vectors = ranker.vectors(&set, embedder);
+        let query = ranker.query_vector(embedder, &asked.latest)?;
+        let kept = keep(&set, Some(Dense { query: &query, tools: &vectors }));
+        Ok((kept, crate::units::ms(started.elapsed())))
     };
-    let (embedded, new_message) = timed()?;
-    let (_, seen) = timed()?;
-    Ok(Measured { kept: [embedded, first_seen, Vec::new(), Vec::new()], ms: [new_list, new_message, seen] })
+    (measured.kept[ROUTE], measured.ms[1]) = timed(&names, &texts)?;
+    measured.ms[2] = timed(&names, &texts)?.1;
+    let query = ranker.query_vector(embedder, &asked.latest)?;
+    let first = ranker.vectors(&set, embedder).first_request(&set, options.first_embedded);
+    measured.kept[FIRST_REQUEST] = keep(&set, Some(Dense { query: &query, tools: &first }));
+    // The same tools in another order: kept by name, mapped back.
+    let mut order: Vec<usize> = (0..tools.len()).collect();
+    rng.shuffle(&mut order);
+    let names: Vec<&str> = order.iter().map(|&i| names[i]).collect();
+    let texts: Vec<&str> = order.iter().map(|&i| texts[i]).collect();
+    let (permuted, ms) = timed(&names, &texts)?;
+    measured.kept[PERMUTED] = sorted(permuted.into_iter().map(|j| order[j]).collect());
+    measured.ms[3] = ms;
+    Ok(measured)
 }
 
 /// The baseline: BM25 over each tool's name and description, top `k`
 /// (fewer when fewer tools share a word with the request).
 fn bm25_top_k(definitions: &[Value], query: &str, k: usize) -> Vec<usize> {
-    let texts: Vec<String> = definitions
-        .iter()
-        .map(|d| {
-            format!(
-                "{} {}",
-                d["function"]["name"].as_str().unwrap_or(""),
-                d["function"]["description"].as_str().unwrap_or("")
-            )
-        })
-        .collect();
+    let texts: Vec<String> = definitions.iter().map(name_and_description).collect();
     Bm25::build(&texts).search(query, k, None).into_iter().map(|(i, _)| i as usize).collect()
+}
+
+fn name_and_description(d: &Value) -> String {
+    format!("{} {}", d["function"]["name"].as_str().unwrap_or(""), d["function"]["description"].as_str().unwrap_or(""))
+}
+
+/// The baseline: the embedding model used plainly, cosine of the request
+/// and each tool's name and description, top `k`.
+fn embedding_top_k(
+    definitions: &[Value],
+    query: &str,
+    k: usize,
+    embedder: &Embedder,
+    alone: &AloneVectors,
+) -> Result<Vec<usize>, crate::retrieval::EmbedError> {
+    let texts: Vec<String> = definitions.iter().map(name_and_description).collect();
+    let mut alone = alone.lock().unwrap_or_else(|e| e.into_inner());
+    let mut missing: Vec<String> = texts.iter().filter(|t| !alone.contains_key(*t)).cloned().collect();
+    missing.sort();
+    missing.dedup();
+    for batch in missing.chunks(32) {
+        for (text, v) in batch.iter().zip(embedder.embed_documents(batch)?) {
+            alone.insert(text.clone(), v);
+        }
+    }
+    let q = embedder.embed_queries(&[query.to_string()])?.remove(0);
+    let mut hits: Vec<(u32, f32)> =
+        texts.iter().enumerate().map(|(i, t)| (i as u32, crate::retrieval::dense::dot(&q, &alone[t]))).collect();
+    crate::retrieval::bm25::top_k(&mut hits, k);
+    Ok(hits.into_iter().map(|(i, _)| i as usize).collect())
 }
 
 /// The report as a Markdown table.
@@ -382,20 +473,26 @@ pub fn markdown(report: &RouteReport) -> String {
         "{} tools per request{carried}, {} kept (seed {}); recall of the relevant APIs / share of queries with all kept\n\n",
         o.tools, o.k, o.seed
     );
-    out.push_str("| set | queries | route mode | route, first-seen list | BM25 top-k | random k |\n");
-    out.push_str("| --- | ---: | ---: | ---: | ---: | ---: |\n");
+    let _ = writeln!(
+        out,
+        "| set | queries | route mode | route, first request ({} embedded) | route, words only | embedding alone | BM25 top-k | random k |",
+        o.first_embedded
+    );
+    out.push_str("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     let mut rows: BTreeMap<usize, &SetReport> = report.sets.iter().enumerate().collect();
     rows.insert(usize::MAX, &report.overall);
     let s = |x: &Scores| format!("{:.3} / {:.3}", x.recall, x.all_kept);
+    let model = |x: &Option<Scores>| x.as_ref().map_or_else(|| "(no model)".to_string(), s);
     for set in rows.values() {
-        let route = set.route.as_ref().map_or_else(|| "(no model)".to_string(), s);
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             set.name,
             set.queries,
-            route,
-            s(&set.route_first_seen),
+            model(&set.route),
+            model(&set.route_first_request),
+            s(&set.route_words_only),
+            model(&set.embedding_alone),
             s(&set.bm25),
             s(&set.random)
         );
@@ -404,11 +501,16 @@ pub fn markdown(report: &RouteReport) -> String {
     let all = &report.overall;
     let _ = writeln!(
         out,
-        "\nNarrowing latency p50 / p99: new list {}; known list, new message {}; same request again {}",
+        "\nNarrowing latency p50 / p99: new list (by words) {}; known list, new message {}; same request again {}; \
+         known tools in a new order {}",
         l(&all.new_list_ms),
         l(&all.new_message_ms),
-        l(&all.seen_ms)
+        l(&all.seen_ms),
+        l(&all.permuted_ms)
     );
+    if let Some(same) = all.same_when_permuted {
+        let _ = writeln!(out, "The same tools in another order kept the same tools for {:.3} of requests.", same);
+    }
     out
 }
 

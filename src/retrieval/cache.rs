@@ -19,8 +19,8 @@ use sha2::{Digest, Sha256};
 use super::RetrievalError;
 use super::embedder::{Embedder, Role};
 
-const MAGIC: &[u8; 8] = b"TREMBED1";
-const HEADER: usize = 12;
+pub(super) const MAGIC: &[u8; 8] = b"TREMBED1";
+pub(super) const HEADER: usize = 12;
 
 /// A cache key: SHA-256 of the model id and the text.
 pub type Key = [u8; 32];

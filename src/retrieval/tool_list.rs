@@ -9,50 +9,58 @@
 //!   parameter names and descriptions): the latest user message, earlier
 //!   user messages at [`ListWeights::earlier`], each intent of the latest
 //!   message ([`super::intents`]) at [`ListWeights::intent`];
-//! * dense cosine of the latest user message against each tool's text
-//!   vector, once the list has been embedded;
+//! * dense cosine of the latest user message against each tool's vector;
 //! * the tool graph's transition weight from the last tool called.
 //!
 //! Before that order: the tools the conversation already called and the
 //! `tool_choice` target (always kept), then the tools whose name the
 //! latest message spells out (any case; `_`, `-` or spaces; with or
-//! without a leading `get`), at most a quarter of the kept slots.
+//! without a leading `get`), at most a quarter of the kept slots. (Each
+//! intent keeping its best BM25 tool, as catalog search does, was
+//! measured and not kept: docs/benchmarks.md, "Tools, not lists".)
 //!
-//! Cost bound. A list's BM25 index and name keys are built when the list
-//! is first seen and kept, by a hash of its tools' texts, for the next
-//! requests that carry it (a client sends the same list turn after turn).
-//! Embedding a new list (about 100 tools a second on 2 cores) never holds
-//! a request: a list without vectors ranks lexically and is embedded on a
-//! background thread, one list at a time; tool vectors are kept by text,
-//! so a list that differs from a known one by a few tools embeds only
-//! those. Query vectors are kept by text too: the turns of one
-//! conversation repeat its user message.
+//! Tools, not lists. A list is known by the set of its tools (name and
+//! text), not by their order: its BM25 index and name keys are built once
+//! per set, over the tools sorted by name, and every tie is broken by name,
+//! so nothing kept depends on the order a request lists its tools in.
+//! Vectors are kept per tool ([`ToolVectors`]): a list made of tools seen
+//! in any earlier list is ranked with the embedding at once. A request's
+//! unknown tools are embedded inline while that fits a time budget
+//! ([`ToolListRanker::embed_missing`]), the rest on a background thread;
+//! until every tool has a vector the list ranks by words only, and
+//! [`Kept::by_words`] says so.
+//! Query vectors are kept by text too: the turns of one conversation
+//! repeat its user message.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 use std::num::NonZeroUsize;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use lru::LruCache;
 
 use super::bm25::Bm25;
+use super::cache::{Key, key};
 use super::embedder::Embedder;
 use super::names::NameIndex;
+use super::tool_vectors::ToolVectors;
 use super::{dense::dot, intents};
 
-/// Tool lists whose index is kept.
+/// Tool sets whose index is kept.
 const LISTS: usize = 256;
-/// Tool vectors kept by text (384 floats each: about 30 MB).
-const TOOL_VECTORS: usize = 20_000;
 /// Query vectors kept by text.
 const QUERY_VECTORS: usize = 4_096;
-/// Tools embedded per model call in the background. 16 rather than 32:
-/// embedding a first-seen 1,000-tool list took `serve` to 155 MB at peak
-/// (120 MB after) with 32, 119–126 MB (96 after) with 16, for about 15%
-/// more time (1.2 s against 1.06 s for 1,000 tools; docs/benchmarks.md,
-/// "A sitting on a faster host").
+/// Tools embedded per model call. 16 rather than 32: embedding a
+/// first-seen 1,000-tool list took `serve` to 155 MB at peak (120 MB
+/// after) with 32, 119–126 MB (96 after) with 16, for about 15% more time
+/// (docs/benchmarks.md, "A sitting on a faster host"). Inline embedding
+/// checks its time budget between batches, so a batch is also the step
+/// by which it may overrun the budget.
 const EMBED_BATCH: usize = 16;
+/// What one tool text is assumed to cost to embed before any was timed.
+const FIRST_ESTIMATE: Duration = Duration::from_millis(6);
 
 /// How much each signal counts (tuned on G1_instruction; docs/benchmarks.md).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -90,15 +98,16 @@ pub struct Conversation<'a> {
     pub forced: Option<&'a str>,
 }
 
-/// A tool list's index, built once per list.
+/// A tool set's index, built once per set, its tools sorted by name.
 pub struct ListIndex {
     names: Vec<String>,
     texts: Vec<String>,
     bm25: Bm25,
     /// Tools by the words of their name.
     name_index: NameIndex,
-    /// One vector per tool, flattened; set once the list is embedded.
-    vectors: OnceLock<(String, Vec<f32>)>,
+    /// The tools' vectors as last gathered; gathered again while some are missing.
+    vectors: Mutex<Option<Arc<ListVectors>>>,
+    /// Its missing tools are being embedded in the background.
     embedding: AtomicBool,
 }
 
@@ -109,7 +118,7 @@ impl ListIndex {
             name_index.insert(name, i as u32, 1);
         }
         let bm25 = Bm25::build(&texts);
-        ListIndex { names, texts, bm25, name_index, vectors: OnceLock::new(), embedding: AtomicBool::new(false) }
+        ListIndex { names, texts, bm25, name_index, vectors: Mutex::new(None), embedding: AtomicBool::new(false) }
     }
 
     pub fn len(&self) -> usize {
@@ -119,33 +128,97 @@ impl ListIndex {
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
     }
+}
 
-    /// Whether the list's tools have vectors from the model `model_id`.
-    pub fn embedded_by(&self, model_id: &str) -> bool {
-        self.vectors.get().is_some_and(|(id, _)| id == model_id)
+/// The vectors of a tool set's tools under one model (in the set's
+/// order); a tool not embedded yet has none.
+pub struct ListVectors {
+    model: String,
+    dims: usize,
+    /// `dims` floats per tool, zeros where `present` is false.
+    flat: Vec<f32>,
+    present: Vec<bool>,
+    missing: usize,
+}
+
+impl ListVectors {
+    /// Tools without a vector.
+    pub fn missing(&self) -> usize {
+        self.missing
     }
+
+    /// These vectors as a list's first request has them when none of its
+    /// tools was known and `embedded` fit its time budget: the shortest
+    /// texts first, as [`ToolListRanker::embed_missing`] takes them.
+    pub fn first_request(&self, set: &ToolSet, embedded: usize) -> ListVectors {
+        let texts = &set.index.texts;
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by(|&a, &b| texts[a].len().cmp(&texts[b].len()).then(texts[a].cmp(&texts[b])));
+        let mut present = vec![false; texts.len()];
+        for &i in order.iter().take(embedded) {
+            present[i] = self.present[i];
+        }
+        let missing = present.iter().filter(|p| !**p).count();
+        ListVectors { model: self.model.clone(), dims: self.dims, flat: self.flat.clone(), present, missing }
+    }
+}
+
+/// A request's tools as the ranker holds them: the index of their set,
+/// and where each of its tools is in the request.
+#[derive(Clone)]
+pub struct ToolSet {
+    index: Arc<ListIndex>,
+    /// `positions[i]`: the request's index of the set's tool `i`.
+    positions: Vec<usize>,
+}
+
+impl ToolSet {
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+}
+
+/// The latest message's vector and the tools' vectors, of one model.
+#[derive(Clone, Copy)]
+pub struct Dense<'a> {
+    pub query: &'a [f32],
+    pub tools: &'a ListVectors,
+}
+
+/// The tools to offer, as indexes into the request's list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    /// Kept, ascending (the request's order).
+    pub tools: Vec<usize>,
+    /// Tools ranked by words only, ascending: every tool when some have
+    /// no vector yet (or there is no model); empty when the embedding
+    /// ranked them too, or nothing was narrowed out.
+    pub by_words: Vec<usize>,
 }
 
 /// Ranks tool lists; keeps their indexes and vectors.
 pub struct ToolListRanker {
     lists: Mutex<LruCache<u64, Arc<ListIndex>>>,
-    tool_vectors: Arc<Mutex<LruCache<u64, Arc<[f32]>>>>,
+    shared: Arc<Shared>,
     query_vectors: Mutex<LruCache<u64, Arc<[f32]>>>,
-    /// A list is being embedded in the background.
-    busy: Arc<AtomicBool>,
+}
+
+/// What the background embedding thread shares with the ranker.
+struct Shared {
+    store: ToolVectors,
+    /// What embedding costs, in nanoseconds per [`cost_units`] (a running average).
+    unit_ns: AtomicU64,
+    /// A set is being embedded in the background.
+    busy: AtomicBool,
 }
 
 impl Default for ToolListRanker {
     fn default() -> ToolListRanker {
-        fn lru<T>(n: usize) -> LruCache<u64, T> {
-            LruCache::new(NonZeroUsize::new(n).expect("not zero"))
-        }
-        ToolListRanker {
-            lists: Mutex::new(lru(LISTS)),
-            tool_vectors: Arc::new(Mutex::new(lru(TOOL_VECTORS))),
-            query_vectors: Mutex::new(lru(QUERY_VECTORS)),
-            busy: Arc::new(AtomicBool::new(false)),
-        }
+        ToolListRanker::new(ToolVectors::new(None, Default::default()))
     }
 }
 
@@ -160,53 +233,118 @@ fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// What a text counts for in embedding time: a fixed part, and its
+/// characters up to what the model reads of it.
+fn cost_units(text: &str) -> u64 {
+    64 + text.len().min(640) as u64
+}
+
+/// A tool text's key in the tool vectors.
+fn key_of(embedder: &Embedder, text: &str) -> Key {
+    key(embedder.id(), &embedder.as_read(super::embedder::Role::Document, text))
+}
+
 impl ToolListRanker {
-    /// The index of a tool list (`names[i]`, `texts[i]`: tool `i`), from
-    /// the cache or built now.
-    pub fn index(&self, names: &[&str], texts: &[&str]) -> Arc<ListIndex> {
+    /// A ranker keeping tool vectors in `store`.
+    pub fn new(store: ToolVectors) -> ToolListRanker {
+        fn lru<T>(n: usize) -> LruCache<u64, T> {
+            LruCache::new(NonZeroUsize::new(n).expect("not zero"))
+        }
+        let unit_ns = FIRST_ESTIMATE.as_nanos() as u64 / cost_units(&" ".repeat(200));
+        ToolListRanker {
+            lists: Mutex::new(lru(LISTS)),
+            shared: Arc::new(Shared { store, unit_ns: AtomicU64::new(unit_ns), busy: AtomicBool::new(false) }),
+            query_vectors: Mutex::new(lru(QUERY_VECTORS)),
+        }
+    }
+
+    /// Tool vectors held.
+    pub fn tool_vectors(&self) -> usize {
+        self.shared.store.len()
+    }
+
+    /// The set of a request's tools (`names[i]`, `texts[i]`: tool `i`),
+    /// its index from the cache or built now. Any order of the same tools
+    /// gives the same index.
+    pub fn set(&self, names: &[&str], texts: &[&str]) -> ToolSet {
+        let mut positions: Vec<usize> = (0..names.len()).collect();
+        positions.sort_by(|&a, &b| names[a].cmp(names[b]).then(texts[a].cmp(texts[b])));
         let mut h = std::hash::DefaultHasher::new();
-        for (n, t) in names.iter().zip(texts) {
-            n.hash(&mut h);
-            t.hash(&mut h);
+        for &i in &positions {
+            names[i].hash(&mut h);
+            texts[i].hash(&mut h);
         }
         let key = h.finish();
         if let Some(index) = locked(&self.lists).get(&key) {
-            return index.clone();
+            return ToolSet { index: index.clone(), positions };
         }
-        let own = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
+        let own = |v: &[&str]| positions.iter().map(|&i| v[i].to_string()).collect();
         let index = Arc::new(ListIndex::build(own(names), own(texts)));
         locked(&self.lists).put(key, index.clone());
-        index
+        ToolSet { index, positions }
     }
 
-    /// Starts embedding `index`'s tools on a background thread, unless it
-    /// is embedded or another list is being embedded (a later request
-    /// carrying the list asks again).
-    pub fn embed_in_background(&self, index: &Arc<ListIndex>, embedder: &Arc<Embedder>) {
-        if index.embedded_by(embedder.id()) || self.busy.swap(true, Ordering::AcqRel) {
-            return;
+    /// The vectors `set`'s tools have under `embedder`'s model now.
+    pub fn vectors(&self, set: &ToolSet, embedder: &Embedder) -> Arc<ListVectors> {
+        gather(&self.shared.store, &set.index, embedder)
+    }
+
+    /// Embeds `set`'s tools that have no vector yet, shortest first, while
+    /// the next batch is expected to end within `budget` (blocking: call it
+    /// off the async threads); returns the vectors then known.
+    pub fn embed_missing(
+        &self,
+        set: &ToolSet,
+        embedder: &Embedder,
+        budget: Duration,
+    ) -> Result<Arc<ListVectors>, super::EmbedError> {
+        let started = Instant::now();
+        let vectors = self.vectors(set, embedder);
+        if vectors.missing == 0 || budget.is_zero() {
+            return Ok(vectors);
         }
-        if index.embedding.swap(true, Ordering::AcqRel) {
-            self.busy.store(false, Ordering::Release);
-            return;
-        }
-        let (index, embedder) = (index.clone(), embedder.clone());
-        let (vectors, busy) = (self.tool_vectors.clone(), self.busy.clone());
-        let started = std::thread::Builder::new().name("embed-tool-list".into()).spawn(move || {
-            if let Err(e) = embed_list(&index, &embedder, &vectors) {
-                tracing::warn!(error = %e, "embedding a tool list failed; it is ranked lexically");
+        let texts = missing_texts(&set.index, &vectors);
+        let mut done = 0;
+        for batch in texts.chunks(EMBED_BATCH) {
+            let units: u64 = batch.iter().map(|t| cost_units(t)).sum();
+            let expected = Duration::from_nanos(units * self.shared.unit_ns.load(Ordering::Relaxed));
+            if started.elapsed() + expected > budget {
+                break;
             }
+            self.shared.embed(embedder, batch)?;
+            done += batch.len();
+        }
+        Ok(if done == 0 { vectors } else { self.vectors(set, embedder) })
+    }
+
+    /// Starts embedding `set`'s missing tools on a background thread,
+    /// unless another set is being embedded (a later request carrying the
+    /// set asks again).
+    pub fn embed_in_background(&self, set: &ToolSet, embedder: &Arc<Embedder>) {
+        if self.shared.busy.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if set.index.embedding.swap(true, Ordering::AcqRel) {
+            self.shared.busy.store(false, Ordering::Release);
+            return;
+        }
+        let (index, embedder, shared) = (set.index.clone(), embedder.clone(), self.shared.clone());
+        let started = std::thread::Builder::new().name("embed-tool-list".into()).spawn(move || {
+            let vectors = gather(&shared.store, &index, &embedder);
+            for batch in missing_texts(&index, &vectors).chunks(EMBED_BATCH) {
+                if let Err(e) = shared.embed(&embedder, batch) {
+                    tracing::warn!(error = %e, "embedding a tool list failed; its tools are ranked by words");
+                    break;
+                }
+            }
+            gather(&shared.store, &index, &embedder);
             index.embedding.store(false, Ordering::Release);
-            busy.store(false, Ordering::Release);
+            shared.busy.store(false, Ordering::Release);
         });
         if started.is_err() {
-            self.busy.store(false, Ordering::Release);
+            set.index.embedding.store(false, Ordering::Release);
+            self.shared.busy.store(false, Ordering::Release);
         }
-    }
-
-    /// Embeds `index`'s tools now (what the background thread runs).
-    pub fn embed_now(&self, index: &ListIndex, embedder: &Embedder) -> Result<(), super::EmbedError> {
-        embed_list(index, embedder, &self.tool_vectors)
     }
 
     /// The vector of a user message, from the cache or embedded now
@@ -227,36 +365,52 @@ impl ToolListRanker {
     }
 }
 
-fn embed_list(
-    index: &ListIndex,
-    embedder: &Embedder,
-    cache: &Mutex<LruCache<u64, Arc<[f32]>>>,
-) -> Result<(), super::EmbedError> {
-    let keys: Vec<u64> = index.texts.iter().map(|t| hash_of(embedder.id(), t)).collect();
-    let mut found: HashMap<u64, Arc<[f32]>> = HashMap::new();
-    {
-        let mut cache = locked(cache);
-        for k in &keys {
-            if let Some(v) = cache.get(k) {
-                found.insert(*k, v.clone());
-            }
+impl Shared {
+    /// Embeds `texts` and keeps their vectors; times it.
+    fn embed(&self, embedder: &Embedder, texts: &[String]) -> Result<(), super::EmbedError> {
+        let started = Instant::now();
+        let vectors = embedder.embed_documents(texts)?;
+        let units: u64 = texts.iter().map(|t| cost_units(t)).sum();
+        let measured = started.elapsed().as_nanos() as u64 / units.max(1);
+        let old = self.unit_ns.load(Ordering::Relaxed);
+        self.unit_ns.store((3 * old + measured) / 4, Ordering::Relaxed);
+        let entries = texts.iter().map(|t| key_of(embedder, t)).zip(vectors).collect();
+        self.store.put(embedder.id(), entries);
+        Ok(())
+    }
+}
+
+/// The vectors of `index`'s tools held in `store` (the index's own copy
+/// when it is complete), kept as the index's copy.
+fn gather(store: &ToolVectors, index: &ListIndex, embedder: &Embedder) -> Arc<ListVectors> {
+    let held = locked(&index.vectors).clone();
+    if let Some(v) = held.filter(|v| v.model == embedder.id() && v.missing == 0) {
+        return v;
+    }
+    let dims = embedder.dims();
+    let keys: Vec<Key> = index.texts.iter().map(|t| key_of(embedder, t)).collect();
+    let found = store.get(embedder.id(), dims, &keys);
+    let mut flat = vec![0f32; index.len() * dims];
+    let mut present = vec![false; index.len()];
+    for (i, v) in found.iter().enumerate() {
+        if let Some(v) = v.as_ref().filter(|v| v.len() == dims) {
+            flat[i * dims..(i + 1) * dims].copy_from_slice(v);
+            present[i] = true;
         }
     }
-    let mut missing: Vec<usize> = (0..keys.len()).filter(|i| !found.contains_key(&keys[*i])).collect();
-    missing.sort_by_key(|&i| index.texts[i].len());
-    for chunk in missing.chunks(EMBED_BATCH) {
-        let texts: Vec<String> = chunk.iter().map(|&i| index.texts[i].clone()).collect();
-        let vectors = embedder.embed_documents(&texts)?;
-        let mut cache = locked(cache);
-        for (&i, v) in chunk.iter().zip(vectors) {
-            let v: Arc<[f32]> = v.into();
-            cache.put(keys[i], v.clone());
-            found.insert(keys[i], v);
-        }
-    }
-    let flat: Vec<f32> = keys.iter().flat_map(|k| found[k].iter().copied()).collect();
-    let _ = index.vectors.set((embedder.id().to_string(), flat));
-    Ok(())
+    let missing = present.iter().filter(|p| !**p).count();
+    let vectors = Arc::new(ListVectors { model: embedder.id().to_string(), dims, flat, present, missing });
+    *locked(&index.vectors) = Some(vectors.clone());
+    vectors
+}
+
+/// The texts of `index`'s tools without a vector, shortest first, each once.
+fn missing_texts(index: &ListIndex, vectors: &ListVectors) -> Vec<String> {
+    let mut texts: Vec<&String> =
+        index.texts.iter().zip(&vectors.present).filter(|(_, p)| !**p).map(|(t, _)| t).collect();
+    texts.sort_by(|a, b| a.len().cmp(&b.len()).then(a.cmp(b)));
+    texts.dedup();
+    texts.into_iter().cloned().collect()
 }
 
 /// Adds `weight / (rrf_k + rank)` for each hit.
@@ -266,23 +420,29 @@ fn add_ranks(scores: &mut [f32], hits: &[(u32, f32)], weight: f32, rrf_k: f32) {
     }
 }
 
-/// Indexes of the `k` tools to offer, in the list's order. `query`: the
-/// latest message's vector when the list is embedded by the same model
+/// The `k` tools to offer (request indexes, ascending). `dense`: the
+/// latest message's vector and the tools' vectors, when there is a model
 /// (else the ranking is lexical). `weight(from, to)`: the tool graph's
 /// transition weight.
 pub fn keep(
-    index: &ListIndex,
+    set: &ToolSet,
     conversation: &Conversation,
-    query: Option<&[f32]>,
+    dense: Option<Dense>,
     k: usize,
     weights: &ListWeights,
     weight: &dyn Fn(&str, &str) -> f64,
-) -> Vec<usize> {
+) -> Kept {
+    let index = &set.index;
     let n = index.len();
     if n <= k {
-        return (0..n).collect();
+        return Kept { tools: (0..n).collect(), by_words: Vec::new() };
     }
-    let scores = scores(index, conversation, query, weights, weight);
+    // A set some of whose tools have no vector yet ranks by words: ranked by
+    // cosine among the rest, the new ones would fall below every known one
+    // (tried, with their place taken from BM25: below words alone on
+    // the development sets; docs/benchmarks.md, "Tools, not lists").
+    let dense = dense.filter(|d| d.tools.dims == d.query.len() && d.tools.present.len() == n && d.tools.missing == 0);
+    let scores = scores(index, conversation, dense, weights, weight);
     // Pinned first: called tools and the forced one, then tools named in the message.
     let must: HashSet<&str> = conversation.called.iter().map(String::as_str).chain(conversation.forced).collect();
     let mut rank: Vec<u32> = vec![u32::MAX; n];
@@ -303,15 +463,17 @@ pub fn keep(
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by(|&a, &b| rank[a].cmp(&rank[b]).then(scores[b].total_cmp(&scores[a])).then(a.cmp(&b)));
     order.truncate(kept);
-    order.sort_unstable();
-    order
+    let mut tools: Vec<usize> = order.into_iter().map(|i| set.positions[i]).collect();
+    tools.sort_unstable();
+    let by_words = if dense.is_some() { Vec::new() } else { (0..n).collect() };
+    Kept { tools, by_words }
 }
 
-/// Every tool's fused score.
+/// Every tool's fused score (in the set's order).
 fn scores(
     index: &ListIndex,
     conversation: &Conversation,
-    query: Option<&[f32]>,
+    dense: Option<Dense>,
     w: &ListWeights,
     weight: &dyn Fn(&str, &str) -> f64,
 ) -> Vec<f32> {
@@ -327,10 +489,10 @@ fn scores(
             add_ranks(&mut scores, &lexical(&intent), w.intent, w.rrf_k);
         }
     }
-    if let (Some(q), Some((_, vectors))) = (query.filter(|_| w.dense > 0.0), index.vectors.get()) {
-        let dims = q.len();
+    if let Some(d) = dense.filter(|_| w.dense > 0.0) {
+        let dims = d.tools.dims;
         let mut hits: Vec<(u32, f32)> =
-            vectors.chunks_exact(dims).enumerate().map(|(i, v)| (i as u32, dot(q, v))).collect();
+            d.tools.flat.chunks_exact(dims).enumerate().map(|(i, v)| (i as u32, dot(d.query, v))).collect();
         super::bm25::top_k(&mut hits, n);
         add_ranks(&mut scores, &hits, w.dense, w.rrf_k);
     }
@@ -347,27 +509,71 @@ fn scores(
 mod tests {
     use super::*;
 
+    fn set_of(ranker: &ToolListRanker, names: &[String], texts: &[String]) -> ToolSet {
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        ranker.set(&names, &texts)
+    }
+
     #[test]
     fn a_named_tool_is_kept_even_without_other_evidence() {
         let mut names: Vec<String> = (0..40).map(|i| format!("weather_tool_{i}")).collect();
         names.push("zzqx_frobnicate".into());
         let texts: Vec<String> = names.iter().map(|n| format!("{n} weather forecast")).collect();
-        let index = ListIndex::build(names.clone(), texts);
+        let set = set_of(&ToolListRanker::default(), &names, &texts);
         let conversation = Conversation { latest: "weather forecast, then ZzqxFrobnicate it", ..Default::default() };
-        let kept = keep(&index, &conversation, None, 3, &ListWeights::default(), &|_, _| 0.0);
-        assert!(kept.contains(&40), "{kept:?}");
-        assert_eq!(kept.len(), 3);
+        let kept = keep(&set, &conversation, None, 3, &ListWeights::default(), &|_, _| 0.0);
+        assert!(kept.tools.contains(&40), "{kept:?}");
+        assert_eq!(kept.tools.len(), 3);
+        assert_eq!(kept.by_words.len(), 41, "no model: every tool ranked by words");
     }
 
     #[test]
     fn a_conversation_without_user_text_keeps_k_tools_and_the_called_ones() {
         let names: Vec<String> = (0..30).map(|i| format!("tool_{i}")).collect();
         let texts: Vec<String> = names.iter().map(|n| format!("{n} 天気予報")).collect();
-        let index = ListIndex::build(names, texts);
+        let set = set_of(&ToolListRanker::default(), &names, &texts);
         let called = vec!["tool_29".to_string()];
         let conversation = Conversation { latest: "", earlier: "", called: &called, forced: Some("tool_17") };
-        let kept = keep(&index, &conversation, None, 5, &ListWeights::default(), &|_, _| 0.0);
-        assert_eq!(kept.len(), 5);
-        assert!(kept.contains(&29) && kept.contains(&17), "{kept:?}");
+        let kept = keep(&set, &conversation, None, 5, &ListWeights::default(), &|_, _| 0.0);
+        assert_eq!(kept.tools.len(), 5);
+        assert!(kept.tools.contains(&29) && kept.tools.contains(&17), "{kept:?}");
+    }
+
+    /// Tools that tie on every signal (the same words) are told apart by
+    /// name, never by where the request lists them.
+    #[test]
+    fn what_is_kept_does_not_depend_on_the_order_of_the_tools() {
+        let ranker = ToolListRanker::default();
+        let mut tools: Vec<(String, String)> = (0..60)
+            .map(|i| {
+                (
+                    format!("tool_{i:02}"),
+                    format!("tool {} {}", ["weather forecast", "stock price", "hotel"][i % 3], i % 7),
+                )
+            })
+            .collect();
+        let dims = 4;
+        let conversation =
+            Conversation { latest: "weather forecast for Rome, and a hotel near it", ..Default::default() };
+        let mut rng = fastrand::Rng::with_seed(7);
+        let mut first: Option<Vec<String>> = None;
+        for _ in 0..50 {
+            rng.shuffle(&mut tools);
+            let (names, texts): (Vec<String>, Vec<String>) = tools.iter().cloned().unzip();
+            let set = set_of(&ranker, &names, &texts);
+            // Vectors as a model would give them, in the set's order.
+            let flat: Vec<f32> = set.index.texts.iter().flat_map(|t| [t.len() as f32, 1.0, 0.0, 0.5]).collect();
+            let tools_vectors = ListVectors { model: "m".into(), dims, flat, present: vec![true; 60], missing: 0 };
+            let dense = Dense { query: &[0.1, 1.0, 0.0, 0.2], tools: &tools_vectors };
+            let kept = keep(&set, &conversation, Some(dense), 7, &ListWeights::default(), &|_, _| 0.0);
+            let mut kept_names: Vec<String> = kept.tools.iter().map(|&i| names[i].clone()).collect();
+            kept_names.sort();
+            assert!(kept.by_words.is_empty());
+            match &first {
+                None => first = Some(kept_names),
+                Some(f) => assert_eq!(f, &kept_names),
+            }
+        }
     }
 }

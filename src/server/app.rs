@@ -130,7 +130,7 @@ impl App {
             cluster,
             runner,
             cut_off: tokio::sync::watch::Sender::new(false),
-            ranker: Arc::default(),
+            ranker: Arc::new(route_ranker(config)),
             tool_lists: ToolLists::new(config.args.strict),
             route_embedder: OnceLock::new(),
         })
@@ -144,7 +144,11 @@ impl App {
     /// Route mode's narrowing with this server's ranker, without a graph
     /// (the handler adds the engine's graph and model when it is loaded).
     pub fn narrowing(&self) -> Narrowing {
-        Narrowing { embedder: self.route_embedder.get().cloned(), ..Narrowing::lexical(self.ranker.clone()) }
+        Narrowing {
+            embedder: self.route_embedder.get().cloned(),
+            embed_budget: Duration::from_millis(self.config.openai.embed_budget_ms),
+            ..Narrowing::lexical(self.ranker.clone())
+        }
     }
 
     /// The loaded engine, or why there is none yet.
@@ -174,6 +178,17 @@ impl App {
         let _ = self.mcp.set(service);
         let _ = self.loading.set(loading);
     }
+}
+
+/// Route mode's ranker, its tool vectors kept in the state directory
+/// (`tool-vectors/`) within `openai.tool_cache_*`.
+fn route_ranker(config: &Config) -> ToolListRanker {
+    let bounds = crate::retrieval::tool_vectors::Bounds {
+        entries: config.openai.tool_cache_entries,
+        bytes: config.openai.tool_cache_mb << 20,
+    };
+    let dir = config.state.dir().join("tool-vectors");
+    ToolListRanker::new(crate::retrieval::tool_vectors::ToolVectors::new(Some(dir), bounds))
 }
 
 /// The router of `toolrouter serve`.

@@ -20,7 +20,11 @@ fn latest_request(req: &ChatRequest) -> Result<Option<String>, ApiError> {
 }
 
 /// The tools to offer (at most `max`) and the plan, for the answer's `toolrouter` field.
-pub async fn offer(engine: &Arc<Engine>, req: &ChatRequest, max: usize) -> Result<(Vec<ClientTool>, Value), ApiError> {
+pub async fn offer(
+    engine: &Arc<Engine>,
+    req: &ChatRequest,
+    max: usize,
+) -> Result<(Vec<Arc<ClientTool>>, Value), ApiError> {
     let query = latest_request(req)?
         .filter(|q| !q.trim().is_empty())
         .ok_or_else(|| ApiError::invalid("plan mode needs a user message to plan for", Some("messages")))?;
@@ -39,7 +43,7 @@ pub async fn offer(engine: &Arc<Engine>, req: &ChatRequest, max: usize) -> Resul
     let tools = names
         .iter()
         .filter_map(|n| catalog.find(n).ok())
-        .map(|api| catalog_tool(catalog.function_definition(api), api, options))
+        .map(|api| Arc::new(catalog_tool(catalog.function_definition(api), api, options)))
         .collect();
     let steps: Vec<Value> = run
         .steps

@@ -29,7 +29,7 @@ pub struct ChatRequest {
     pub upstream_model: String,
     pub stream: bool,
     pub include_usage: bool,
-    pub tools: Arc<[ClientTool]>,
+    pub tools: Arc<[Arc<ClientTool>]>,
     /// The function `tool_choice` names, if it names one.
     pub forced: Option<String>,
     /// `toolrouter.mode` in the body, else the `x-toolrouter-mode` header,
@@ -206,7 +206,7 @@ pub fn parse(
     let include_usage = options.and_then(|o| o.get("include_usage")?.as_bool()) == Some(true);
     let tool_choice = field::<Value>(&body, "tool_choice", "").unwrap_or_default();
     let forced = tool_choice.and_then(|c| Some(c.get("function")?.get("name")?.as_str()?.to_string()));
-    let tools: Arc<[ClientTool]> = match body.get("tools") {
+    let tools: Arc<[Arc<ClientTool>]> = match body.get("tools") {
         None => Arc::new([]),
         Some(raw) if raw.get() == "null" => Arc::new([]),
         Some(raw) => lists.get_or_parse(raw, config.max_request_tools)?,
@@ -281,9 +281,14 @@ mod tests {
     fn bad_tool_lists_are_refused_clearly() {
         let (config, lists) = (OpenAiConfig::default(), ToolLists::new(true));
         let refused = |tools: &[Value]| parse(&body(tools), &config, None, &lists, 1000).err().expect("refused");
-        let e = refused(&[tool_def("a", json!({"type": 12}))]);
+        let e = refused(&[tool_def("a", json!("string"))]);
         assert_eq!(e.param.as_deref(), Some("tools[0].function.parameters"));
-        assert!(e.message.contains("not a valid JSON Schema"), "{}", e.message);
+        assert!(e.message.contains("must be a JSON Schema object"), "{}", e.message);
+        // A schema no reading makes valid is served, its calls unchecked.
+        let served = parse(&body(&[tool_def("a", json!({"type": 12, "format": 3}))]), &config, None, &lists, 1000);
+        let served = served.expect("served");
+        assert!(served.tools[0].unchecked().is_some_and(|r| r.contains("format")), "{:?}", served.tools[0]);
+        assert!(served.tools[0].issues(&json!({"anything": 1})).is_empty());
         let twice = [tool_def("a", json!({})), tool_def("a", json!({}))];
         assert!(refused(&twice).message.contains("two tools are named `a`"));
         let e =

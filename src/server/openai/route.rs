@@ -11,6 +11,7 @@
 //! Streaming is in [`super::stream`].
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::response::{IntoResponse, Response};
 use serde_json::value::RawValue;
@@ -23,7 +24,7 @@ use crate::config::OpenAiConfig;
 use crate::llm::wire::{Completion, Message, RequestBody};
 use crate::llm::{ChatModel, Usage};
 use crate::retrieval::Embedder;
-use crate::retrieval::tool_list::{self, Conversation, ListIndex, ListWeights, ToolListRanker};
+use crate::retrieval::tool_list::{self, Conversation, Dense, Kept, ListWeights, ToolListRanker, ToolSet};
 
 /// What narrowing reads of a conversation, owned.
 pub struct Asked {
@@ -61,10 +62,16 @@ pub struct Narrowing {
     /// Keeps a decision (tools narrowed or planned) among the traces the
     /// console shows; returns its id. `None`: not kept.
     pub record: Option<Arc<RecordDecision>>,
+    /// Time a request may spend embedding tools never seen before
+    /// (`openai.embed_budget_ms`); the rest are embedded in the background.
+    pub embed_budget: Duration,
 }
 
 /// Keeps a route or plan decision; returns its trace id.
 pub type RecordDecision = dyn Fn(Value) -> String + Send + Sync;
+
+/// Tool names a report lists at most (it counts the others).
+const REPORTED_NAMES: usize = 50;
 
 /// Longest request text a kept decision holds.
 const DECISION_REQUEST_CHARS: usize = 500;
@@ -72,46 +79,60 @@ const DECISION_REQUEST_CHARS: usize = 500;
 impl Narrowing {
     /// Lexical narrowing without a graph (no engine).
     pub fn lexical(ranker: Arc<ToolListRanker>) -> Narrowing {
-        Narrowing { ranker, embedder: None, weight: Arc::new(|_, _| 0.0), record: None }
+        Narrowing { ranker, embedder: None, weight: Arc::new(|_, _| 0.0), record: None, embed_budget: Duration::ZERO }
     }
 
-    /// The index of a request's tool list.
-    pub fn index(&self, tools: &[ClientTool]) -> Arc<ListIndex> {
+    /// The set of a request's tools.
+    pub fn set(&self, tools: &[Arc<ClientTool>]) -> ToolSet {
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
         let texts: Vec<&str> = tools.iter().map(|t| t.text.as_str()).collect();
-        self.ranker.index(&names, &texts)
+        self.ranker.set(&names, &texts)
     }
 
-    /// Indexes of the tools to offer, in their original order: the
-    /// `max` best by [`tool_list::keep`]. A list seen for the first time
-    /// ranks lexically while it is embedded in the background; an
-    /// embedded one also by the latest message's vector.
+    /// The tools to offer, in their original order: the `max` best by
+    /// [`tool_list::keep`]. Tools never seen are embedded first while
+    /// that fits [`Narrowing::embed_budget`], the rest in the background
+    /// (ranked by words until then: [`Kept::by_words`]).
     pub async fn narrow(
         &self,
-        tools: &[ClientTool],
+        tools: &[Arc<ClientTool>],
         messages: &[Message],
         max: usize,
         forced: Option<&str>,
-    ) -> Vec<usize> {
+    ) -> Kept {
         if tools.len() <= max {
-            return (0..tools.len()).collect();
+            return Kept { tools: (0..tools.len()).collect(), by_words: Vec::new() };
         }
         let asked = Asked::of(messages);
-        let index = self.index(tools);
-        let mut query = None;
+        let set = self.set(tools);
+        let mut dense = None;
         if let Some(embedder) = &self.embedder {
-            if !index.embedded_by(embedder.id()) {
-                self.ranker.embed_in_background(&index, embedder);
-            } else if let Some(v) = self.ranker.cached_query_vector(embedder, &asked.latest) {
-                query = Some(v);
-            } else if !asked.latest.trim().is_empty() {
+            let mut vectors = self.ranker.vectors(&set, embedder);
+            let mut query = self.ranker.cached_query_vector(embedder, &asked.latest);
+            let wants_query = query.is_none() && !asked.latest.trim().is_empty();
+            let wants_tools = vectors.missing() > 0 && !self.embed_budget.is_zero();
+            if wants_query || wants_tools {
                 let (ranker, embedder, text) = (self.ranker.clone(), embedder.clone(), asked.latest.clone());
-                let embedded = tokio::task::spawn_blocking(move || ranker.query_vector(&embedder, &text)).await;
-                query = embedded.ok().and_then(Result::ok);
+                let (set, budget) = (set.clone(), self.embed_budget);
+                let embedded = tokio::task::spawn_blocking(move || {
+                    let vectors = if wants_tools { ranker.embed_missing(&set, &embedder, budget).ok() } else { None };
+                    let query = if wants_query { ranker.query_vector(&embedder, &text).ok() } else { None };
+                    (vectors, query)
+                })
+                .await;
+                if let Ok((more, asked_query)) = embedded {
+                    vectors = more.unwrap_or(vectors);
+                    query = query.or(asked_query);
+                }
             }
+            if vectors.missing() > 0 {
+                self.ranker.embed_in_background(&set, embedder);
+            }
+            dense = query.map(|q| (q, vectors));
         }
+        let dense = dense.as_ref().map(|(query, tools)| Dense { query, tools });
         let weight = self.weight.clone();
-        tool_list::keep(&index, &asked.conversation(forced), query.as_deref(), max, &ListWeights::default(), &*weight)
+        tool_list::keep(&set, &asked.conversation(forced), dense, max, &ListWeights::default(), &*weight)
     }
 }
 
@@ -137,7 +158,7 @@ struct Wrong {
 }
 
 /// What is wrong with the tool calls of an answer.
-fn problems(message: &Message, tools: &[ClientTool]) -> Vec<Wrong> {
+fn problems(message: &Message, tools: &[Arc<ClientTool>]) -> Vec<Wrong> {
     let mut out = Vec::new();
     for call in message.calls() {
         let (id, name) = (call.id().to_string(), call.name().to_string());
@@ -188,6 +209,9 @@ pub struct Narrowed {
     pub body: RequestBody,
     /// Indexes of the client's tools offered.
     pub keep: Vec<usize>,
+    /// Indexes of the client's tools ranked by words only (never seen
+    /// before and not yet embedded, or no embedding model yet).
+    pub by_words: Vec<usize>,
     /// The user's last words and where to keep the decision, when there
     /// is one to keep (tools narrowed out, or plan mode).
     pub decision: Option<(String, Arc<RecordDecision>)>,
@@ -205,10 +229,10 @@ pub async fn prepare(
     let decides = narrowing.record.is_some() && (narrows || req.mode == request::Mode::Plan);
     let messages = if narrows || decides { req.messages()? } else { Vec::new() };
     let decision = narrowing.record.clone().filter(|_| decides).map(|record| (last_user_words(&messages), record));
-    let keep = if narrows {
+    let Kept { tools: keep, by_words } = if narrows {
         narrowing.narrow(&req.tools, &messages, config.max_tools, req.forced.as_deref()).await
     } else {
-        (0..req.tools.len()).collect()
+        Kept { tools: (0..req.tools.len()).collect(), by_words: Vec::new() }
     };
     let mut body = std::mem::take(&mut req.body);
     if req.upstream_model != req.model {
@@ -218,7 +242,7 @@ pub async fn prepare(
     if !req.tools.is_empty() && !all_as_sent {
         body.set_raw("tools", tools_array(&req.tools, &keep));
     }
-    Ok(Narrowed { body, keep, decision })
+    Ok(Narrowed { body, keep, by_words, decision })
 }
 
 /// The last user message's text, cut to [`DECISION_REQUEST_CHARS`].
@@ -228,7 +252,7 @@ fn last_user_words(messages: &[Message]) -> String {
 }
 
 /// The JSON array of the tools at `keep`, each as its client sent it.
-fn tools_array(tools: &[ClientTool], keep: &[usize]) -> Box<RawValue> {
+fn tools_array(tools: &[Arc<ClientTool>], keep: &[usize]) -> Box<RawValue> {
     let mut text = String::from("[");
     for (n, &i) in keep.iter().enumerate() {
         if n > 0 {
@@ -308,6 +332,19 @@ pub fn report(req: &ChatRequest, prepared: &Narrowed, repairs: usize, planned: O
     if let Some(steps) = planned {
         r["plan"] = steps;
     }
+    let unchecked: Vec<Value> = req
+        .tools
+        .iter()
+        .filter_map(|t| Some(json!({"tool": t.name, "reason": t.unchecked()?})))
+        .take(REPORTED_NAMES)
+        .collect();
+    if !unchecked.is_empty() {
+        r["unchecked_tools"] = json!(unchecked);
+    }
+    if !prepared.by_words.is_empty() {
+        let named = prepared.by_words.iter().take(REPORTED_NAMES).map(|&i| json!(req.tools[i].name));
+        r["ranked_by_words"] = json!({"count": prepared.by_words.len(), "tools": named.collect::<Vec<_>>()});
+    }
     if let Some((request, record)) = &prepared.decision {
         let mut decision = r.clone();
         decision["request"] = json!(request);
@@ -345,24 +382,24 @@ pub async fn complete(
 mod tests {
     use super::*;
 
-    fn tool(name: &str, description: &str) -> ClientTool {
+    fn tool(name: &str, description: &str) -> Arc<ClientTool> {
         let schema = json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]});
-        ClientTool {
+        Arc::new(ClientTool {
             name: name.into(),
             text: format!("{name} {description} city"),
             definition: serde_json::value::to_raw_value(
                 &json!({"type": "function", "function": {"name": name, "parameters": schema.clone()}}),
             )
             .unwrap(),
-            check: crate::server::openai::tools::Check::Schema(
-                crate::server::openai::tools::Schema::new(schema, true).unwrap(),
-            ),
-        }
+            check: crate::server::openai::tools::Check::Schema(crate::server::openai::tools::Schema::new(
+                &schema, true,
+            )),
+        })
     }
 
     #[tokio::test]
     async fn narrowing_keeps_the_relevant_and_what_follows_the_last_call() {
-        let mut tools: Vec<ClientTool> =
+        let mut tools: Vec<Arc<ClientTool>> =
             (0..50).map(|i| tool(&format!("tool_{i}"), "does something unrelated")).collect();
         tools.push(tool("weather_forecast", "weather forecast for a city"));
         tools.push(tool("hotel_booking", "book a hotel room"));
@@ -374,13 +411,13 @@ mod tests {
         let mut narrowing = Narrowing::lexical(Arc::default());
         narrowing.weight =
             Arc::new(|from: &str, to: &str| if from == "tool_3" && to == "hotel_booking" { 0.9 } else { 0.0 });
-        let keep = narrowing.narrow(&tools, &messages, 3, None).await;
+        let keep = narrowing.narrow(&tools, &messages, 3, None).await.tools;
         let names: Vec<&str> = keep.iter().map(|&i| tools[i].name.as_str()).collect();
         assert!(names.contains(&"weather_forecast") && names.contains(&"hotel_booking"), "{names:?}");
         assert_eq!(keep.len(), 3);
         assert!(keep.windows(2).all(|w| w[0] < w[1]), "original order");
         // Tools already called and the tool_choice target are always kept.
-        let keep = narrowing.narrow(&tools, &messages, 2, Some("tool_40")).await;
+        let keep = narrowing.narrow(&tools, &messages, 2, Some("tool_40")).await.tools;
         let names: Vec<&str> = keep.iter().map(|&i| tools[i].name.as_str()).collect();
         assert_eq!(names, ["tool_3", "tool_40"], "pinned before the best match");
     }

@@ -2,12 +2,18 @@
 //! or catalog APIs (plan mode) — and the checking of the calls the model
 //! makes to them.
 //!
-//! A client sends the same tool list turn after turn, often hundreds of
-//! tools: a list seen before (same JSON text) is taken from [`ToolLists`]
-//! instead of being parsed and checked again. Each tool's parameter schema
-//! is checked against the JSON Schema meta-schema when its list is first
-//! seen; its validator is compiled only when the model calls the tool,
-//! and kept by a hash of the schema.
+//! A client sends the same tools turn after turn, often hundreds, in
+//! whatever order and subset its framework makes: a tool seen before (same
+//! JSON text) is taken from [`ToolLists`] instead of being parsed and
+//! checked again, whatever list it comes in (and a whole list seen before,
+//! byte for byte, is one lookup). Each tool's parameter schema is read in
+//! any dialect ([`crate::catalog::dialect`]: draft 4's forms, type names in the
+//! wild) and checked against the draft 2020-12 meta-schema when the tool is
+//! first seen; its validator is compiled only when the model calls the
+//! tool, and kept by a hash of the schema. One tool's unusable schema never
+//! fails the request: that tool is offered as sent and its calls pass
+//! unchecked, with a warning in the log and in the answer's `toolrouter`
+//! report (`unchecked_tools`).
 //!
 //! With `args.strict` (the default) a call's arguments may hold only the
 //! parameters its tool declares, as for catalog APIs: client schemas
@@ -32,6 +38,7 @@ use crate::args;
 use crate::catalog::Api;
 
 /// A tool offered to the model: one of the client's, or a catalog API (plan mode).
+#[derive(Debug)]
 pub struct ClientTool {
     pub name: String,
     /// Name, description and parameter names, for relevance.
@@ -42,6 +49,7 @@ pub struct ClientTool {
 }
 
 /// How a tool's call arguments are checked.
+#[derive(Debug)]
 pub enum Check {
     /// A client's tool: against its JSON Schema.
     Schema(Schema),
@@ -54,6 +62,7 @@ impl ClientTool {
     /// What is wrong with `arguments` (an object), in words for the model.
     pub fn issues(&self, arguments: &Value) -> Vec<String> {
         match &self.check {
+            Check::Schema(schema) if schema.unusable.is_some() => Vec::new(),
             Check::Schema(schema) => schema.validator().iter_errors(arguments).map(|e| schema.describe(&e)).collect(),
             Check::Api(api, options) => match args::validate(api, arguments, *options) {
                 Ok(_) => Vec::new(),
@@ -61,25 +70,39 @@ impl ClientTool {
             },
         }
     }
+
+    /// Why this tool's calls pass unchecked (its schema cannot be used).
+    pub fn unchecked(&self) -> Option<&str> {
+        match &self.check {
+            Check::Schema(schema) => schema.unusable.as_deref(),
+            Check::Api(..) => None,
+        }
+    }
 }
 
-/// A client tool's parameter schema (meta-schema checked), its validator
-/// compiled on first use; in strict mode the schema checked is [`closed`].
+/// A client tool's parameter schema (normalized to draft 2020-12 and
+/// meta-schema checked), its validator compiled on first use; in strict
+/// mode the schema checked is [`closed`].
+#[derive(Debug)]
 pub struct Schema {
     value: Value,
     validator: OnceLock<Arc<jsonschema::Validator>>,
+    /// Why the schema cannot be used, if it cannot: its calls pass unchecked.
+    unusable: Option<String>,
 }
 
 /// Enum values listed in full in a message for the model (more are counted).
 const ENUM_LISTED: usize = 40;
 
 impl Schema {
-    /// `value` checked against the JSON Schema meta-schema; `strict`:
-    /// calls may hold only the parameters it declares.
-    pub fn new(value: Value, strict: bool) -> Result<Schema, String> {
-        jsonschema::meta::validate(&value).map_err(|e| e.to_string())?;
-        let value = if strict { closed(value) } else { value };
-        Ok(Schema { value, validator: OnceLock::new() })
+    /// `value` in draft 2020-12's forms, checked against its meta-schema
+    /// (what fails is kept as the reason its calls pass unchecked);
+    /// `strict`: calls may hold only the parameters it declares.
+    pub fn new(value: &Value, strict: bool) -> Schema {
+        let value = crate::catalog::dialect::normalize(value);
+        let unusable = crate::catalog::dialect::check(&value).err();
+        let value = if strict && unusable.is_none() { closed(value) } else { value };
+        Schema { value, validator: OnceLock::new(), unusable }
     }
 
     /// A validation error in words for the model: where, what, and what
@@ -121,8 +144,8 @@ impl Schema {
             // (an unresolvable `$ref`, a regex the engine cannot compile)
             // leaves the arguments unchecked, as they would be without
             // toolrouter: the client's function sees them as the model wrote them.
-            let Ok(compiled) = args::validators::cached(args::validators::Dialect::Declared, &self.value, |schema| {
-                Ok::<_, std::convert::Infallible>(jsonschema::validator_for(schema).unwrap_or_else(|e| {
+            let Ok(compiled) = args::validators::cached(args::validators::Dialect::Client, &self.value, |schema| {
+                Ok::<_, std::convert::Infallible>(jsonschema::draft202012::new(schema).unwrap_or_else(|e| {
                     tracing::warn!(error = %e, "a client tool's parameter schema does not compile; its calls pass unchecked");
                     jsonschema::validator_for(&Value::Bool(true)).expect("`true` is a valid schema")
                 }))
@@ -169,29 +192,64 @@ pub fn closed(mut schema: Value) -> Value {
     schema
 }
 
-/// Tool lists parsed before, by a hash of their JSON text.
+/// Tools parsed before, by a hash of their JSON text, and whole lists by
+/// a hash of theirs; bounded by entries and by the bytes of the tools'
+/// text.
 pub struct ToolLists {
-    lists: Mutex<LruCache<u64, Arc<[ClientTool]>>>,
+    inner: Mutex<Parsed>,
     /// `args.strict`: client tools take only the parameters they declare.
     strict: bool,
 }
 
-/// Tool lists kept.
+struct Parsed {
+    lists: LruCache<u64, Arc<[Arc<ClientTool>]>>,
+    tools: LruCache<u64, Arc<ClientTool>>,
+    /// The tools' JSON text, counted twice (their parsed schema and text).
+    bytes: usize,
+}
+
+/// Tool lists kept (each a list of shared tools: a few bytes a tool).
 const TOOL_LISTS: usize = 256;
+/// Tools kept.
+const TOOLS: usize = 20_000;
+/// Bytes the kept tools may take, as [`Parsed::bytes`] counts them.
+const TOOL_BYTES: usize = 64 << 20;
+
+fn hash_of(text: &str) -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
+}
 
 impl ToolLists {
     /// An empty cache; `strict`: `args.strict`.
     pub fn new(strict: bool) -> ToolLists {
-        ToolLists { lists: Mutex::new(LruCache::new(NonZeroUsize::new(TOOL_LISTS).expect("not zero"))), strict }
+        let lru = |n| NonZeroUsize::new(n).expect("not zero");
+        let parsed = Parsed { lists: LruCache::new(lru(TOOL_LISTS)), tools: LruCache::new(lru(TOOLS)), bytes: 0 };
+        ToolLists { inner: Mutex::new(parsed), strict }
     }
 
-    /// The tools of a `tools` array (raw JSON), parsed and checked, or as
-    /// parsed before.
-    pub(super) fn get_or_parse(&self, raw: &RawValue, max: usize) -> Result<Arc<[ClientTool]>, ApiError> {
-        let mut h = std::hash::DefaultHasher::new();
-        raw.get().hash(&mut h);
-        let key = h.finish();
-        if let Some(tools) = self.lists.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+    fn parsed(&self) -> std::sync::MutexGuard<'_, Parsed> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Tools held.
+    pub fn len(&self) -> usize {
+        self.parsed().tools.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The tools of a `tools` array (raw JSON), each parsed and checked or
+    /// as parsed before. A tool whose schema cannot be used is served
+    /// unchecked ([`ClientTool::unchecked`]); what is wrong with the
+    /// request itself (not an array, a tool without a valid name, two
+    /// tools of one name, too many tools) is a 400 naming the tool.
+    pub(super) fn get_or_parse(&self, raw: &RawValue, max: usize) -> Result<Arc<[Arc<ClientTool>]>, ApiError> {
+        let key = hash_of(raw.get());
+        if let Some(tools) = self.parsed().lists.get(&key) {
             return Ok(tools.clone());
         }
         let items: Vec<&RawValue> = serde_json::from_str(raw.get())
@@ -206,12 +264,26 @@ impl ToolLists {
                 Some("tools"),
             ));
         }
-        let mut tools = Vec::with_capacity(items.len());
-        for (i, item) in items.into_iter().enumerate() {
+        let keys: Vec<u64> = items.iter().map(|item| hash_of(item.get())).collect();
+        let mut tools: Vec<Option<Arc<ClientTool>>> = {
+            let mut parsed = self.parsed();
+            keys.iter().map(|k| parsed.tools.get(k).cloned()).collect()
+        };
+        let mut new = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            if tools[i].is_some() {
+                continue;
+            }
             let value: Value = serde_json::from_str(item.get())
                 .map_err(|e| ApiError::invalid(unparsable(&format!("tools[{i}]"), &e), Some(&format!("tools[{i}]"))))?;
-            tools.push(tool(i, &value, item.to_owned(), self.strict)?);
+            let parsed = Arc::new(tool(i, &value, (*item).to_owned(), self.strict)?);
+            if let Some(reason) = parsed.unchecked() {
+                tracing::warn!(tool = %parsed.name, %reason, "a client tool's parameter schema cannot be used; its calls pass unchecked");
+            }
+            tools[i] = Some(parsed.clone());
+            new.push((keys[i], item.get().len(), parsed));
         }
+        let tools: Vec<Arc<ClientTool>> = tools.into_iter().map(|t| t.expect("every tool parsed")).collect();
         let mut names = HashSet::new();
         for (i, t) in tools.iter().enumerate() {
             if !names.insert(t.name.as_str()) {
@@ -221,8 +293,19 @@ impl ToolLists {
                 ));
             }
         }
-        let tools: Arc<[ClientTool]> = tools.into();
-        self.lists.lock().unwrap_or_else(|e| e.into_inner()).put(key, tools.clone());
+        let tools: Arc<[Arc<ClientTool>]> = tools.into();
+        let mut parsed = self.parsed();
+        for (key, len, tool) in new {
+            if let Some((_, old)) = parsed.tools.push(key, tool) {
+                parsed.bytes = parsed.bytes.saturating_sub(2 * old.definition.get().len());
+            }
+            parsed.bytes += 2 * len;
+        }
+        while parsed.bytes > TOOL_BYTES {
+            let Some((_, old)) = parsed.tools.pop_lru() else { break };
+            parsed.bytes = parsed.bytes.saturating_sub(2 * old.definition.get().len());
+        }
+        parsed.lists.put(key, tools.clone());
         Ok(tools)
     }
 }
@@ -294,11 +377,6 @@ fn tool(i: usize, t: &Value, definition: Box<RawValue>, strict: bool) -> Result<
         ));
     }
     let text = tool_text(name, f.get("description").and_then(Value::as_str).unwrap_or(""), &schema);
-    let schema = Schema::new(schema, strict).map_err(|e| {
-        ApiError::invalid(
-            format!("the parameters of `{name}` are not a valid JSON Schema: {e}"),
-            Some(&param("function.parameters")),
-        )
-    })?;
+    let schema = Schema::new(&schema, strict);
     Ok(ClientTool { name: name.to_string(), text, definition, check: Check::Schema(schema) })
 }
