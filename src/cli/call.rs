@@ -104,7 +104,7 @@ pub(super) fn call(a: &CallArgs, config: &Config) -> Result<ExitCode, CliError> 
             print_error(&e, a.json)?;
             Ok(ExitCode::from(EXIT_FAILURE))
         }
-        Called::Done { function, response, compressed } => {
+        Called::Done { function, response, compressed, .. } => {
             print_response(&function, &response, (!a.raw).then_some(&compressed), a.json)?;
             Ok(ExitCode::SUCCESS)
         }

@@ -91,6 +91,9 @@ pub enum Called {
         function: String,
         response: Box<Response>,
         compressed: Compressed,
+        /// What the caller should know: unknown parameters passed through,
+        /// arguments not checked (the API's schema cannot be used).
+        warnings: Vec<args::Problem>,
     },
 }
 
@@ -464,7 +467,8 @@ impl Engine {
                     self.config.compress.budget,
                     self.choices.get(&api.function_name),
                 );
-                Called::Done { function: api.function_name.clone(), response: Box::new(response), compressed }
+                let (function, warnings) = (api.function_name.clone(), valid.warnings);
+                Called::Done { function, response: Box::new(response), compressed, warnings }
             }
         }
     }

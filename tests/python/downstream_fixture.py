@@ -8,7 +8,8 @@ Its tools exercise what the public servers cannot be made to do on demand:
     hang {}                  -> never answers
     huge {bytes}             -> a text result of that many bytes
     stats {}                 -> {"list_calls": N, "pid": PID}
-    bad_schema               -> listed with an input schema that is not valid
+    bad_schema               -> listed with an input schema that cannot be used
+                                (a pattern no engine compiles): called unchecked
 The process writes its pid to $FIXTURE_PID_FILE when set (a test kills it);
 started again while that file exists, it waits 3 s before it serves.
 """
@@ -52,8 +53,8 @@ async def list_tools():
             "type": "object", "properties": {"bytes": {"type": "integer"}}, "required": ["bytes"],
         }),
         tool("stats", "How often the tools were listed, and this process's pid"),
-        tool("bad_schema", "Has an input schema that is not valid", {
-            "type": "object", "properties": {"a": {"type": 5}},
+        tool("bad_schema", "Has an input schema that cannot be used", {
+            "type": "object", "properties": {"a": {"type": "string", "pattern": "("}},
         }),
     ] + [tool(name, f"A tool added at run time: {name}") for name in added]
 
@@ -68,6 +69,8 @@ async def call_tool(name, arguments):
         for _ in range(int(arguments.get("flood", 1))):
             await session.send_tool_list_changed()
         return [types.TextContent(type="text", text=f"added {arguments['name']}")]
+    if name == "bad_schema":
+        return [types.TextContent(type="text", text="unchecked " + json.dumps(arguments, sort_keys=True))]
     if name == "hang":
         await asyncio.Event().wait()
     if name == "huge":

@@ -207,12 +207,15 @@ impl Ready {
                     "retry_after_ms": e.retry_after_ms}});
                 text_result(text, Some(structured), true)
             }
-            Called::Done { function, response, compressed } => {
+            Called::Done { function, response, compressed, warnings } => {
                 self.session.record_call(&function, true);
                 let body: Value =
                     serde_json::from_str(&compressed.text).unwrap_or(Value::String(compressed.text.clone()));
-                let structured = json!({"name": function, "status": response.status, "response": body,
+                let mut structured = json!({"name": function, "status": response.status, "response": body,
                     "characters": {"before": compressed.chars_before, "after": compressed.chars_after}});
+                if !warnings.is_empty() {
+                    structured["warnings"] = serde_json::to_value(&warnings).unwrap_or_default();
+                }
                 text_result(compressed.text, Some(structured), false)
             }
         }

@@ -48,13 +48,16 @@ pub(crate) async fn tools_call(
             .with("problems", serde_json::to_value(&invalid.problems).unwrap_or_default())
             .into_response(),
         Called::Failed(e) => failed(&e).into_response(),
-        Called::Done { function, response, compressed } => {
+        Called::Done { function, response, compressed, warnings } => {
             let body: serde_json::Value =
                 serde_json::from_str(&compressed.text).unwrap_or(serde_json::Value::String(compressed.text.clone()));
-            axum::Json(json!({"name": function, "status": response.status, "response": body,
+            let mut answer = json!({"name": function, "status": response.status, "response": body,
                 "characters": {"before": compressed.chars_before, "after": compressed.chars_after},
-                "trace": response.trace}))
-            .into_response()
+                "trace": response.trace});
+            if !warnings.is_empty() {
+                answer["warnings"] = serde_json::to_value(&warnings).unwrap_or_default();
+            }
+            axum::Json(answer).into_response()
         }
     }
 }
