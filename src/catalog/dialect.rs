@@ -251,10 +251,8 @@ fn required_on_properties(map: &mut Map<String, Value>) {
     let mut named = Vec::new();
     if let Some(Value::Object(properties)) = map.get_mut("properties") {
         for (name, property) in properties.iter_mut() {
-            if let Some(Value::Bool(required)) = property.as_object_mut().and_then(|p| p.remove("required")) {
-                if required {
-                    named.push(Value::String(name.clone()));
-                }
+            if let Some(Value::Bool(true)) = property.as_object_mut().and_then(|p| p.remove("required")) {
+                named.push(Value::String(name.clone()));
             }
         }
     }

@@ -152,7 +152,7 @@ impl Log {
                             rec[32..].chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().expect("4"))).collect();
                         map.put(key, v.into());
                     }
-                    if (len - HEADER) % record != 0 {
+                    if !(len - HEADER).is_multiple_of(record) {
                         tracing::warn!(file = %path.display(), "cutting off a torn record at the end of the tool vectors");
                         OpenOptions::new().write(true).open(&path)?.set_len((HEADER + records * record) as u64)?;
                     }
