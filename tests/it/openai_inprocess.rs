@@ -270,3 +270,212 @@ async fn every_answer_has_a_request_id_and_a_clients_own_is_kept() {
     assert_ne!(id(&a), id(&b), "each request its own id");
     assert_eq!(id(&get(Some("caller-trace-42")).await.unwrap()), "caller-trace-42");
 }
+
+/// The names of the tools the model was offered in its `n`th request.
+fn offered(model: &ScriptedModel, n: usize) -> Vec<String> {
+    let seen = model.seen();
+    let mut names: Vec<String> =
+        seen[n]["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap().into()).collect();
+    names.sort();
+    names
+}
+
+/// A tool declared as a real MCP server (pdf-reader) declares it: draft 4's
+/// boolean `exclusiveMinimum` under a newer `$schema`.
+fn draft_4_tool() -> Value {
+    json!({"type": "function", "function": {"name": "read_pdf", "description": "Reads pages of a PDF file",
+        "parameters": {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+            "properties": {"path": {"type": "string"},
+                "page": {"type": "integer", "minimum": 0, "exclusiveMinimum": true}},
+            "required": ["path"]}}})
+}
+
+#[tokio::test]
+async fn schemas_as_real_servers_write_them_never_fail_the_request() {
+    // A tool whose schema no reading makes valid (`format` must be a string).
+    let unusable = json!({"type": "function", "function": {"name": "odd_tool", "description": "Reads PDF metadata",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string", "format": 12}}}}});
+    let mut tools = many_tools(298);
+    tools.push(draft_4_tool());
+    tools.push(unusable);
+    let model = ScriptedModel::new([
+        completion(tool_call("read_pdf", json!({"path": "a.pdf", "page": 0}))),
+        completion(tool_call("read_pdf", json!({"path": "a.pdf", "page": 2}))),
+        completion(tool_call("odd_tool", json!({"path": 7, "anything": true}))),
+    ]);
+    let app = app(model.clone(), |c| c.openai.max_tools = 5);
+    let ask = |tools: &[Value]| {
+        json!({"model": "m", "tools": tools,
+        "messages": [{"role": "user", "content": "Read page 2 of the PDF file a.pdf"}]})
+    };
+    let (status, _, text) = post(&app, ask(&tools)).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    assert!(offered(&model, 0).contains(&"read_pdf".to_string()));
+    // The draft-4 bound is checked as meant: page 0 is excluded, so the call was repaired.
+    assert_eq!(model.seen().len(), 2, "page 0 was sent back for repair");
+    let answer: Value = serde_json::from_str(&text).unwrap();
+    let report = &answer["toolrouter"];
+    assert_eq!(report["repairs"], 1);
+    assert_eq!(
+        report["unchecked_tools"],
+        json!([{"tool": "odd_tool", "reason": report["unchecked_tools"][0]["reason"]}])
+    );
+    // The unusable schema's tool is called unchecked: no repair for arguments it cannot judge.
+    let (status, _, text) = post(&app, ask(&tools)).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    let answer: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(answer["choices"][0]["message"]["tool_calls"][0]["function"]["name"], "odd_tool");
+    assert_eq!(answer["toolrouter"]["repairs"], 0);
+}
+
+#[tokio::test]
+async fn a_request_that_is_itself_wrong_gets_a_400_naming_the_tool() {
+    let model = ScriptedModel::new([]);
+    let app = app(model.clone(), |c| {
+        c.openai.max_tools = 5;
+        c.server.max_body_bytes = 8 << 20;
+    });
+    let ask = |tools: Value| json!({"model": "m", "tools": tools, "messages": [{"role": "user", "content": "hi"}]});
+    let tool = |name: &str, parameters: Value| json!({"type": "function", "function": {"name": name, "description": "d", "parameters": parameters}});
+    let object = json!({"type": "object", "properties": {}});
+    let mut ten_thousand = many_tools(9_999);
+    ten_thousand.truncate(10_000);
+    let mut duplicate = many_tools(30);
+    duplicate.push(tool("tool_3", object.clone()));
+    let mut bad_name = many_tools(30);
+    bad_name.insert(7, tool("get.weather", object.clone()));
+    let mut not_object = many_tools(30);
+    not_object.insert(9, tool("weather", json!("string")));
+    for (tools, param, says) in [
+        (json!(ten_thousand), "tools", "at most 5000"),
+        (json!(duplicate), "tools[31].function.name", "two tools are named `tool_3`"),
+        (json!(bad_name), "tools[7].function.name", "\"get.weather\""),
+        (json!(not_object), "tools[9].function.parameters", "JSON Schema object"),
+        (json!({"a": 1}), "tools", "must be an array"),
+    ] {
+        let (status, _, text) = post(&app, ask(tools)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{text}");
+        let error: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(error["error"]["param"], param, "{text}");
+        assert!(error["error"]["message"].as_str().unwrap().contains(says), "{text}");
+    }
+    assert!(model.seen().is_empty());
+}
+
+#[tokio::test]
+async fn ref_loops_and_huge_enums_are_served() {
+    let huge: Vec<String> = (0..40_000).map(|i| format!("value_{i}")).collect();
+    let mut tools = many_tools(60);
+    tools.push(json!({"type": "function", "function": {"name": "tree", "description": "Walks a tree of nodes",
+        "parameters": {"type": "object", "properties": {"node": {"$ref": "#/$defs/node"}},
+            "$defs": {"node": {"type": "object", "properties": {"child": {"$ref": "#/$defs/node"}}}}}}}));
+    tools.push(json!({"type": "function", "function": {"name": "pick", "description": "Picks one of many values",
+        "parameters": {"type": "object", "properties": {"v": {"type": "string", "enum": huge}}}}}));
+    let model = ScriptedModel::new([
+        completion(tool_call("tree", json!({"node": {"child": {"child": {}}}}))),
+        completion(tool_call("pick", json!({"v": "value_39999"}))),
+    ]);
+    let app = app(model.clone(), |c| {
+        c.openai.max_tools = 5;
+        c.server.max_body_bytes = 4 << 20;
+    });
+    for ask in ["Walk the tree of nodes", "Pick one of many values"] {
+        let body = json!({"model": "m", "tools": tools, "messages": [{"role": "user", "content": ask}]});
+        let (status, _, text) = post(&app, body).await;
+        assert_eq!(status, StatusCode::OK, "{text}");
+        let answer: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(answer["toolrouter"]["repairs"], 0, "{ask}: {}", answer["toolrouter"]);
+    }
+}
+
+/// Tools with words that do not give the answer away: the embedding decides.
+fn topical_tools() -> Vec<Value> {
+    let topics = [
+        ("forecast_lookup", "Tells whether it will rain or shine in a town over the next days"),
+        ("fx_convert", "Changes an amount of money from one currency into another"),
+        ("flight_tracker", "Shows where an airplane is and when it lands"),
+        ("recipe_finder", "Suggests dishes to cook from the ingredients in your fridge"),
+        ("stock_quote", "Gives the latest share price of a listed company"),
+        ("movie_times", "Lists when films are showing at cinemas nearby"),
+        ("translate_text", "Renders a sentence in another language"),
+        ("hotel_rooms", "Finds places to stay for a night in a city"),
+    ];
+    let mut tools = Vec::new();
+    for round in 0..15 {
+        for (name, description) in topics {
+            tools.push(json!({"type": "function", "function": {"name": format!("{name}_{round}"),
+                "description": format!("{description} (provider {round})"),
+                "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}));
+        }
+    }
+    tools
+}
+
+#[tokio::test]
+async fn tools_not_lists_any_order_any_subset_the_same_tools_kept() {
+    if !crate::common::model_available() {
+        return;
+    }
+    let state = tempfile::tempdir().unwrap();
+    let serve = |model: Arc<ScriptedModel>, budget_ms: u64| {
+        let mut config = Config::default();
+        config.log.level = "warn".into();
+        config.openai.max_tools = 6;
+        config.openai.embed_budget_ms = budget_ms;
+        config.state.dir = state.path().to_path_buf();
+        let app = App::with_model(&config, Some(model as Arc<dyn ChatModel>));
+        app.set_route_embedder(Arc::new(toolrouter::retrieval::Embedder::load(&config.embedding).unwrap()));
+        router(app)
+    };
+    let answers = (0..5).map(|_| completion(json!({"role": "assistant", "content": "ok"})));
+    let model = ScriptedModel::new(answers);
+    let app = serve(model.clone(), 60_000);
+    let ask = |tools: &[Value]| {
+        json!({"model": "m", "tools": tools,
+        "messages": [{"role": "user", "content": "Is it going to be sunny in Lyon this weekend?"}]})
+    };
+    let tools = topical_tools();
+    // The first request embeds its 120 new tools within the (generous) budget.
+    let (status, _, text) = post(&app, ask(&tools)).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    let report = &serde_json::from_str::<Value>(&text).unwrap()["toolrouter"];
+    assert!(report.get("ranked_by_words").is_none(), "{report}");
+    let kept = offered(&model, 0);
+    assert!(kept.iter().filter(|n| n.starts_with("forecast_lookup")).count() >= 4, "{kept:?}");
+    // The same tools in other orders keep the same tools.
+    let mut rng = fastrand::Rng::with_seed(3);
+    let mut permuted = tools.clone();
+    rng.shuffle(&mut permuted);
+    assert_eq!(post(&app, ask(&permuted)).await.0, StatusCode::OK);
+    permuted.reverse();
+    assert_eq!(post(&app, ask(&permuted)).await.0, StatusCode::OK);
+    assert_eq!(offered(&model, 1), kept);
+    assert_eq!(offered(&model, 2), kept);
+    // A subset holding the kept tools keeps them too.
+    let subset: Vec<Value> = tools
+        .iter()
+        .enumerate()
+        .filter(|(i, t)| i % 3 != 0 || kept.contains(&t["function"]["name"].as_str().unwrap().to_string()))
+        .map(|(_, t)| t.clone())
+        .collect();
+    assert!(subset.len() < tools.len());
+    let (status, _, text) = post(&app, ask(&subset)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(offered(&model, 3), kept);
+    assert!(serde_json::from_str::<Value>(&text).unwrap()["toolrouter"].get("ranked_by_words").is_none());
+
+    // After a restart, with no time to embed anything, the tools are still
+    // known: the vectors were kept in the state directory.
+    let model = ScriptedModel::new((0..2).map(|_| completion(json!({"role": "assistant", "content": "ok"}))));
+    let restarted = serve(model.clone(), 0);
+    rng.shuffle(&mut permuted);
+    let (_, _, text) = post(&restarted, ask(&permuted)).await;
+    assert!(serde_json::from_str::<Value>(&text).unwrap()["toolrouter"].get("ranked_by_words").is_none(), "{text}");
+    assert_eq!(offered(&model, 0), kept);
+    // A tool never seen, with no budget to embed it: the list ranks by words, and says so.
+    let mut one_more = permuted.clone();
+    one_more.push(json!({"type": "function", "function": {"name": "brand_new", "description": "Something new"}}));
+    let (_, _, text) = post(&restarted, ask(&one_more)).await;
+    let report = &serde_json::from_str::<Value>(&text).unwrap()["toolrouter"];
+    assert_eq!(report["ranked_by_words"]["count"], 121, "{report}");
+}
