@@ -47,11 +47,16 @@ fn route_mode_keeps_the_relevant_tools_better_than_bm25() {
     }
 }
 
+/// Where `scripts/fetch-bfcl.sh` writes its route cases.
+fn bfcl_dir() -> std::path::PathBuf {
+    std::env::var_os("TOOLROUTER_BFCL_DIR").map(std::path::PathBuf::from).unwrap_or_else(|| {
+        std::path::PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/toolrouter/bfcl")
+    })
+}
+
 /// The route cases `scripts/fetch-bfcl.sh` writes, if there.
 fn bfcl_cases() -> Option<Vec<std::path::PathBuf>> {
-    let dir = std::env::var_os("TOOLROUTER_BFCL_DIR").map(std::path::PathBuf::from).unwrap_or_else(|| {
-        std::path::PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/toolrouter/bfcl")
-    });
+    let dir = bfcl_dir();
     // Two of the six categories (docs/benchmarks.md has all six): the
     // debug build takes a minute over these 458 requests.
     let files: Vec<_> = ["multiple", "live_simple"]
@@ -137,9 +142,7 @@ fn requests_and_tools_in_other_languages_are_matched() {
 /// unchecked, none refused.
 #[test]
 fn every_bfcl_function_schema_is_read_and_checked() {
-    let dir = std::env::var_os("TOOLROUTER_BFCL_DIR").map(std::path::PathBuf::from).unwrap_or_else(|| {
-        std::path::PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/toolrouter/bfcl")
-    });
+    let dir = bfcl_dir();
     let files: Vec<_> = std::fs::read_dir(&dir)
         .map(|d| d.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "jsonl")))
         .into_iter()
