@@ -89,7 +89,7 @@ for payload, status, param in [
     ({"model": MODEL, "messages": []}, 400, "messages"),
     ({"messages": user("x")}, 400, "model"),
     ({"model": MODEL, "messages": user("x"), "tools": [WEATHER, WEATHER]}, 400, "tools[1].function.name"),
-    ({"model": MODEL, "messages": user("x"), "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": 7}}}]}, 400, "tools[0].function.parameters"),
+    ({"model": MODEL, "messages": user("x"), "tools": [{"type": "function", "function": {"name": "f", "parameters": "string"}}]}, 400, "tools[0].function.parameters"),
 ]:
     r = httpx.post(f"{base}/v1/chat/completions", json=payload, headers={"Authorization": f"Bearer {key}"})
     check(r.status_code == status and r.json()["error"]["param"] == param, f"{payload}: {r.status_code} {r.text}")
