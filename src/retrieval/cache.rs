@@ -34,6 +34,67 @@ pub fn key(model_id: &str, text: &str) -> Key {
     h.finalize().into()
 }
 
+/// Opens the vector file `path` (this module's format) for appending,
+/// handing each of its records, in order, to `each`; returns the file and
+/// how many records it holds. A file with the wrong magic or length is set
+/// aside (`.corrupt`) and a new one started; a torn last record (a crash
+/// mid-write) is cut off. Records are read one by one, never the whole file
+/// at once. The tool vectors' file ([`super::tool_vectors`]) is kept so too.
+pub(super) fn open_records(
+    path: &Path,
+    dims: usize,
+    mut each: impl FnMut(Key, &[f32]),
+) -> std::io::Result<(File, usize)> {
+    let record = 32 + 4 * dims;
+    let mut header = [0u8; HEADER];
+    let len = match File::open(path) {
+        Ok(mut f) => {
+            let len = f.metadata()?.len() as usize;
+            let valid = len >= HEADER
+                && f.read_exact(&mut header).is_ok()
+                && &header[..8] == MAGIC
+                && u32::from_le_bytes(header[8..12].try_into().expect("4 bytes")) as usize == dims;
+            if len > 0 && !valid {
+                let aside = path.with_extension("emb.corrupt");
+                tracing::warn!(file = %path.display(), moved_to = %aside.display(), "vector file has a bad header; starting a new one");
+                std::fs::rename(path, &aside)?;
+                0
+            } else {
+                len
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+        Err(e) => return Err(e),
+    };
+    let mut file = OpenOptions::new().create(true).read(true).append(true).open(path)?;
+    if len == 0 {
+        let mut header = MAGIC.to_vec();
+        header.extend((dims as u32).to_le_bytes());
+        file.write_all(&header)?;
+        file.sync_all()?;
+    }
+    let whole = len.saturating_sub(HEADER) / record;
+    let torn = len.saturating_sub(HEADER) % record;
+    if torn != 0 {
+        tracing::warn!(file = %path.display(), bytes = torn, "cutting off a torn record at the end of a vector file");
+        file.set_len((HEADER + whole * record) as u64)?;
+        file.sync_all()?;
+    }
+    if whole > 0 {
+        let mut reader = std::io::BufReader::with_capacity(1 << 16, File::open(path)?);
+        reader.seek_relative(HEADER as i64)?;
+        let mut rec = vec![0u8; record];
+        let mut vector = Vec::with_capacity(dims);
+        for _ in 0..whole {
+            reader.read_exact(&mut rec)?;
+            vector.clear();
+            vector.extend(rec[32..].chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes"))));
+            each(rec[..32].try_into().expect("32 bytes"), &vector);
+        }
+    }
+    Ok((file, whole))
+}
+
 /// An open cache file with its records in memory.
 #[derive(Debug)]
 pub struct EmbeddingCache {
@@ -70,58 +131,14 @@ impl EmbeddingCache {
     ) -> std::io::Result<EmbeddingCache> {
         std::fs::create_dir_all(dir)?;
         let path = dir.join(format!("{model_id}.emb"));
-        let record = 32 + 4 * dims;
-        let mut header = [0u8; HEADER];
-        let len = match File::open(&path) {
-            Ok(mut f) => {
-                let len = f.metadata()?.len() as usize;
-                let valid = len >= HEADER
-                    && f.read_exact(&mut header).is_ok()
-                    && &header[..8] == MAGIC
-                    && u32::from_le_bytes(header[8..12].try_into().expect("4 bytes")) as usize == dims;
-                if len > 0 && !valid {
-                    let aside = path.with_extension("emb.corrupt");
-                    tracing::warn!(cache = %path.display(), moved_to = %aside.display(), "embedding cache has a bad header; starting a new one");
-                    std::fs::rename(&path, &aside)?;
-                    0
-                } else {
-                    len
-                }
+        let (mut index, mut vectors) = (HashMap::new(), Vec::new());
+        let (file, _) = open_records(&path, dims, |key, vector| {
+            if keep(&key) {
+                index.insert(key, vectors.len());
+                vectors.extend_from_slice(vector);
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
-            Err(e) => return Err(e),
-        };
-        let mut file = OpenOptions::new().create(true).read(true).append(true).open(&path)?;
-        if len == 0 {
-            let mut header = MAGIC.to_vec();
-            header.extend((dims as u32).to_le_bytes());
-            file.write_all(&header)?;
-            file.sync_all()?;
-        }
-        let whole = len.saturating_sub(HEADER) / record;
-        let torn = len.saturating_sub(HEADER) % record;
-        if torn != 0 {
-            tracing::warn!(cache = %path.display(), bytes = torn, "cutting off a torn record at the end of the embedding cache");
-            file.set_len((HEADER + whole * record) as u64)?;
-            file.sync_all()?;
-        }
-        let mut cache = EmbeddingCache { path, dims, index: HashMap::new(), vectors: Vec::new(), file };
-        if whole > 0 {
-            let mut reader = std::io::BufReader::with_capacity(1 << 16, File::open(&cache.path)?);
-            reader.seek_relative(HEADER as i64)?;
-            let mut rec = vec![0u8; record];
-            for _ in 0..whole {
-                reader.read_exact(&mut rec)?;
-                let key: Key = rec[..32].try_into().expect("32 bytes");
-                if keep(&key) {
-                    let at = cache.vectors.len();
-                    let vector = rec[32..].chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes")));
-                    cache.vectors.extend(vector);
-                    cache.index.insert(key, at);
-                }
-            }
-        }
-        Ok(cache)
+        })?;
+        Ok(EmbeddingCache { path, dims, index, vectors, file })
     }
 
     pub fn path(&self) -> &Path {

@@ -7,21 +7,22 @@
 //! store is an LRU bounded by entries and by bytes; with a directory it
 //! is kept across restarts in the embedding cache's file format
 //! (`<dir>/<model id>.emb`: a header, then 32-byte keys each followed by
-//! the vector), appended and fsync'd batch by batch. The file is
+//! the vector; read by [`super::cache::open_records`]), appended and
+//! fsync'd batch by batch. The file is
 //! rewritten atomically (a temporary file, fsync, rename, directory fsync)
 //! from what the LRU holds when it has twice as many records, so it stays
 //! bounded too. Being a cache, a damaged file is set aside and a new one
 //! started; a torn last record is cut off.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufReader, Read, Write};
+use std::io::Write;
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use lru::LruCache;
 
-use super::cache::{HEADER, Key, MAGIC};
+use super::cache::{HEADER, Key, MAGIC, open_records};
 
 /// How many tool vectors are kept.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -131,44 +132,9 @@ impl Log {
     fn open(dir: &Path, model: &str, dims: usize, map: &mut LruCache<Key, Arc<[f32]>>) -> std::io::Result<Log> {
         std::fs::create_dir_all(dir)?;
         let path = dir.join(format!("{model}.emb"));
-        let record = 32 + 4 * dims;
-        let mut records = 0;
-        match File::open(&path) {
-            Ok(f) => {
-                let len = f.metadata()?.len() as usize;
-                let mut reader = BufReader::with_capacity(1 << 16, f);
-                let mut header = [0u8; HEADER];
-                let valid = len >= HEADER
-                    && reader.read_exact(&mut header).is_ok()
-                    && &header[..8] == MAGIC
-                    && u32::from_le_bytes(header[8..12].try_into().expect("4 bytes")) as usize == dims;
-                if valid {
-                    records = (len - HEADER) / record;
-                    let mut rec = vec![0u8; record];
-                    for _ in 0..records {
-                        reader.read_exact(&mut rec)?;
-                        let key: Key = rec[..32].try_into().expect("32 bytes");
-                        let v: Vec<f32> =
-                            rec[32..].chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().expect("4"))).collect();
-                        map.put(key, v.into());
-                    }
-                    if !(len - HEADER).is_multiple_of(record) {
-                        tracing::warn!(file = %path.display(), "cutting off a torn record at the end of the tool vectors");
-                        OpenOptions::new().write(true).open(&path)?.set_len((HEADER + records * record) as u64)?;
-                    }
-                } else if len > 0 {
-                    let aside = path.with_extension("emb.corrupt");
-                    tracing::warn!(file = %path.display(), moved_to = %aside.display(), "tool vectors file has a bad header; starting a new one");
-                    std::fs::rename(&path, &aside)?;
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
-        }
-        if records == 0 {
-            write_new(&path, dims, std::iter::empty())?;
-        }
-        let file = OpenOptions::new().append(true).open(&path)?;
+        let (file, records) = open_records(&path, dims, |key, vector| {
+            map.put(key, vector.into());
+        })?;
         Ok(Log { path, file, records })
     }
 
