@@ -279,7 +279,8 @@ fn measure(
     measured.kept[BM25] = sorted(bm25_top_k(definitions, query, options.k));
     measured.kept[RANDOM] = random;
     if let Some(embedder) = embedder {
-        measured.kept[EMBEDDING_ALONE] = sorted(embedding_top_k(definitions, query, options.k, embedder, alone)?);
+        measured.kept[EMBEDDING_ALONE] =
+            sorted(embedding_top_k(definitions, &ranker.query_vector(embedder, query)?, options.k, embedder, alone)?);
     }
     Ok(measured)
 }
@@ -438,10 +439,10 @@ fn name_and_description(d: &Value) -> String {
 }
 
 /// The baseline: the embedding model used plainly, cosine of the request
-/// and each tool's name and description, top `k`.
+/// (`query`, its vector) and each tool's name and description, top `k`.
 fn embedding_top_k(
     definitions: &[Value],
-    query: &str,
+    query: &[f32],
     k: usize,
     embedder: &Embedder,
     alone: &AloneVectors,
@@ -456,9 +457,8 @@ fn embedding_top_k(
             alone.insert(text.clone(), v);
         }
     }
-    let q = embedder.embed_queries(&[query.to_string()])?.remove(0);
     let mut hits: Vec<(u32, f32)> =
-        texts.iter().enumerate().map(|(i, t)| (i as u32, crate::retrieval::dense::dot(&q, &alone[t]))).collect();
+        texts.iter().enumerate().map(|(i, t)| (i as u32, crate::retrieval::dense::dot(query, &alone[t]))).collect();
     crate::retrieval::bm25::top_k(&mut hits, k);
     Ok(hits.into_iter().map(|(i, _)| i as usize).collect())
 }

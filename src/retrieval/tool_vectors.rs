@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use lru::LruCache;
 
-use super::cache::{HEADER, Key, MAGIC, open_records};
+use super::cache::{Key, MAGIC, open_records};
 
 /// How many tool vectors are kept.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -187,7 +187,7 @@ fn write_new<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::retrieval::cache::key;
+    use crate::retrieval::cache::{HEADER, key};
 
     #[test]
     fn vectors_are_bounded_and_survive_a_restart() {

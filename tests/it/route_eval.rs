@@ -13,22 +13,28 @@ use std::process::Command;
 
 use serde_json::Value;
 
+/// `toolrouter eval route ARGS --json` (the default config), its report.
+fn eval_route<S: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = S>) -> Value {
+    let out = Command::new(common::binary())
+        .args(["eval", "route", "--json"])
+        .args(args)
+        .env_remove("TOOLROUTER_CONFIG")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[test]
 fn route_mode_keeps_the_relevant_tools_better_than_bm25() {
     let Some(data) = common::toolbench_dir() else { return };
     let embedded = common::model_available();
     let sets = data.join("queries/stabletoolbench_solvable");
-    let out = Command::new(common::binary())
-        .args(["eval", "route", "--tools", "300", "--k", "20", "--json", "--queries"])
-        .args(["G1_instruction", "G1_category", "G2_instruction"].map(|s| sets.join(format!("{s}.json"))))
-        .arg("--catalog")
-        .arg(data.join("tools"))
-        .args((!embedded).then_some("--lexical"))
-        .env_remove("TOOLROUTER_CONFIG")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut args: Vec<std::ffi::OsString> = ["--tools", "300", "--k", "20", "--queries"].map(Into::into).to_vec();
+    args.extend(["G1_instruction", "G1_category", "G2_instruction"].map(|s| sets.join(format!("{s}.json")).into()));
+    args.extend(["--catalog".into(), data.join("tools").into()]);
+    args.extend((!embedded).then(|| "--lexical".into()));
+    let report = eval_route(args);
     for set in report["sets"].as_array().unwrap().iter().chain([&report["overall"]]) {
         let (bm25, random) = (&set["bm25"], &set["random"]);
         let f = |v: &Value| v.as_f64().unwrap();
@@ -80,16 +86,10 @@ fn bfcl_cases() -> Option<Vec<std::path::PathBuf>> {
 fn on_a_collection_never_tuned_on_route_mode_beats_bm25_and_the_embedding_alone() {
     let Some(files) = bfcl_cases() else { return };
     let embedded = common::model_available();
-    let out = Command::new(common::binary())
-        .args(["eval", "route", "--tools", "300", "--k", "5", "--json"])
-        .args((!embedded).then_some("--lexical"))
-        .arg("--cases")
-        .args(&files)
-        .env_remove("TOOLROUTER_CONFIG")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut args: Vec<std::ffi::OsString> = ["--tools", "300", "--k", "5", "--cases"].map(Into::into).to_vec();
+    args.extend(files.into_iter().map(Into::into));
+    args.extend((!embedded).then(|| "--lexical".into()));
+    let report = eval_route(args);
     let f = |v: &Value| v.as_f64().unwrap();
     for set in report["sets"].as_array().unwrap().iter().chain([&report["overall"]]) {
         assert!(set["queries"].as_u64().unwrap() >= 200, "{set}");
@@ -120,16 +120,11 @@ fn requests_and_tools_in_other_languages_are_matched() {
         return;
     }
     let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/route-languages");
-    let out = Command::new(common::binary())
-        .args(["eval", "route", "--tools", "300", "--k", "5", "--json", "--cases"])
-        .args(["zh", "es", "pt", "de", "zh-tools"].map(|l| data.join(format!("{l}.jsonl"))))
-        .arg("--distractors")
-        .args(&distractors)
-        .env_remove("TOOLROUTER_CONFIG")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut args: Vec<std::ffi::OsString> = ["--tools", "300", "--k", "5", "--cases"].map(Into::into).to_vec();
+    args.extend(["zh", "es", "pt", "de", "zh-tools"].map(|l| data.join(format!("{l}.jsonl")).into()));
+    args.push("--distractors".into());
+    args.extend(distractors.into_iter().map(Into::into));
+    let report = eval_route(args);
     let f = |v: &Value| v.as_f64().unwrap();
     for set in report["sets"].as_array().unwrap() {
         assert!(set["queries"].as_u64().unwrap() >= 30, "{set}");
