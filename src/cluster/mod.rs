@@ -1,7 +1,8 @@
 //! What replicas share through Redis (`[cluster]`, docs/configuration.md
 //! "Replicas"): the rate limits ([`limits`]), what they learn from runs
-//! ([`runs`], published from a durable [`outbox`]) and execute runs'
-//! traces ([`Cluster::put_trace`], with an expiry and a size cap).
+//! ([`runs`], published from a durable [`outbox`]), route mode's tool
+//! vectors ([`tool_vectors`]) and execute runs' traces
+//! ([`Cluster::put_trace`], with an expiry and a size cap).
 //!
 //! Connections are made lazily and kept by redis-rs's `ConnectionManager`
 //! (reconnecting on its own): one for the limits and traces, one for
@@ -15,6 +16,7 @@
 pub mod limits;
 pub mod outbox;
 pub mod runs;
+pub mod tool_vectors;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

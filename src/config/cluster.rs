@@ -15,6 +15,9 @@ pub const REDIS_PASSWORD_ENV: &str = "TOOLROUTER_CLUSTER_REDIS_PASSWORD";
 pub const DEFAULT_CLUSTER_TIMEOUT_MS: u64 = 100;
 /// `cluster.trace_ttl_s`: how long an execute run's trace stays readable on every replica.
 pub const DEFAULT_TRACE_TTL_S: u64 = 3600;
+/// `cluster.tool_vectors_ttl_s`: how long a tool vector one replica
+/// embedded stays readable by the others (renewed when embedded again).
+pub const DEFAULT_TOOL_VECTORS_TTL_S: u64 = 30 * 24 * 3600;
 /// `cluster.max_trace_bytes`: larger traces stay on the replica that made them.
 pub const DEFAULT_MAX_TRACE_BYTES: usize = 1024 * 1024;
 /// `cluster.stream_max_runs`: runs kept in the replicas' run stream (a
@@ -43,6 +46,8 @@ pub struct ClusterConfig {
     pub trace_ttl_s: u64,
     /// Larger traces are kept only by the replica that made them.
     pub max_trace_bytes: usize,
+    /// How long a tool vector (route mode) stays shared, in seconds.
+    pub tool_vectors_ttl_s: u64,
     /// Runs kept in the stream through which replicas learn from each
     /// other's runs (Redis trims older ones, approximately).
     pub stream_max_runs: usize,
@@ -58,6 +63,7 @@ impl Default for ClusterConfig {
             timeout_ms: DEFAULT_CLUSTER_TIMEOUT_MS,
             trace_ttl_s: DEFAULT_TRACE_TTL_S,
             max_trace_bytes: DEFAULT_MAX_TRACE_BYTES,
+            tool_vectors_ttl_s: DEFAULT_TOOL_VECTORS_TTL_S,
             stream_max_runs: DEFAULT_STREAM_MAX_RUNS,
         }
     }
@@ -89,10 +95,10 @@ impl ClusterConfig {
                 ));
             }
         }
-        if self.replicas == 0 || self.timeout_ms == 0 || self.stream_max_runs == 0 {
+        if self.replicas == 0 || self.timeout_ms == 0 || self.stream_max_runs == 0 || self.tool_vectors_ttl_s == 0 {
             return Err((
                 "cluster.replicas".into(),
-                "replicas, timeout_ms and stream_max_runs must be at least 1".into(),
+                "replicas, timeout_ms, stream_max_runs and tool_vectors_ttl_s must be at least 1".into(),
             ));
         }
         if self.key_prefix.is_empty() || self.key_prefix.contains(char::is_whitespace) {

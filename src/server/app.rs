@@ -119,6 +119,7 @@ impl App {
             .map(|q| q.allow_burst(std::num::NonZeroU32::new(config.server.client_burst.max(1)).expect("at least 1")))
             .map(governor::RateLimiter::keyed);
         Arc::new(App {
+            ranker: route_ranker(config, cluster.as_ref()),
             config: config.clone(),
             key_hashes,
             admin_hashes,
@@ -130,7 +131,6 @@ impl App {
             cluster,
             runner,
             cut_off: tokio::sync::watch::Sender::new(false),
-            ranker: Arc::new(route_ranker(config)),
             tool_lists: ToolLists::new(config.args.strict),
             route_embedder: OnceLock::new(),
         })
@@ -147,6 +147,7 @@ impl App {
         Narrowing {
             embedder: self.route_embedder.get().cloned(),
             embed_budget: Duration::from_millis(self.config.openai.embed_budget_ms),
+            cluster: self.cluster.clone(),
             ..Narrowing::lexical(self.ranker.clone())
         }
     }
@@ -181,14 +182,24 @@ impl App {
 }
 
 /// Route mode's ranker, its tool vectors kept in the state directory
-/// (`tool-vectors/`) within `openai.tool_cache_*`.
-fn route_ranker(config: &Config) -> ToolListRanker {
+/// (`tool-vectors/`) within `openai.tool_cache_*` and, with a cluster,
+/// shared with the other replicas (written from the runtime of the
+/// caller, when there is one).
+fn route_ranker(config: &Config, cluster: Option<&Arc<crate::cluster::Cluster>>) -> Arc<ToolListRanker> {
     let bounds = crate::retrieval::tool_vectors::Bounds {
         entries: config.openai.tool_cache_entries,
         bytes: config.openai.tool_cache_mb << 20,
     };
     let dir = config.state.dir().join("tool-vectors");
-    ToolListRanker::new(crate::retrieval::tool_vectors::ToolVectors::new(Some(dir), bounds))
+    let ranker = Arc::new(ToolListRanker::new(crate::retrieval::tool_vectors::ToolVectors::new(Some(dir), bounds)));
+    if let (Some(cluster), Ok(runtime)) = (cluster, tokio::runtime::Handle::try_current()) {
+        let (cluster, ttl) = (cluster.clone(), Duration::from_secs(config.cluster.tool_vectors_ttl_s));
+        ranker.on_embedded(Arc::new(move |entries| {
+            let cluster = cluster.clone();
+            runtime.spawn(async move { cluster.share_tool_vectors(&entries, ttl).await });
+        }));
+    }
+    ranker
 }
 
 /// The router of `toolrouter serve`.

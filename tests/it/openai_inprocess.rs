@@ -479,3 +479,60 @@ async fn tools_not_lists_any_order_any_subset_the_same_tools_kept() {
     let report = &serde_json::from_str::<Value>(&text).unwrap()["toolrouter"];
     assert_eq!(report["ranked_by_words"]["count"], 121, "{report}");
 }
+
+/// Replicas share the tool vectors through a real `redis-server`: a list
+/// one replica embedded is ranked with the embedding on another that has
+/// its own state directory and no time to embed anything.
+#[tokio::test]
+async fn a_tool_one_replica_embedded_is_known_to_the_others() {
+    if !crate::common::model_available() {
+        return;
+    }
+    let Some((_redis, port)) = crate::cluster::redis_server() else { return };
+    let replica = |model: Arc<ScriptedModel>, budget_ms: u64, state: &std::path::Path| {
+        let mut config = Config::default();
+        config.log.level = "warn".into();
+        config.openai.max_tools = 6;
+        config.openai.embed_budget_ms = budget_ms;
+        config.state.dir = state.to_path_buf();
+        config.cluster.redis_url = format!("redis://127.0.0.1:{port}");
+        let app = App::with_model(&config, Some(model as Arc<dyn ChatModel>));
+        app.set_route_embedder(Arc::new(toolrouter::retrieval::Embedder::load(&config.embedding).unwrap()));
+        router(app)
+    };
+    let ok = || (0..3).map(|_| completion(json!({"role": "assistant", "content": "ok"})));
+    let ask = |tools: &[Value]| {
+        json!({"model": "m", "tools": tools,
+        "messages": [{"role": "user", "content": "Is it going to be sunny in Lyon this weekend?"}]})
+    };
+    let report = |text: &str| serde_json::from_str::<Value>(text).unwrap()["toolrouter"].clone();
+    let tools = topical_tools();
+    let (first_state, second_state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (first_model, second_model) = (ScriptedModel::new(ok()), ScriptedModel::new(ok()));
+    let first = replica(first_model.clone(), 60_000, first_state.path());
+    let second = replica(second_model.clone(), 0, second_state.path());
+
+    // The first embeds them inline and shares them (written in the background).
+    let (status, _, text) = post(&first, ask(&tools)).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    assert!(report(&text).get("ranked_by_words").is_none(), "{text}");
+    let mut redis = redis::Client::open(format!("redis://127.0.0.1:{port}")).unwrap().get_connection().unwrap();
+    let started = Instant::now();
+    loop {
+        let keys: Vec<String> = redis::cmd("KEYS").arg("toolrouter:toolvec:*").query(&mut redis).unwrap();
+        if keys.len() >= 120 {
+            let ttl: i64 = redis::cmd("TTL").arg(&keys[0]).query(&mut redis).unwrap();
+            assert!(ttl > 3600, "the vectors expire after cluster.tool_vectors_ttl_s: {ttl}");
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{} of 120 tool vectors shared", keys.len());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The second, which never saw them and may not embed inline, ranks them
+    // with the embedding at once, in another order, as the first did.
+    let mut permuted = tools.clone();
+    fastrand::Rng::with_seed(5).shuffle(&mut permuted);
+    let (_, _, text) = post(&second, ask(&permuted)).await;
+    assert!(report(&text).get("ranked_by_words").is_none(), "{text}");
+    assert_eq!(offered(&second_model, 0), offered(&first_model, 0));
+}

@@ -65,6 +65,8 @@ pub struct Narrowing {
     /// Time a request may spend embedding tools never seen before
     /// (`openai.embed_budget_ms`); the rest are embedded in the background.
     pub embed_budget: Duration,
+    /// The replicas whose tool vectors this one reads before embedding.
+    pub cluster: Option<Arc<crate::cluster::Cluster>>,
 }
 
 /// Keeps a route or plan decision; returns its trace id.
@@ -79,7 +81,14 @@ const DECISION_REQUEST_CHARS: usize = 500;
 impl Narrowing {
     /// Lexical narrowing without a graph (no engine).
     pub fn lexical(ranker: Arc<ToolListRanker>) -> Narrowing {
-        Narrowing { ranker, embedder: None, weight: Arc::new(|_, _| 0.0), record: None, embed_budget: Duration::ZERO }
+        Narrowing {
+            ranker,
+            embedder: None,
+            weight: Arc::new(|_, _| 0.0),
+            record: None,
+            embed_budget: Duration::ZERO,
+            cluster: None,
+        }
     }
 
     /// The set of a request's tools.
@@ -91,7 +100,8 @@ impl Narrowing {
 
     /// The tools to offer, in their original order: the `max` best by
     /// [`tool_list::keep`]. Tools never seen are embedded first while
-    /// that fits [`Narrowing::embed_budget`], the rest in the background
+    /// that fits [`Narrowing::embed_budget`] (those another replica
+    /// embedded are read from it first), the rest in the background
     /// (ranked by words until then: [`Kept::by_words`]).
     pub async fn narrow(
         &self,
@@ -108,6 +118,17 @@ impl Narrowing {
         let mut dense = None;
         if let Some(embedder) = &self.embedder {
             let mut vectors = self.ranker.vectors(&set, embedder);
+            // Not while Redis is down (each read would wait `cluster.timeout_ms`).
+            let reachable = self.cluster.as_ref().filter(|c| c.health().0);
+            if let Some(cluster) = reachable.filter(|_| vectors.missing() > 0) {
+                let keys = self.ranker.missing_keys(&set, embedder);
+                let shared = cluster.tool_vectors(&keys, embedder.dims()).await;
+                if !shared.is_empty() {
+                    tracing::debug!(tools = shared.len(), "tool vectors read from the other replicas");
+                    self.ranker.insert(embedder, shared);
+                    vectors = self.ranker.vectors(&set, embedder);
+                }
+            }
             let mut query = self.ranker.cached_query_vector(embedder, &asked.latest);
             let wants_query = query.is_none() && !asked.latest.trim().is_empty();
             let wants_tools = vectors.missing() > 0 && !self.embed_budget.is_zero();
