@@ -279,8 +279,13 @@ fn measure(
     measured.kept[BM25] = sorted(bm25_top_k(definitions, query, options.k));
     measured.kept[RANDOM] = random;
     if let Some(embedder) = embedder {
-        measured.kept[EMBEDDING_ALONE] =
-            sorted(embedding_top_k(definitions, &ranker.query_vector(embedder, query)?, options.k, embedder, alone)?);
+        measured.kept[EMBEDDING_ALONE] = sorted(embedding_top_k(
+            definitions,
+            &ranker.query_vectors(embedder, query)?.latest,
+            options.k,
+            embedder,
+            alone,
+        )?);
     }
     Ok(measured)
 }
@@ -407,13 +412,13 @@ fn narrow(
         let started = Instant::now();
         let set = ranker.set(names, texts);
         let vectors = ranker.vectors(&set, embedder);
-        let query = ranker.query_vector(embedder, &asked.latest)?;
+        let query = ranker.query_vectors(embedder, &asked.latest)?;
         let kept = keep(&set, Some(Dense { query: &query, tools: &vectors }));
         Ok((kept, crate::units::ms(started.elapsed())))
     };
     (measured.kept[ROUTE], measured.ms[1]) = timed(&names, &texts)?;
     measured.ms[2] = timed(&names, &texts)?.1;
-    let query = ranker.query_vector(embedder, &asked.latest)?;
+    let query = ranker.query_vectors(embedder, &asked.latest)?;
     let first = ranker.vectors(&set, embedder).first_request(&set, options.first_embedded);
     measured.kept[FIRST_REQUEST] = keep(&set, Some(Dense { query: &query, tools: &first }));
     // The same tools in another order: kept by name, mapped back.

@@ -553,7 +553,7 @@ struct Masks {
 /// in two batches: a batch is padded to its longest text, and the whole
 /// query is several times longer than any of its sentences, so one batch
 /// made each intent cost as much as the whole query.
-fn embed_query(embedder: &Embedder, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+pub(super) fn embed_query(embedder: &Embedder, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
     let (whole, intents) = texts.split_at(texts.len().min(1));
     let mut vectors = embedder.embed_queries(whole)?;
     vectors.extend(embedder.embed_queries(intents)?);

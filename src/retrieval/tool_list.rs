@@ -9,15 +9,17 @@
 //!   parameter names and descriptions): the latest user message, earlier
 //!   user messages at [`ListWeights::earlier`], each intent of the latest
 //!   message ([`super::intents`]) at [`ListWeights::intent`];
-//! * dense cosine of the latest user message against each tool's vector;
+//! * dense cosine against each tool's vector: the best of the latest user
+//!   message's and its intents' (so each of several needs has its tools
+//!   near the top);
 //! * the tool graph's transition weight from the last tool called.
 //!
 //! Before that order: the tools the conversation already called and the
 //! `tool_choice` target (always kept), then the tools whose name the
 //! latest message spells out (any case; `_`, `-` or spaces; with or
 //! without a leading `get`), at most a quarter of the kept slots. (Each
-//! intent keeping its best BM25 tool, as catalog search does, was
-//! measured and not kept: docs/benchmarks.md, "Tools, not lists".)
+//! intent keeping its best tool, as catalog search does, was measured
+//! and not kept: docs/benchmarks.md, "Several needs in one request".)
 //!
 //! Tools, not lists. A list is known by the set of its tools (name and
 //! text), not by their order: its BM25 index and name keys are built once
@@ -67,6 +69,7 @@ pub struct ListWeights {
     pub dense: f32,
     /// BM25 of each intent of the latest message.
     pub intent: f32,
+
     /// The graph's transition weight from the last tool called, as a
     /// first-rank list of this weight would count.
     pub graph: f32,
@@ -176,10 +179,26 @@ impl ToolSet {
     }
 }
 
-/// The latest message's vector and the tools' vectors, of one model.
+/// The vectors of the latest user message and of each of its intents
+/// ([`intents::split`], in order), of one model.
+#[derive(Debug, Clone)]
+pub struct QueryVectors {
+    pub latest: Arc<[f32]>,
+    pub intents: Vec<Arc<[f32]>>,
+}
+
+impl QueryVectors {
+    /// From the message's vector then its intents'.
+    fn of(mut vectors: Vec<Arc<[f32]>>) -> QueryVectors {
+        let intents = vectors.split_off(1);
+        QueryVectors { latest: vectors.remove(0), intents }
+    }
+}
+
+/// The latest message's vectors and the tools' vectors, of one model.
 #[derive(Clone, Copy)]
 pub struct Dense<'a> {
-    pub query: &'a [f32],
+    pub query: &'a QueryVectors,
     pub tools: &'a ListVectors,
 }
 
@@ -257,22 +276,45 @@ impl ToolListRanker {
         ToolSet { index, positions }
     }
 
-    /// The vector of a user message, from the cache or embedded now
+    /// The vectors of a user message and of its intents
+    /// ([`intents::split`]), from the cache or embedded now, in one batch
     /// (blocking: call it off the async threads).
-    pub fn query_vector(&self, embedder: &Embedder, text: &str) -> Result<Arc<[f32]>, super::EmbedError> {
-        let key = hash_of(embedder.id(), text);
-        if let Some(v) = locked(&self.query_vectors).get(&key) {
-            return Ok(v.clone());
+    pub fn query_vectors(&self, embedder: &Embedder, text: &str) -> Result<QueryVectors, super::EmbedError> {
+        let texts = query_texts(text);
+        let mut found = self.cached(embedder, &texts);
+        let missing: Vec<String> =
+            texts.iter().zip(&found).filter(|(_, v)| v.is_none()).map(|(t, _)| t.clone()).collect();
+        if !missing.is_empty() {
+            let mut embedded = super::embed_query(embedder, &missing)?.into_iter();
+            let mut cache = locked(&self.query_vectors);
+            for (text, slot) in texts.iter().zip(found.iter_mut()).filter(|(_, v)| v.is_none()) {
+                let v: Arc<[f32]> = embedded.next().ok_or_else(|| short_answer(embedder))?.into();
+                cache.put(hash_of(embedder.id(), text), v.clone());
+                *slot = Some(v);
+            }
         }
-        let v: Arc<[f32]> = embedder.embed_queries(&[text.to_string()])?.remove(0).into();
-        locked(&self.query_vectors).put(key, v.clone());
-        Ok(v)
+        Ok(QueryVectors::of(found.into_iter().flatten().collect()))
     }
 
-    /// The cached vector of a user message, if any.
-    pub fn cached_query_vector(&self, embedder: &Embedder, text: &str) -> Option<Arc<[f32]>> {
-        locked(&self.query_vectors).get(&hash_of(embedder.id(), text)).cloned()
+    /// The cached vectors of a user message and its intents, when all are.
+    pub fn cached_query_vectors(&self, embedder: &Embedder, text: &str) -> Option<QueryVectors> {
+        let found: Option<Vec<Arc<[f32]>>> = self.cached(embedder, &query_texts(text)).into_iter().collect();
+        found.map(QueryVectors::of)
     }
+
+    fn cached(&self, embedder: &Embedder, texts: &[String]) -> Vec<Option<Arc<[f32]>>> {
+        let mut cache = locked(&self.query_vectors);
+        texts.iter().map(|t| cache.get(&hash_of(embedder.id(), t)).cloned()).collect()
+    }
+}
+
+/// A user message, then each of its intents.
+fn query_texts(text: &str) -> Vec<String> {
+    std::iter::once(text.to_string()).chain(intents::split(text)).collect()
+}
+
+fn short_answer(embedder: &Embedder) -> super::EmbedError {
+    super::EmbedError::Inference(format!("{} returned fewer vectors than texts", embedder.id()))
 }
 
 /// Adds `weight / (rrf_k + rank)` for each hit.
@@ -303,7 +345,8 @@ pub fn keep(
     // cosine among the rest, the new ones would fall below every known one
     // (tried, with their place taken from BM25: below words alone on
     // the development sets; docs/benchmarks.md, "Tools, not lists").
-    let dense = dense.filter(|d| d.tools.dims == d.query.len() && d.tools.present.len() == n && d.tools.missing == 0);
+    let dense =
+        dense.filter(|d| d.tools.dims == d.query.latest.len() && d.tools.present.len() == n && d.tools.missing == 0);
     let scores = scores(index, conversation, dense, weights, weight);
     // Pinned first: called tools and the forced one, then tools named in the message.
     let must: HashSet<&str> = conversation.called.iter().map(String::as_str).chain(conversation.forced).collect();
@@ -352,11 +395,7 @@ fn scores(
         }
     }
     if let Some(d) = dense.filter(|_| w.dense > 0.0) {
-        let dims = d.tools.dims;
-        let mut hits: Vec<(u32, f32)> =
-            d.tools.flat.chunks_exact(dims).enumerate().map(|(i, v)| (i as u32, dot(d.query, v))).collect();
-        super::bm25::top_k(&mut hits, n);
-        add_ranks(&mut scores, &hits, w.dense, w.rrf_k);
+        add_ranks(&mut scores, &closest(d), w.dense, w.rrf_k);
     }
     if let Some(from) = conversation.called.last() {
         let top = w.graph / (w.rrf_k + 1.0);
@@ -365,6 +404,28 @@ fn scores(
         }
     }
     scores
+}
+
+/// Every tool by its best cosine to the latest message or to one of its
+/// intents, best first: a tool that serves one need of several ranks as
+/// high as the need's own sentence puts it. (The whole message's vector
+/// alone leans to one need; ToolBench 300 → 5 0.894 / 0.790 with it
+/// alone, 0.904 / 0.812 with the best of the intents too; each intent's
+/// cosine as a ranking of its own in the fusion, or each intent keeping
+/// its best tool, was below that: docs/benchmarks.md, "Several needs in
+/// one request".)
+fn closest(d: Dense) -> Vec<(u32, f32)> {
+    let queries: Vec<&[f32]> = std::iter::once(&d.query.latest).chain(&d.query.intents).map(|q| &q[..]).collect();
+    let mut hits: Vec<(u32, f32)> = d
+        .tools
+        .flat
+        .chunks_exact(d.tools.dims)
+        .enumerate()
+        .map(|(i, v)| (i as u32, queries.iter().map(|q| dot(q, v)).fold(f32::MIN, f32::max)))
+        .collect();
+    let n = hits.len();
+    super::bm25::top_k(&mut hits, n);
+    hits
 }
 
 #[cfg(test)]
@@ -388,6 +449,35 @@ mod tests {
         assert!(kept.tools.contains(&40), "{kept:?}");
         assert_eq!(kept.tools.len(), 3);
         assert_eq!(kept.by_words.len(), 41, "no model: every tool ranked by words");
+    }
+
+    /// A request with two needs keeps a tool for the one its whole-message
+    /// vector leans away from.
+    #[test]
+    fn each_need_of_a_request_has_its_tools_near_the_top() {
+        let names: Vec<String> = (0..12).map(|i| format!("tool_{i:02}")).collect();
+        let texts: Vec<String> = names.iter().map(|n| format!("{n} does things")).collect();
+        let set = set_of(&ToolListRanker::default(), &names, &texts);
+        // tool_11 serves the second need only; the others lean to the first.
+        let flat: Vec<f32> = set
+            .index
+            .names
+            .iter()
+            .flat_map(|n| if n == "tool_11" { [0.0, 1.0, 0.0] } else { [0.9, 0.3, 0.1] })
+            .collect();
+        let tools = ListVectors { model: "m".into(), dims: 3, flat, present: vec![true; 12], missing: 0 };
+        let conversation =
+            Conversation { latest: "Forecast rain Lyon tomorrow. Convert dollars euros.", ..Default::default() };
+        assert_eq!(intents::split(conversation.latest).len(), 2);
+        let whole = Arc::from([0.95, 0.3, 0.0]);
+        let needs = vec![Arc::from([1.0, 0.0, 0.0]), Arc::from([0.0, 1.0, 0.0])];
+        let keep_with = |intents: Vec<Arc<[f32]>>| {
+            let query = QueryVectors { latest: Arc::clone(&whole), intents };
+            let dense = Dense { query: &query, tools: &tools };
+            keep(&set, &conversation, Some(dense), 3, &ListWeights::default(), &|_, _| 0.0).tools
+        };
+        assert!(!keep_with(Vec::new()).contains(&11), "the whole message alone leans to the first need");
+        assert!(keep_with(needs).contains(&11));
     }
 
     #[test]
@@ -427,7 +517,11 @@ mod tests {
             // Vectors as a model would give them, in the set's order.
             let flat: Vec<f32> = set.index.texts.iter().flat_map(|t| [t.len() as f32, 1.0, 0.0, 0.5]).collect();
             let tools_vectors = ListVectors { model: "m".into(), dims, flat, present: vec![true; 60], missing: 0 };
-            let dense = Dense { query: &[0.1, 1.0, 0.0, 0.2], tools: &tools_vectors };
+            let query = QueryVectors {
+                latest: Arc::from([0.1, 1.0, 0.0, 0.2]),
+                intents: vec![Arc::from([0.5, 0.0, 1.0, 0.0])],
+            };
+            let dense = Dense { query: &query, tools: &tools_vectors };
             let kept = keep(&set, &conversation, Some(dense), 7, &ListWeights::default(), &|_, _| 0.0);
             let mut kept_names: Vec<String> = kept.tools.iter().map(|&i| names[i].clone()).collect();
             kept_names.sort();

@@ -129,7 +129,7 @@ impl Narrowing {
                     vectors = self.ranker.vectors(&set, embedder);
                 }
             }
-            let mut query = self.ranker.cached_query_vector(embedder, &asked.latest);
+            let mut query = self.ranker.cached_query_vectors(embedder, &asked.latest);
             let wants_query = query.is_none() && !asked.latest.trim().is_empty();
             let wants_tools = vectors.missing() > 0 && !self.embed_budget.is_zero();
             if wants_query || wants_tools {
@@ -137,7 +137,7 @@ impl Narrowing {
                 let (set, budget) = (set.clone(), self.embed_budget);
                 let embedded = tokio::task::spawn_blocking(move || {
                     let vectors = if wants_tools { ranker.embed_missing(&set, &embedder, budget).ok() } else { None };
-                    let query = if wants_query { ranker.query_vector(&embedder, &text).ok() } else { None };
+                    let query = if wants_query { ranker.query_vectors(&embedder, &text).ok() } else { None };
                     (vectors, query)
                 })
                 .await;
