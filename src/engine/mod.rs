@@ -443,7 +443,8 @@ impl Engine {
         };
         let class = outcome.class.map_or_else(|| "ok".to_string(), |c| c.name());
         crate::metrics::global().tool_call(&api.function_name, &class, attempts.saturating_sub(1) as u64, ms);
-        if request.standalone {
+        // A call toolrouter refused itself teaches the graph nothing of the API.
+        if request.standalone && result.as_ref().err().is_none_or(|e| e.asked) {
             let run = RunRecord {
                 id: crate::graph::run_id("call"),
                 task: String::new(),

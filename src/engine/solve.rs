@@ -280,25 +280,28 @@ impl Caller for Calls<'_> {
             standalone: false,
         };
         let call = self.engine.call(request);
+        // Cut off by the run's own deadline: nothing learned of the API.
         let Ok(called) = tokio::time::timeout(left, call).await else {
-            self.made
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(RunCall { function: api.function_name.clone(), ok: false });
             let status = "not finished: the run's deadline passed".to_string();
             return StepOutcome { ok: false, status, response: None, elapsed_ms: crate::units::ms(started.elapsed()) };
         };
-        let (ok, status, response) = match called {
-            Called::Unknown(unknown) => (false, unknown.to_string(), None),
-            Called::Refused(problem) => (false, format!("invalid arguments: {problem}"), None),
-            Called::Invalid(invalid) => (false, format!("invalid arguments: {invalid}"), None),
-            Called::Failed(e) => (false, format!("failed ({}): {e}", e.class.name()), None),
+        // What the graph learns: the API's answers and its failures, not
+        // toolrouter's own refusals (unknown name, invalid arguments, its
+        // rate limits, the guard: `CallError::asked`).
+        let (ok, status, response, learned) = match called {
+            Called::Unknown(unknown) => (false, unknown.to_string(), None, false),
+            Called::Refused(problem) => (false, format!("invalid arguments: {problem}"), None, false),
+            Called::Invalid(invalid) => (false, format!("invalid arguments: {invalid}"), None, false),
+            Called::Failed(e) => (false, format!("failed ({}): {e}", e.class.name()), None, e.asked),
             Called::Done { response, compressed, .. } => {
                 let ok = response.outcome().ok;
-                (ok, format!("HTTP {}", response.status), serde_json::from_str(&compressed.text).ok())
+                (ok, format!("HTTP {}", response.status), serde_json::from_str(&compressed.text).ok(), true)
             }
         };
-        self.made.lock().unwrap_or_else(|e| e.into_inner()).push(RunCall { function: api.function_name.clone(), ok });
+        if learned {
+            let call = RunCall { function: api.function_name.clone(), ok };
+            self.made.lock().unwrap_or_else(|e| e.into_inner()).push(call);
+        }
         StepOutcome { ok, status, response, elapsed_ms: crate::units::ms(started.elapsed()) }
     }
 }

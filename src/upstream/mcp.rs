@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use serde_json::{Map, Value};
 
-use super::{Attempt, CallError, CallTrace, ErrorClass, Response, Upstream, error, finish};
+use super::{Attempt, CallError, CallTrace, ErrorClass, Response, Upstream, error, finish, not_asked};
 use crate::catalog::{Api, McpTarget};
 use crate::downstream::CallFailure;
 use crate::units::ms;
@@ -31,12 +31,12 @@ impl Upstream {
         };
         let Some(downstream) = &self.downstream else {
             let message = format!("the MCP server `{}` is not connected in this process", target.server);
-            return Err(finish(error(ErrorClass::Unavailable, message, trace), started));
+            return Err(finish(not_asked(ErrorClass::Unavailable, message, trace), started));
         };
         match self.limits.acquire_for_client(client).await {
             Ok(waited) => trace.rate_limit_wait_ms = ms(waited),
             Err(limited) => {
-                let mut e = error(ErrorClass::RateLimited, limited.to_string(), trace);
+                let mut e = not_asked(ErrorClass::RateLimited, limited.to_string(), trace);
                 e.retry_after_ms = Some(ms(limited.retry_after));
                 return Err(finish(e, started));
             }
@@ -44,6 +44,8 @@ impl Upstream {
         let at = ms(started.elapsed());
         let result = downstream.call(&target.server, &api.name, arguments.clone()).await;
         let elapsed = ms(started.elapsed()) - at;
+        // The downstream layer's own rate limit refuses before asking the server.
+        let asked = !matches!(result, Err(CallFailure::RateLimited { .. }));
         let (class, message, retry_after_ms) = match result {
             Ok(answer) => {
                 let cap = self.config.max_response_bytes;
@@ -75,7 +77,7 @@ impl Upstream {
             retry_in_ms: None,
         });
         let mut e = error(class, message, trace);
-        e.retry_after_ms = retry_after_ms;
+        (e.retry_after_ms, e.asked) = (retry_after_ms, asked);
         Err(finish(e, started))
     }
 }

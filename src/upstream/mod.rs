@@ -150,6 +150,12 @@ pub struct CallError {
     /// When to try again (rate limits, `Retry-After`).
     pub retry_after_ms: Option<f64>,
     pub trace: Box<CallTrace>,
+    /// The API was asked. `false`: toolrouter refused the call itself (a
+    /// request it could not build, the guard, its own rate limits, a host
+    /// held back after its 429, a downstream server not connected here),
+    /// which says nothing about the API: the tool graph does not learn it.
+    #[serde(skip_serializing_if = "is_true")]
+    pub asked: bool,
 }
 
 impl Response {
@@ -250,13 +256,7 @@ impl Upstream {
         let started = Instant::now();
         let deadline = started + Duration::from_millis(self.config.deadline_ms);
         let mut trace = CallTrace { function: api.function_name.clone(), ..CallTrace::default() };
-        let fail = |class, message: String, trace: &CallTrace| CallError {
-            class,
-            message,
-            status: None,
-            retry_after_ms: None,
-            trace: Box::new(trace.clone()),
-        };
+        let fail = |class, message: String, trace: &CallTrace| not_asked(class, message, trace.clone());
         let http = match request::build(api, arguments, self.base_url.as_ref()) {
             Ok(h) => h,
             Err(message) => return Err(fail(ErrorClass::Request, message, &trace)),
@@ -522,7 +522,16 @@ fn interpret(bytes: &[u8], content_type: &str) -> Result<Value, Failure> {
 }
 
 fn error(class: ErrorClass, message: String, trace: CallTrace) -> CallError {
-    CallError { class, message, status: None, retry_after_ms: None, trace: Box::new(trace) }
+    CallError { class, message, status: None, retry_after_ms: None, trace: Box::new(trace), asked: true }
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
+/// A call toolrouter refused itself ([`CallError::asked`] false).
+fn not_asked(class: ErrorClass, message: String, trace: CallTrace) -> CallError {
+    CallError { asked: false, ..error(class, message, trace) }
 }
 
 fn finish(mut e: CallError, started: Instant) -> CallError {

@@ -12,6 +12,7 @@ mod console;
 mod downstream;
 mod faults;
 mod graph_crash;
+mod learning;
 mod llm_client;
 mod mcp_python;
 mod memory;

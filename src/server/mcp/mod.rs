@@ -198,7 +198,9 @@ impl Ready {
             }
             Called::Failed(e) => {
                 let function = e.outcome().function;
-                self.session.record_call(&function, false);
+                if e.asked {
+                    self.session.record_call(&function, false);
+                }
                 let mut text = format!("The call to `{function}` failed ({:?}): {}", e.class, e.message);
                 if let Some(ms) = e.retry_after_ms {
                     text.push_str(&format!(" Retry after {:.1} s.", ms / 1e3));
