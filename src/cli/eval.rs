@@ -51,7 +51,7 @@ pub(super) struct RouteArgs {
     lexical: bool,
     /// Tools a list's first request gets embedded inline, when none of
     /// them was known (what `openai.embed_budget_ms` buys on the machine).
-    #[arg(long, default_value_t = 40)]
+    #[arg(long, default_value_t = 80)]
     first_embedded: usize,
     /// Weight of the latest message's BM25 ranking (a list sweeps values;
     /// 0 with the intent and earlier weights 0: the embedding alone).
