@@ -109,6 +109,24 @@ impl Journal {
     }
 }
 
+/// Replaces the journal at `path` by `records` (numbered from 1): written
+/// beside it, fsync'd, renamed into place, the directory fsync'd.
+pub fn replace<T: Serialize + DeserializeOwned>(path: &Path, records: &[T]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let aside = path.with_extension("jsonl.new");
+    // A leftover of an interrupted rewrite: appending to it would duplicate records.
+    match std::fs::remove_file(&aside) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let (mut journal, _, _) = Journal::open::<T>(&aside)?;
+    journal.append_all(1, records)?;
+    drop(journal);
+    std::fs::rename(&aside, path)?;
+    File::open(dir)?.sync_all()
+}
+
 /// Reads the intact records of the journal at `path` without changing it.
 pub fn read<T: DeserializeOwned + Serialize>(path: &Path) -> std::io::Result<(Records<T>, ReadReport)> {
     let (records, report, _) = read_with_len(path)?;

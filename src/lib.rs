@@ -38,7 +38,8 @@
 //!   exact scan, fused by weighted reciprocal rank; multi-part requests
 //!   split into intents; the index persists in the state directory. Route
 //!   mode ranks a client's own tools (`tool_list`), their vectors kept per
-//!   tool (`tool_vectors`).
+//!   tool (`tool_vectors`), learning which tools the model called for
+//!   which request (`tool_memory`).
 //! * [`graph`]: the tool graph (petgraph): transition weights and API
 //!   availability learned from trajectories, updated online after every
 //!   run, durable as a snapshot plus an fsync'd run log.

@@ -53,6 +53,11 @@ pub(super) struct RouteArgs {
     /// them was known (what `openai.embed_budget_ms` buys on the machine).
     #[arg(long, default_value_t = 80)]
     first_embedded: usize,
+    /// Route mode learning from use: each request's needed tools are
+    /// remembered as called, and route mode with that memory is measured
+    /// beside it without (and over the requests needing a tool needed before).
+    #[arg(long)]
+    learning: bool,
     /// Weight of the latest message's BM25 ranking (a list sweeps values;
     /// 0 with the intent and earlier weights 0: the embedding alone).
     #[arg(long, value_delimiter = ',', value_name = "W")]
@@ -232,7 +237,8 @@ fn run_route(args: &RouteArgs, config: &Config) -> Result<ExitCode, CliError> {
         Some(config.embedding.cache_dir().join("route-eval")),
         crate::retrieval::tool_vectors::Bounds { entries: 200_000, bytes: 1 << 30 },
     );
-    let ranker = crate::retrieval::tool_list::ToolListRanker::new(vectors);
+    let memory = crate::retrieval::tool_memory::ToolMemory::new(None, 1_000_000);
+    let ranker = crate::retrieval::tool_list::ToolListRanker::new(vectors, memory);
     let alone = route::AloneVectors::default();
     let embedding_failed = |e| CliError::Usage(format!("embedding the tool lists failed: {e}"));
     let evaluate: Box<dyn Fn(RouteOptions) -> Result<route::RouteReport, CliError>> = if args.cases.is_empty() {
@@ -278,8 +284,14 @@ fn run_route(args: &RouteArgs, config: &Config) -> Result<ExitCode, CliError> {
     }
     let mut reports = Vec::new();
     for weights in grid {
-        let options =
-            RouteOptions { tools: args.tools, k, seed: args.seed, weights, first_embedded: args.first_embedded };
+        let options = RouteOptions {
+            tools: args.tools,
+            k,
+            seed: args.seed,
+            weights,
+            first_embedded: args.first_embedded,
+            learning: args.learning,
+        };
         let report = evaluate(options)?;
         if !args.json {
             if sweep {

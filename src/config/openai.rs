@@ -12,6 +12,9 @@ pub const DEFAULT_MAX_REQUEST_TOOLS: usize = 5_000;
 /// first-seen list of 50 tools is embedded whole (0.29–0.31 s on 2 cores)
 /// and ranked with the embedding at once (docs/benchmarks.md, "Tools, not lists").
 pub const DEFAULT_EMBED_BUDGET_MS: u64 = 400;
+/// `openai.tool_memory_requests`: requests whose tool calls route mode
+/// remembers (about 1.7 kB each with a 384-dim model).
+pub const DEFAULT_TOOL_MEMORY_REQUESTS: usize = 20_000;
 /// `openai.tool_cache_entries`: tool vectors kept (route mode).
 pub const DEFAULT_TOOL_CACHE_ENTRIES: usize = 20_000;
 /// `openai.tool_cache_mb`: memory the kept tool vectors may take.
@@ -74,6 +77,8 @@ pub struct OpenAiConfig {
     pub embed_budget_ms: u64,
     pub tool_cache_entries: usize,
     pub tool_cache_mb: usize,
+    /// Requests whose tool calls route mode remembers (0: it learns nothing).
+    pub tool_memory_requests: usize,
 }
 
 impl OpenAiConfig {
@@ -112,6 +117,7 @@ impl Default for OpenAiConfig {
             embed_budget_ms: DEFAULT_EMBED_BUDGET_MS,
             tool_cache_entries: DEFAULT_TOOL_CACHE_ENTRIES,
             tool_cache_mb: DEFAULT_TOOL_CACHE_MB,
+            tool_memory_requests: DEFAULT_TOOL_MEMORY_REQUESTS,
         }
     }
 }

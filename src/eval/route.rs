@@ -49,6 +49,12 @@ pub struct RouteOptions {
     /// Tools a list's first request gets embedded inline (what
     /// `openai.embed_budget_ms` buys: docs/benchmarks.md, "Tools, not lists").
     pub first_embedded: usize,
+    /// Route mode learns from use: after each request, the needed tools it
+    /// kept are remembered as called (a model calls the tools it needs
+    /// among those offered), and route mode with that memory is measured
+    /// beside it without; requests needing a tool an earlier one needed
+    /// are also reported apart.
+    pub learning: bool,
 }
 
 /// Recall and all-kept share of one method.
@@ -81,6 +87,8 @@ pub struct SetReport {
     pub embedding_alone: Option<Scores>,
     pub bm25: Scores,
     pub random: Scores,
+    /// Route mode with what earlier requests called (`--learning`).
+    pub route_learning: Option<Scores>,
     /// Share of requests whose kept tools were the same with the list
     /// in another order (absent without a model).
     pub same_when_permuted: Option<f64>,
@@ -110,7 +118,8 @@ const EMBEDDING_ALONE: usize = 3;
 const BM25: usize = 4;
 const RANDOM: usize = 5;
 const PERMUTED: usize = 6;
-const METHODS: usize = 7;
+const LEARNING: usize = 7;
+const METHODS: usize = 8;
 
 #[derive(Default)]
 struct Acc {
@@ -146,7 +155,7 @@ impl Acc {
         }
     }
 
-    fn report(&self, name: &str, embedded: bool) -> SetReport {
+    fn report(&self, name: &str, embedded: bool, learning: bool) -> SetReport {
         let n = self.queries.max(1) as f64;
         let scores = |i: usize| Scores { recall: self.sums[i].0 / n, all_kept: self.sums[i].1 / n };
         let latency = |i: usize| Latency::of(&mut self.ms[i].clone());
@@ -160,12 +169,67 @@ impl Acc {
             embedding_alone: embedded.then(|| scores(EMBEDDING_ALONE)),
             bm25: scores(BM25),
             random: scores(RANDOM),
+            route_learning: (embedded && learning).then(|| scores(LEARNING)),
             same_when_permuted: embedded.then(|| self.same as f64 / n),
             new_list_ms: latency(0),
             new_message_ms: latency(1),
             seen_ms: latency(2),
             permuted_ms: latency(3),
         }
+    }
+}
+
+/// A run's accumulators: per set and overall, and with `--learning` the
+/// same over the requests that need a tool an earlier request needed.
+struct Tally {
+    options: RouteOptions,
+    embedded: bool,
+    /// (set, all its requests, its repeats), in order.
+    sets: Vec<(String, Acc, Acc)>,
+    all: Acc,
+    repeats: Acc,
+    /// The texts of the tools earlier requests needed.
+    needed: HashSet<String>,
+}
+
+impl Tally {
+    fn new(options: RouteOptions, embedded: bool) -> Tally {
+        let (sets, all, repeats, needed) = (Vec::new(), Acc::default(), Acc::default(), HashSet::new());
+        Tally { options, embedded, sets, all, repeats, needed }
+    }
+
+    fn start(&mut self, set: &str) {
+        self.sets.push((set.to_string(), Acc::default(), Acc::default()));
+    }
+
+    fn add(&mut self, measured: &Measured, tools: &[Arc<ClientTool>], relevant: &HashSet<usize>) {
+        let texts: Vec<&String> = relevant.iter().map(|&i| &tools[i].text).collect();
+        let repeat = texts.iter().any(|t| self.needed.contains(*t));
+        self.needed.extend(texts.into_iter().cloned());
+        let (_, set, set_repeats) = self.sets.last_mut().expect("a set was started");
+        for acc in [set, &mut self.all] {
+            acc.add(measured, relevant, tools.len());
+        }
+        if repeat {
+            for acc in [set_repeats, &mut self.repeats] {
+                acc.add(measured, relevant, tools.len());
+            }
+        }
+    }
+
+    fn report(self) -> RouteReport {
+        let (embedded, learning) = (self.embedded, self.options.learning);
+        let mut sets = Vec::new();
+        for (name, acc, repeats) in &self.sets {
+            sets.push(acc.report(name, embedded, learning));
+            if learning {
+                sets.push(repeats.report(&format!("{name}: needs a tool needed before"), embedded, learning));
+            }
+        }
+        if learning {
+            sets.push(self.repeats.report("overall: needs a tool needed before", embedded, learning));
+        }
+        RouteReport { options: self.options, sets, overall: self.all.report("overall", embedded, learning) }
     }
 }
 
@@ -226,9 +290,10 @@ pub fn evaluate(
     let pool: Vec<ApiId> = sets.iter().flat_map(|(_, qs)| qs).flat_map(|q| resolved(catalog, &q.api_list)).collect();
     let apis = catalog.apis().len() as u32;
     let random_pool: Vec<ApiId> = (0..RANDOM_POOL.min(apis as usize)).map(|_| ApiId(rng.u32(..apis))).collect();
-    let (mut all, mut reports) = (Acc::default(), Vec::new());
+    ranker.forget();
+    let mut tally = Tally::new(options, embedder.is_some());
     for (name, queries) in sets {
-        let mut acc = Acc::default();
+        tally.start(name);
         for q in queries {
             let relevant_apis: HashSet<ApiId> = resolved(catalog, &q.relevant).into_iter().collect();
             if relevant_apis.is_empty() {
@@ -245,12 +310,11 @@ pub fn evaluate(
             let relevant: HashSet<usize> =
                 list.iter().enumerate().filter(|(_, id)| relevant_apis.contains(id)).map(|(i, _)| i).collect();
             let measured = measure(&definitions, &tools, &q.query, &options, ranker, embedder, alone, &mut rng)?;
-            acc.add(&measured, &relevant, list.len());
-            all.add(&measured, &relevant, list.len());
+            tally.add(&measured, &tools, &relevant);
+            learn(ranker, embedder, &tools, &q.query, &relevant, &measured, &options)?;
         }
-        reports.push(acc.report(name, embedder.is_some()));
     }
-    Ok(RouteReport { options, sets: reports, overall: all.report("overall", embedder.is_some()) })
+    Ok(tally.report())
 }
 
 /// Tool vectors of the plain-embedding baseline, by text (name and
@@ -354,9 +418,10 @@ pub fn evaluate_cases(
             pool.push(tool);
         }
     }
-    let (mut all, mut reports) = (Acc::default(), Vec::new());
+    ranker.forget();
+    let mut tally = Tally::new(options, embedder.is_some());
     for (set, cases) in sets {
-        let mut acc = Acc::default();
+        tally.start(set);
         for case in cases {
             let mut seen: HashSet<String> = case.tools.iter().map(name).collect();
             let mut definitions: Vec<Value> = case.tools.clone();
@@ -373,12 +438,33 @@ pub fn evaluate_cases(
             let relevant: HashSet<usize> =
                 tools.iter().enumerate().filter(|(_, t)| case.relevant.contains(&t.name)).map(|(i, _)| i).collect();
             let measured = measure(&definitions, &tools, &case.query, &options, ranker, embedder, alone, &mut rng)?;
-            acc.add(&measured, &relevant, tools.len());
-            all.add(&measured, &relevant, tools.len());
+            tally.add(&measured, &tools, &relevant);
+            learn(ranker, embedder, &tools, &case.query, &relevant, &measured, &options)?;
         }
-        reports.push(acc.report(set, embedder.is_some()));
     }
-    Ok(RouteReport { options, sets: reports, overall: all.report("overall", embedder.is_some()) })
+    Ok(tally.report())
+}
+
+/// With `--learning`, remembers that `query` called the `relevant` tools
+/// route mode (learning) kept: a model can only call the tools it is
+/// offered, and calls those it needs.
+fn learn(
+    ranker: &ToolListRanker,
+    embedder: Option<&Embedder>,
+    tools: &[Arc<ClientTool>],
+    query: &str,
+    relevant: &HashSet<usize>,
+    measured: &Measured,
+    options: &RouteOptions,
+) -> Result<(), crate::retrieval::EmbedError> {
+    let Some(embedder) = embedder.filter(|_| options.learning) else { return Ok(()) };
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    let texts: Vec<&str> = tools.iter().map(|t| t.text.as_str()).collect();
+    let set = ranker.set(&names, &texts);
+    let query = ranker.query_vectors(embedder, query)?;
+    let called: Vec<usize> = measured.kept[LEARNING].iter().copied().filter(|i| relevant.contains(i)).collect();
+    ranker.learn(&set, &ranker.vectors(&set, embedder), &query, &called);
+    Ok(())
 }
 
 /// Narrows one request the way the server does ([`Narrowing::narrow`]'s
@@ -408,25 +494,30 @@ fn narrow(
     measured.ms[0] = crate::units::ms(started.elapsed());
     let Some(embedder) = embedder else { return Ok(measured) };
     ranker.embed_missing(&set, embedder, Duration::MAX)?;
-    let timed = |names: &[&str], texts: &[&str]| -> Result<(Vec<usize>, f64), crate::retrieval::EmbedError> {
+    // Timed as the server narrows (the memory read too, with `--learning`);
+    // kept without the memory, and with it.
+    type Timed = (Vec<usize>, Vec<usize>, f64);
+    let timed = |names: &[&str], texts: &[&str]| -> Result<Timed, crate::retrieval::EmbedError> {
         let started = Instant::now();
         let set = ranker.set(names, texts);
         let vectors = ranker.vectors(&set, embedder);
         let query = ranker.query_vectors(embedder, &asked.latest)?;
-        let kept = keep(&set, Some(Dense { query: &query, tools: &vectors }));
-        Ok((kept, crate::units::ms(started.elapsed())))
+        let remembered = if options.learning { ranker.remembered(&vectors, &query) } else { Vec::new() };
+        let learned = keep(&set, Some(Dense { query: &query, tools: &vectors, remembered: &remembered }));
+        let ms = crate::units::ms(started.elapsed());
+        Ok((keep(&set, Some(Dense { query: &query, tools: &vectors, remembered: &[] })), learned, ms))
     };
-    (measured.kept[ROUTE], measured.ms[1]) = timed(&names, &texts)?;
-    measured.ms[2] = timed(&names, &texts)?.1;
+    (measured.kept[ROUTE], measured.kept[LEARNING], measured.ms[1]) = timed(&names, &texts)?;
+    measured.ms[2] = timed(&names, &texts)?.2;
     let query = ranker.query_vectors(embedder, &asked.latest)?;
     let first = ranker.vectors(&set, embedder).first_request(&set, options.first_embedded);
-    measured.kept[FIRST_REQUEST] = keep(&set, Some(Dense { query: &query, tools: &first }));
+    measured.kept[FIRST_REQUEST] = keep(&set, Some(Dense { query: &query, tools: &first, remembered: &[] }));
     // The same tools in another order: kept by name, mapped back.
     let mut order: Vec<usize> = (0..tools.len()).collect();
     rng.shuffle(&mut order);
     let names: Vec<&str> = order.iter().map(|&i| names[i]).collect();
     let texts: Vec<&str> = order.iter().map(|&i| texts[i]).collect();
-    let (permuted, ms) = timed(&names, &texts)?;
+    let (permuted, _, ms) = timed(&names, &texts)?;
     measured.kept[PERMUTED] = sorted(permuted.into_iter().map(|j| order[j]).collect());
     measured.ms[3] = ms;
     Ok(measured)
@@ -478,20 +569,26 @@ pub fn markdown(report: &RouteReport) -> String {
         "{} tools per request{carried}, {} kept (seed {}); recall of the relevant APIs / share of queries with all kept\n\n",
         o.tools, o.k, o.seed
     );
+    let learning = if o.learning { " route, learning from earlier requests |" } else { "" };
     let _ = writeln!(
         out,
-        "| set | queries | route mode | route, first request ({} embedded) | route, words only | embedding alone | BM25 top-k | random k |",
+        "| set | queries | route mode |{learning} route, first request ({} embedded) | route, words only | embedding alone | BM25 top-k | random k |",
         o.first_embedded
     );
-    out.push_str("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    let _ = writeln!(
+        out,
+        "| --- | ---: | ---: |{} ---: | ---: | ---: | ---: | ---: |",
+        if o.learning { " ---: |" } else { "" }
+    );
     let mut rows: BTreeMap<usize, &SetReport> = report.sets.iter().enumerate().collect();
     rows.insert(usize::MAX, &report.overall);
     let s = |x: &Scores| format!("{:.3} / {:.3}", x.recall, x.all_kept);
     let model = |x: &Option<Scores>| x.as_ref().map_or_else(|| "(no model)".to_string(), s);
     for set in rows.values() {
+        let learned = if o.learning { format!(" {} |", model(&set.route_learning)) } else { String::new() };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} |{learned} {} | {} | {} | {} | {} |",
             set.name,
             set.queries,
             model(&set.route),

@@ -126,24 +126,6 @@ fn embed_again(entries: Vec<&mut Memory>, model: &str, embed: Embed<'_>) -> std:
     Ok(())
 }
 
-/// Replaces the journal at `path` by `entries`: written beside it,
-/// fsync'd, renamed into place, the directory fsync'd.
-fn replace(path: &Path, entries: &[Memory]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let aside = path.with_extension("jsonl.new");
-    // A leftover of an interrupted rewrite: appending to it would duplicate entries.
-    match std::fs::remove_file(&aside) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-        _ => {}
-    }
-    let (mut journal, _, _) = Journal::open::<Memory>(&aside)?;
-    journal.append_all(1, entries)?;
-    drop(journal);
-    std::fs::rename(&aside, path)?;
-    std::fs::File::open(dir)?.sync_all()
-}
-
 /// Embeds again (through the embedding cache in `cache_dir`) the entries of
 /// the memory journal at `path` that another model embedded: after
 /// `embedding.model` changes, remembered runs keep counting. Returns how many.
@@ -172,7 +154,7 @@ impl LongTermMemory {
         let all: Vec<&mut Memory> = kept.iter_mut().collect();
         embed_again(all, model, embed)?;
         kept.extend_from_slice(entries);
-        replace(path, &kept)?;
+        crate::journal::replace(path, &kept)?;
         Ok(kept.len() - entries.len())
     }
 
@@ -187,7 +169,7 @@ impl LongTermMemory {
         let n = stale.len();
         if n > 0 {
             embed_again(stale, model, embed)?;
-            replace(path, &entries)?;
+            crate::journal::replace(path, &entries)?;
         }
         Ok(n)
     }

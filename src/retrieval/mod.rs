@@ -44,6 +44,7 @@ pub mod intents;
 pub mod names;
 mod options;
 pub mod tool_list;
+pub mod tool_memory;
 pub mod tool_vectors;
 mod tools;
 

@@ -48,6 +48,7 @@ use lru::LruCache;
 use super::bm25::Bm25;
 use super::embedder::Embedder;
 use super::names::NameIndex;
+use super::tool_memory::ToolMemory;
 use super::tool_vectors::ToolVectors;
 use super::{dense::dot, intents};
 pub use embedding::OnEmbedded;
@@ -73,12 +74,22 @@ pub struct ListWeights {
     /// The graph's transition weight from the last tool called, as a
     /// first-rank list of this weight would count.
     pub graph: f32,
+    /// The tools earlier similar requests called ([`super::tool_memory`]).
+    pub memory: f32,
     pub rrf_k: f32,
 }
 
 impl Default for ListWeights {
     fn default() -> ListWeights {
-        ListWeights { lexical: 1.0, earlier: 0.5, dense: 1.0, intent: 0.5, graph: 1.0, rrf_k: super::RRF_K }
+        ListWeights {
+            lexical: 1.0,
+            earlier: 0.5,
+            dense: 1.0,
+            intent: 0.5,
+            graph: 1.0,
+            memory: 1.0,
+            rrf_k: super::RRF_K,
+        }
     }
 }
 
@@ -134,6 +145,8 @@ pub struct ListVectors {
     dims: usize,
     /// `dims` floats per tool, zeros where `present` is false.
     flat: Vec<f32>,
+    /// Each tool's key under the model (its vector's, and the tool memory's).
+    keys: Vec<super::cache::Key>,
     present: Vec<bool>,
     missing: usize,
 }
@@ -156,7 +169,8 @@ impl ListVectors {
             present[i] = self.present[i];
         }
         let missing = present.iter().filter(|p| !**p).count();
-        ListVectors { model: self.model.clone(), dims: self.dims, flat: self.flat.clone(), present, missing }
+        let (model, dims, flat, keys) = (self.model.clone(), self.dims, self.flat.clone(), self.keys.clone());
+        ListVectors { model, dims, flat, keys, present, missing }
     }
 }
 
@@ -200,6 +214,9 @@ impl QueryVectors {
 pub struct Dense<'a> {
     pub query: &'a QueryVectors,
     pub tools: &'a ListVectors,
+    /// Per tool (in the set's order), how close an earlier request that
+    /// called it was ([`ToolListRanker::remembered`]); empty: none.
+    pub remembered: &'a [f32],
 }
 
 /// The tools to offer, as indexes into the request's list.
@@ -217,12 +234,13 @@ pub struct Kept {
 pub struct ToolListRanker {
     lists: Mutex<LruCache<u64, Arc<ListIndex>>>,
     shared: Arc<Shared>,
+    memory: ToolMemory,
     query_vectors: Mutex<LruCache<u64, Arc<[f32]>>>,
 }
 
 impl Default for ToolListRanker {
     fn default() -> ToolListRanker {
-        ToolListRanker::new(ToolVectors::new(None, Default::default()))
+        ToolListRanker::new(ToolVectors::new(None, Default::default()), ToolMemory::new(None, 1_000))
     }
 }
 
@@ -238,14 +256,16 @@ fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl ToolListRanker {
-    /// A ranker keeping tool vectors in `store`.
-    pub fn new(store: ToolVectors) -> ToolListRanker {
+    /// A ranker keeping tool vectors in `store`, and what was called for
+    /// which request in `memory`.
+    pub fn new(store: ToolVectors, memory: ToolMemory) -> ToolListRanker {
         fn lru<T>(n: usize) -> LruCache<u64, T> {
             LruCache::new(NonZeroUsize::new(n).expect("not zero"))
         }
         ToolListRanker {
             lists: Mutex::new(lru(LISTS)),
             shared: Arc::new(Shared::new(store)),
+            memory,
             query_vectors: Mutex::new(lru(QUERY_VECTORS)),
         }
     }
@@ -300,6 +320,32 @@ impl ToolListRanker {
     pub fn cached_query_vectors(&self, embedder: &Embedder, text: &str) -> Option<QueryVectors> {
         let found: Option<Vec<Arc<[f32]>>> = self.cached(embedder, &query_texts(text)).into_iter().collect();
         found.map(QueryVectors::of)
+    }
+
+    /// Per tool of `vectors` (in its set's order), the best cosine of an
+    /// earlier request that called it ([`ToolMemory::recall`]).
+    pub fn remembered(&self, vectors: &ListVectors, query: &QueryVectors) -> Vec<f32> {
+        self.memory.recall(&vectors.model, &query.latest, &vectors.keys)
+    }
+
+    /// Remembers that the request of vector `query` called the tools at
+    /// `called` (request indexes) of `set`.
+    pub fn learn(&self, set: &ToolSet, vectors: &ListVectors, query: &QueryVectors, called: &[usize]) {
+        let keys: Vec<super::cache::Key> = (0..set.len())
+            .filter(|&i| called.contains(&set.positions[i]))
+            .filter_map(|i| vectors.keys.get(i).copied())
+            .collect();
+        self.memory.record(&vectors.model, &query.latest, &keys);
+    }
+
+    /// Forgets what was learned (a measurement starting afresh).
+    pub fn forget(&self) {
+        self.memory.forget();
+    }
+
+    /// Requests whose calls are remembered.
+    pub fn remembered_requests(&self) -> usize {
+        self.memory.len()
     }
 
     fn cached(&self, embedder: &Embedder, texts: &[String]) -> Vec<Option<Arc<[f32]>>> {
@@ -397,6 +443,13 @@ fn scores(
     if let Some(d) = dense.filter(|_| w.dense > 0.0) {
         add_ranks(&mut scores, &closest(d), w.dense, w.rrf_k);
     }
+    if let Some(d) = dense.filter(|d| w.memory > 0.0 && d.remembered.len() == n) {
+        let mut hits: Vec<(u32, f32)> =
+            d.remembered.iter().enumerate().filter(|(_, s)| **s > 0.0).map(|(i, s)| (i as u32, *s)).collect();
+        let found = hits.len();
+        super::bm25::top_k(&mut hits, found);
+        add_ranks(&mut scores, &hits, w.memory, w.rrf_k);
+    }
     if let Some(from) = conversation.called.last() {
         let top = w.graph / (w.rrf_k + 1.0);
         for (i, name) in index.names.iter().enumerate() {
@@ -465,7 +518,8 @@ mod tests {
             .iter()
             .flat_map(|n| if n == "tool_11" { [0.0, 1.0, 0.0] } else { [0.9, 0.3, 0.1] })
             .collect();
-        let tools = ListVectors { model: "m".into(), dims: 3, flat, present: vec![true; 12], missing: 0 };
+        let tools =
+            ListVectors { model: "m".into(), dims: 3, flat, keys: Vec::new(), present: vec![true; 12], missing: 0 };
         let conversation =
             Conversation { latest: "Forecast rain Lyon tomorrow. Convert dollars euros.", ..Default::default() };
         assert_eq!(intents::split(conversation.latest).len(), 2);
@@ -473,7 +527,7 @@ mod tests {
         let needs = vec![Arc::from([1.0, 0.0, 0.0]), Arc::from([0.0, 1.0, 0.0])];
         let keep_with = |intents: Vec<Arc<[f32]>>| {
             let query = QueryVectors { latest: Arc::clone(&whole), intents };
-            let dense = Dense { query: &query, tools: &tools };
+            let dense = Dense { query: &query, tools: &tools, remembered: &[] };
             keep(&set, &conversation, Some(dense), 3, &ListWeights::default(), &|_, _| 0.0).tools
         };
         assert!(!keep_with(Vec::new()).contains(&11), "the whole message alone leans to the first need");
@@ -516,12 +570,13 @@ mod tests {
             let set = set_of(&ranker, &names, &texts);
             // Vectors as a model would give them, in the set's order.
             let flat: Vec<f32> = set.index.texts.iter().flat_map(|t| [t.len() as f32, 1.0, 0.0, 0.5]).collect();
-            let tools_vectors = ListVectors { model: "m".into(), dims, flat, present: vec![true; 60], missing: 0 };
+            let tools_vectors =
+                ListVectors { model: "m".into(), dims, flat, keys: Vec::new(), present: vec![true; 60], missing: 0 };
             let query = QueryVectors {
                 latest: Arc::from([0.1, 1.0, 0.0, 0.2]),
                 intents: vec![Arc::from([0.5, 0.0, 1.0, 0.0])],
             };
-            let dense = Dense { query: &query, tools: &tools_vectors };
+            let dense = Dense { query: &query, tools: &tools_vectors, remembered: &[] };
             let kept = keep(&set, &conversation, Some(dense), 7, &ListWeights::default(), &|_, _| 0.0);
             let mut kept_names: Vec<String> = kept.tools.iter().map(|&i| names[i].clone()).collect();
             kept_names.sort();

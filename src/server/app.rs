@@ -57,6 +57,8 @@ use crate::engine::Engine;
 use crate::engine::loading::{Loading, NotReady};
 use crate::llm::{ChatModel, LlmClient};
 use crate::retrieval::tool_list::ToolListRanker;
+use crate::retrieval::tool_memory::ToolMemory;
+use crate::retrieval::tool_vectors::ToolVectors;
 
 type McpService = StreamableHttpService<McpServer, LocalSessionManager>;
 
@@ -182,7 +184,8 @@ impl App {
 }
 
 /// Route mode's ranker, its tool vectors kept in the state directory
-/// (`tool-vectors/`) within `openai.tool_cache_*` and, with a cluster,
+/// (`tool-vectors/`) within `openai.tool_cache_*`, what the model called
+/// for which request in `tool-memory/` and, with a cluster,
 /// shared with the other replicas (written from the runtime of the
 /// caller, when there is one).
 fn route_ranker(config: &Config, cluster: Option<&Arc<crate::cluster::Cluster>>) -> Arc<ToolListRanker> {
@@ -190,8 +193,9 @@ fn route_ranker(config: &Config, cluster: Option<&Arc<crate::cluster::Cluster>>)
         entries: config.openai.tool_cache_entries,
         bytes: config.openai.tool_cache_mb << 20,
     };
-    let dir = config.state.dir().join("tool-vectors");
-    let ranker = Arc::new(ToolListRanker::new(crate::retrieval::tool_vectors::ToolVectors::new(Some(dir), bounds)));
+    let vectors = ToolVectors::new(Some(config.state.dir().join("tool-vectors")), bounds);
+    let memory = ToolMemory::new(Some(config.state.dir().join("tool-memory")), config.openai.tool_memory_requests);
+    let ranker = Arc::new(ToolListRanker::new(vectors, memory));
     if let (Some(cluster), Ok(runtime)) = (cluster, tokio::runtime::Handle::try_current()) {
         let (cluster, ttl) = (cluster.clone(), Duration::from_secs(config.cluster.tool_vectors_ttl_s));
         ranker.on_embedded(Arc::new(move |entries| {
@@ -268,9 +272,22 @@ pub(super) async fn readiness(engine: &Engine) -> String {
     if down.is_empty() { "ready".to_string() } else { format!("ready, degraded: {}", down.join("; ")) }
 }
 
-/// The process counters, then the downstream MCP servers' gauges.
+/// The process counters, route mode's tool vectors and memory, then the
+/// cluster's and the downstream MCP servers' gauges.
 async fn metrics(State(app): State<Arc<App>>) -> Response {
     let mut text = crate::metrics::global().render();
+    {
+        use std::fmt::Write;
+        let _ = writeln!(
+            text,
+            "# HELP toolrouter_route_tool_vectors Client tools whose vectors route mode holds.\n\
+             # TYPE toolrouter_route_tool_vectors gauge\ntoolrouter_route_tool_vectors {}\n\
+             # HELP toolrouter_route_remembered_requests Requests whose tool calls route mode remembers.\n\
+             # TYPE toolrouter_route_remembered_requests gauge\ntoolrouter_route_remembered_requests {}",
+            app.ranker.tool_vectors(),
+            app.ranker.remembered_requests()
+        );
+    }
     if let Ok(engine) = app.engine() {
         if let Some(cluster) = engine.cluster() {
             use std::fmt::Write;

@@ -271,6 +271,11 @@ async fn every_answer_has_a_request_id_and_a_clients_own_is_kept() {
     assert_eq!(id(&get(Some("caller-trace-42")).await.unwrap()), "caller-trace-42");
 }
 
+async fn metrics(app: &axum::Router) -> String {
+    let response = app.clone().oneshot(Request::get("/metrics").body(Body::empty()).unwrap()).await.unwrap();
+    String::from_utf8(axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap().to_vec()).unwrap()
+}
+
 /// The names of the tools the model was offered in its `n`th request.
 fn offered(model: &ScriptedModel, n: usize) -> Vec<String> {
     let seen = model.seen();
@@ -535,4 +540,58 @@ async fn a_tool_one_replica_embedded_is_known_to_the_others() {
     let (_, _, text) = post(&second, ask(&permuted)).await;
     assert!(report(&text).get("ranked_by_words").is_none(), "{text}");
     assert_eq!(offered(&second_model, 0), offered(&first_model, 0));
+}
+
+/// Route mode learns from use: a tool the model called for a request is
+/// kept for a later similar one that would not have kept it, and still
+/// after a restart (the memory is in the state directory).
+#[tokio::test]
+async fn a_tool_the_model_called_is_kept_for_a_later_similar_request() {
+    if !crate::common::model_available() {
+        return;
+    }
+    let serve = |model: Arc<ScriptedModel>, state: &std::path::Path, remembered: usize| {
+        let mut config = Config::default();
+        config.log.level = "warn".into();
+        config.openai.max_tools = 6;
+        config.openai.embed_budget_ms = 60_000;
+        config.openai.tool_memory_requests = remembered;
+        config.state.dir = state.to_path_buf();
+        let app = App::with_model(&config, Some(model as Arc<dyn ChatModel>));
+        app.set_route_embedder(Arc::new(toolrouter::retrieval::Embedder::load(&config.embedding).unwrap()));
+        router(app)
+    };
+    let ask =
+        |text: &str| json!({"model": "m", "tools": topical_tools(), "messages": [{"role": "user", "content": text}]});
+    let (first, later) = ("Translate 'good morning' into French", "How would you say good evening in Italian?");
+    let ok = || completion(json!({"role": "assistant", "content": "ok"}));
+    // Without a memory, the later request keeps 6 of the 15 translation tools.
+    let control = ScriptedModel::new([ok()]);
+    let state = tempfile::tempdir().unwrap();
+    assert_eq!(post(&serve(control.clone(), state.path(), 0), ask(later)).await.0, StatusCode::OK);
+    let kept = offered(&control, 0);
+    let unkept = (0..15).map(|i| format!("translate_text_{i}")).find(|t| !kept.contains(t)).expect("one not kept");
+
+    // The model calls that tool for the first request; the later one keeps it.
+    let state = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([completion(tool_call(&unkept, json!({"q": "good morning"}))), ok()]);
+    let app = serve(model.clone(), state.path(), 100);
+    let (status, _, text) = post(&app, ask(first)).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    // Learned on a blocking thread: wait until /metrics counts it.
+    let started = Instant::now();
+    while !metrics(&app).await.contains("toolrouter_route_remembered_requests 1") {
+        assert!(started.elapsed() < Duration::from_secs(10), "{}", metrics(&app).await);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(post(&app, ask(later)).await.0, StatusCode::OK);
+    assert!(offered(&model, 1).contains(&unkept), "{unkept} not in {:?}", offered(&model, 1));
+    // An unrelated request is not pulled toward it.
+    let restarted = ScriptedModel::new([ok(), ok()]);
+    let app = serve(restarted.clone(), state.path(), 100);
+    assert_eq!(post(&app, ask("Is it going to be sunny in Lyon this weekend?")).await.0, StatusCode::OK);
+    assert!(!offered(&restarted, 0).contains(&unkept), "{:?}", offered(&restarted, 0));
+    // After a restart the memory is still there.
+    assert_eq!(post(&app, ask(later)).await.0, StatusCode::OK);
+    assert!(offered(&restarted, 1).contains(&unkept), "{unkept} not in {:?}", offered(&restarted, 1));
 }

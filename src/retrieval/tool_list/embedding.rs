@@ -210,7 +210,8 @@ fn gather(store: &ToolVectors, index: &ListIndex, embedder: &Embedder) -> Arc<Li
         }
     }
     let missing = present.iter().filter(|p| !**p).count();
-    let vectors = Arc::new(ListVectors { model: embedder.id().to_string(), dims, flat, present, missing });
+    let model = embedder.id().to_string();
+    let vectors = Arc::new(ListVectors { model, dims, flat, keys, present, missing });
     *locked(&index.vectors) = Some(vectors.clone());
     vectors
 }

@@ -24,7 +24,9 @@ use crate::config::OpenAiConfig;
 use crate::llm::wire::{Completion, Message, RequestBody};
 use crate::llm::{ChatModel, Usage};
 use crate::retrieval::Embedder;
-use crate::retrieval::tool_list::{self, Conversation, Dense, Kept, ListWeights, ToolListRanker, ToolSet};
+use crate::retrieval::tool_list::{
+    self, Conversation, Dense, Kept, ListVectors, ListWeights, QueryVectors, ToolListRanker, ToolSet,
+};
 
 /// What narrowing reads of a conversation, owned.
 pub struct Asked {
@@ -99,8 +101,9 @@ impl Narrowing {
     }
 
     /// The tools to offer, in their original order: the `max` best by
-    /// [`tool_list::keep`]. Tools never seen are embedded first while
-    /// that fits [`Narrowing::embed_budget`] (those another replica
+    /// [`tool_list::keep`], and what to learn from the answer when the
+    /// list was ranked with a model. Tools never seen are embedded first
+    /// while that fits [`Narrowing::embed_budget`] (those another replica
     /// embedded are read from it first), the rest in the background
     /// (ranked by words until then: [`Kept::by_words`]).
     pub async fn narrow(
@@ -109,51 +112,91 @@ impl Narrowing {
         messages: &[Message],
         max: usize,
         forced: Option<&str>,
-    ) -> Kept {
+    ) -> (Kept, Option<Learning>) {
         if tools.len() <= max {
-            return Kept { tools: (0..tools.len()).collect(), by_words: Vec::new() };
+            return (Kept { tools: (0..tools.len()).collect(), by_words: Vec::new() }, None);
         }
         let asked = Asked::of(messages);
         let set = self.set(tools);
-        let mut dense = None;
-        if let Some(embedder) = &self.embedder {
-            let mut vectors = self.ranker.vectors(&set, embedder);
-            // Not while Redis is down (each read would wait `cluster.timeout_ms`).
-            let reachable = self.cluster.as_ref().filter(|c| c.health().0);
-            if let Some(cluster) = reachable.filter(|_| vectors.missing() > 0) {
-                let keys = self.ranker.missing_keys(&set, embedder);
-                let shared = cluster.tool_vectors(&keys, embedder.dims()).await;
-                if !shared.is_empty() {
-                    tracing::debug!(tools = shared.len(), "tool vectors read from the other replicas");
-                    self.ranker.insert(embedder, shared);
-                    vectors = self.ranker.vectors(&set, embedder);
-                }
-            }
-            let mut query = self.ranker.cached_query_vectors(embedder, &asked.latest);
-            let wants_query = query.is_none() && !asked.latest.trim().is_empty();
-            let wants_tools = vectors.missing() > 0 && !self.embed_budget.is_zero();
-            if wants_query || wants_tools {
-                let (ranker, embedder, text) = (self.ranker.clone(), embedder.clone(), asked.latest.clone());
-                let (set, budget) = (set.clone(), self.embed_budget);
-                let embedded = tokio::task::spawn_blocking(move || {
-                    let vectors = if wants_tools { ranker.embed_missing(&set, &embedder, budget).ok() } else { None };
-                    let query = if wants_query { ranker.query_vectors(&embedder, &text).ok() } else { None };
-                    (vectors, query)
-                })
-                .await;
-                if let Ok((more, asked_query)) = embedded {
-                    vectors = more.unwrap_or(vectors);
-                    query = query.or(asked_query);
-                }
-            }
-            if vectors.missing() > 0 {
-                self.ranker.embed_in_background(&set, embedder);
-            }
-            dense = query.map(|q| (q, vectors));
-        }
-        let dense = dense.as_ref().map(|(query, tools)| Dense { query, tools });
+        let embedded = match &self.embedder {
+            Some(embedder) => self.embedded(&set, embedder, &asked.latest).await,
+            None => None,
+        };
+        let remembered = match &embedded {
+            Some((query, vectors)) if vectors.missing() == 0 => self.ranker.remembered(vectors, query),
+            _ => Vec::new(),
+        };
+        let dense = embedded.as_ref().map(|(query, tools)| Dense { query, tools, remembered: &remembered });
         let weight = self.weight.clone();
-        tool_list::keep(&set, &asked.conversation(forced), dense, max, &ListWeights::default(), &*weight)
+        let kept = tool_list::keep(&set, &asked.conversation(forced), dense, max, &ListWeights::default(), &*weight);
+        let ranker = self.ranker.clone();
+        (kept, embedded.map(|(query, vectors)| Learning { ranker, set, vectors, query }))
+    }
+
+    /// The vectors of the latest message and of `set`'s tools, embedding
+    /// what is missing within the budget; `None` without a message vector.
+    async fn embedded(
+        &self,
+        set: &ToolSet,
+        embedder: &Arc<Embedder>,
+        latest: &str,
+    ) -> Option<(QueryVectors, Arc<ListVectors>)> {
+        let mut vectors = self.ranker.vectors(set, embedder);
+        // Not while Redis is down (each read would wait `cluster.timeout_ms`).
+        let reachable = self.cluster.as_ref().filter(|c| c.health().0);
+        if let Some(cluster) = reachable.filter(|_| vectors.missing() > 0) {
+            let keys = self.ranker.missing_keys(set, embedder);
+            let shared = cluster.tool_vectors(&keys, embedder.dims()).await;
+            if !shared.is_empty() {
+                tracing::debug!(tools = shared.len(), "tool vectors read from the other replicas");
+                self.ranker.insert(embedder, shared);
+                vectors = self.ranker.vectors(set, embedder);
+            }
+        }
+        let mut query = self.ranker.cached_query_vectors(embedder, latest);
+        let wants_query = query.is_none() && !latest.trim().is_empty();
+        let wants_tools = vectors.missing() > 0 && !self.embed_budget.is_zero();
+        if wants_query || wants_tools {
+            let (ranker, embedder, text) = (self.ranker.clone(), embedder.clone(), latest.to_string());
+            let (set, budget) = (set.clone(), self.embed_budget);
+            let embedded = tokio::task::spawn_blocking(move || {
+                let vectors = if wants_tools { ranker.embed_missing(&set, &embedder, budget).ok() } else { None };
+                let query = if wants_query { ranker.query_vectors(&embedder, &text).ok() } else { None };
+                (vectors, query)
+            })
+            .await;
+            if let Ok((more, asked_query)) = embedded {
+                vectors = more.unwrap_or(vectors);
+                query = query.or(asked_query);
+            }
+        }
+        if vectors.missing() > 0 {
+            self.ranker.embed_in_background(set, embedder);
+        }
+        query.map(|q| (q, vectors))
+    }
+}
+
+/// What route mode learns from the model's answer to a request it
+/// narrowed with a model: which of the request's tools were called
+/// ([`crate::retrieval::tool_memory`]).
+pub struct Learning {
+    ranker: Arc<ToolListRanker>,
+    set: ToolSet,
+    vectors: Arc<ListVectors>,
+    query: QueryVectors,
+}
+
+impl Learning {
+    /// Remembers the tools of `tools` that `message` calls (on a blocking
+    /// thread: the memory's journal fsyncs).
+    pub fn learn(self, message: &Message, tools: &[Arc<ClientTool>]) {
+        let called: Vec<usize> =
+            message.calls().iter().filter_map(|c| tools.iter().position(|t| t.name == c.name())).collect();
+        if called.is_empty() {
+            return;
+        }
+        tokio::task::spawn_blocking(move || self.ranker.learn(&self.set, &self.vectors, &self.query, &called));
     }
 }
 
@@ -236,6 +279,8 @@ pub struct Narrowed {
     /// The user's last words and where to keep the decision, when there
     /// is one to keep (tools narrowed out, or plan mode).
     pub decision: Option<(String, Arc<RecordDecision>)>,
+    /// What to learn from the answer (taken once its tool calls pass).
+    pub learning: std::sync::Mutex<Option<Learning>>,
 }
 
 /// Narrows `req`'s tools and takes its body for the model: the client's
@@ -250,10 +295,10 @@ pub async fn prepare(
     let decides = narrowing.record.is_some() && (narrows || req.mode == request::Mode::Plan);
     let messages = if narrows || decides { req.messages()? } else { Vec::new() };
     let decision = narrowing.record.clone().filter(|_| decides).map(|record| (last_user_words(&messages), record));
-    let Kept { tools: keep, by_words } = if narrows {
+    let (Kept { tools: keep, by_words }, learning) = if narrows {
         narrowing.narrow(&req.tools, &messages, config.max_tools, req.forced.as_deref()).await
     } else {
-        Kept { tools: (0..req.tools.len()).collect(), by_words: Vec::new() }
+        (Kept { tools: (0..req.tools.len()).collect(), by_words: Vec::new() }, None)
     };
     let mut body = std::mem::take(&mut req.body);
     if req.upstream_model != req.model {
@@ -263,7 +308,7 @@ pub async fn prepare(
     if !req.tools.is_empty() && !all_as_sent {
         body.set_raw("tools", tools_array(&req.tools, &keep));
     }
-    Ok(Narrowed { body, keep, by_words, decision })
+    Ok(Narrowed { body, keep, by_words, decision, learning: std::sync::Mutex::new(learning) })
 }
 
 /// The last user message's text, cut to [`DECISION_REQUEST_CHARS`].
@@ -312,6 +357,10 @@ pub async fn repaired(
         normalize_tool_calls(message);
         let wrong = problems(message, tools);
         if wrong.is_empty() {
+            let learning = prepared.learning.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(learning) = learning {
+                learning.learn(message, tools);
+            }
             return Ok(Repaired { answer, repairs, usage });
         }
         if repairs >= config.repair_attempts {
@@ -432,13 +481,13 @@ mod tests {
         let mut narrowing = Narrowing::lexical(Arc::default());
         narrowing.weight =
             Arc::new(|from: &str, to: &str| if from == "tool_3" && to == "hotel_booking" { 0.9 } else { 0.0 });
-        let keep = narrowing.narrow(&tools, &messages, 3, None).await.tools;
+        let keep = narrowing.narrow(&tools, &messages, 3, None).await.0.tools;
         let names: Vec<&str> = keep.iter().map(|&i| tools[i].name.as_str()).collect();
         assert!(names.contains(&"weather_forecast") && names.contains(&"hotel_booking"), "{names:?}");
         assert_eq!(keep.len(), 3);
         assert!(keep.windows(2).all(|w| w[0] < w[1]), "original order");
         // Tools already called and the tool_choice target are always kept.
-        let keep = narrowing.narrow(&tools, &messages, 2, Some("tool_40")).await.tools;
+        let keep = narrowing.narrow(&tools, &messages, 2, Some("tool_40")).await.0.tools;
         let names: Vec<&str> = keep.iter().map(|&i| tools[i].name.as_str()).collect();
         assert_eq!(names, ["tool_3", "tool_40"], "pinned before the best match");
     }
