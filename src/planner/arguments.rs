@@ -18,6 +18,7 @@
 use regex::Regex;
 use serde_json::{Map, Value, json};
 
+use super::defaults::Fallback;
 use crate::catalog::Api;
 use crate::catalog::schema::{JsonType, declared_types};
 
@@ -29,6 +30,22 @@ pub struct Explicit {
     pub emails: Vec<String>,
     pub urls: Vec<String>,
     pub numbers: Vec<f64>,
+    /// The countries the request names ([`super::defaults::countries_in`]).
+    pub countries: Vec<celes::Country>,
+    /// The request's words, lower-case, each once.
+    words: std::collections::BTreeSet<String>,
+}
+
+impl Explicit {
+    /// Whether the request names `value` (its words, in any case).
+    pub fn names(&self, value: &str) -> bool {
+        let words: Vec<String> = lower_words(value).collect();
+        !words.is_empty() && words.iter().all(|w| self.words.contains(w))
+    }
+}
+
+fn lower_words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase)
 }
 
 /// Finds the explicit values of a request.
@@ -58,14 +75,27 @@ pub fn explicit_values(task: &str) -> Explicit {
         .filter(|m| !dates.iter().any(|d| d.contains(&m.start())))
         .filter_map(|m| m.as_str().parse().ok())
         .collect();
+    out.countries = super::defaults::countries_in(task);
+    out.words = lower_words(task).collect();
     out
 }
 
-/// The arguments of a step and the required parameters left empty.
-pub fn fill(api: &Api, explicit: &Explicit) -> (Map<String, Value>, Vec<String>) {
+/// A step's arguments as filled from the request.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Filled {
+    pub arguments: Map<String, Value>,
+    /// Required parameters left empty.
+    pub missing: Vec<String>,
+    /// Required parameters given their documented default: the request
+    /// says nothing of them ([`super::defaults`]).
+    pub defaulted: Vec<String>,
+}
+
+/// The arguments of a step: the request's values by kind, then, for
+/// required parameters, a default the request does not contradict.
+pub fn fill(api: &Api, explicit: &Explicit) -> Filled {
     let mut left = explicit.clone();
-    let mut args = Map::new();
-    let mut missing = Vec::new();
+    let (mut args, mut missing, mut defaulted) = (Map::new(), Vec::new(), Vec::new());
     // Required parameters first: they need values most.
     let mut params: Vec<_> = api.params.iter().collect();
     params.sort_by_key(|p| !p.required);
@@ -86,7 +116,19 @@ pub fn fill(api: &Api, explicit: &Explicit) -> (Map<String, Value>, Vec<String>)
         } else {
             None
         };
-        match value.or_else(|| p.required.then(|| p.default_value().cloned()).flatten()) {
+        let value = match value {
+            Some(v) => Some(v),
+            None if p.required => match super::defaults::fallback(p, explicit) {
+                Fallback::Request(v) => Some(v),
+                Fallback::Default(v) => {
+                    defaulted.push(p.key.clone());
+                    Some(v)
+                }
+                Fallback::Missing => None,
+            },
+            None => None,
+        };
+        match value {
             Some(v) => {
                 args.insert(p.key.clone(), v);
             }
@@ -94,7 +136,7 @@ pub fn fill(api: &Api, explicit: &Explicit) -> (Map<String, Value>, Vec<String>)
             None => {}
         }
     }
-    (args, missing)
+    Filled { arguments: args, missing, defaulted }
 }
 
 /// Fields of an output searched for a value, at most.
@@ -195,12 +237,12 @@ mod tests {
     fn fills_from_the_request_then_defaults() {
         let c = Catalog::load(&Sources::default()).unwrap();
         let api = c.api(c.resolve("public_holidays_for_nager_date").first().unwrap());
-        let (args, missing) = fill(api, &explicit_values("Public holidays in 'DE' in 2025"));
-        assert_eq!(Value::Object(args), json!({"year": 2025.0, "countryCode": "DE"}));
-        assert!(missing.is_empty());
-        let (args, missing) = fill(api, &explicit_values("public holidays please"));
-        assert!(args.is_empty());
-        assert_eq!(missing, ["year", "countryCode"]);
+        let filled = fill(api, &explicit_values("Public holidays in 'DE' in 2025"));
+        assert_eq!(Value::Object(filled.arguments), json!({"year": 2025.0, "countryCode": "DE"}));
+        assert!(filled.missing.is_empty() && filled.defaulted.is_empty());
+        let filled = fill(api, &explicit_values("public holidays please"));
+        assert!(filled.arguments.is_empty());
+        assert_eq!(filled.missing, ["year", "countryCode"]);
     }
 
     #[test]

@@ -23,6 +23,7 @@
 pub mod arguments;
 pub mod caller;
 pub mod decider;
+pub mod defaults;
 pub mod llm_decider;
 pub mod memory;
 mod search;
@@ -119,6 +120,10 @@ pub struct Step {
     pub arguments: serde_json::Map<String, serde_json::Value>,
     /// Required parameters filled from earlier outputs (Reverse Chain).
     pub completed: Vec<String>,
+    /// Required parameters given their documented default (a placeholder
+    /// such as "US" or 2022): the request says nothing of them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub defaulted: Vec<String>,
     /// Times the decider repaired the arguments.
     pub repairs: usize,
     /// Required parameters nothing supplies.

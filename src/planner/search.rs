@@ -271,9 +271,14 @@ impl<'a> Planner<'a> {
         caller: &E,
     ) -> Step {
         let api = self.catalog().api(c.api);
+        let mut defaulted = Vec::new();
         let mut arguments = match given.arguments {
             Some(a) => a,
-            None => arguments::fill(api, given.explicit).0,
+            None => {
+                let filled = arguments::fill(api, given.explicit);
+                defaulted = filled.defaulted;
+                filled.arguments
+            }
         };
         let mut completed = arguments::complete(api, &mut arguments, given.earlier);
         let check = |arguments: &serde_json::Map<String, serde_json::Value>| match args::validate(
@@ -322,6 +327,7 @@ impl<'a> Planner<'a> {
             relevance: c.relevance,
             arguments,
             completed,
+            defaulted,
             repairs,
             missing,
             problems,

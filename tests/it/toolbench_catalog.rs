@@ -288,3 +288,48 @@ fn wrong_type_for(p: &Param) -> Value {
         .find(|v| coerce(v, &p.schema) == Coerced::Impossible)
         .unwrap_or_else(|| panic!("no wrong type for {:?}", p.schema))
 }
+
+/// Catalog placeholders (`"US"`, `2022`) stand only where the request says
+/// nothing of their parameter: over every required parameter of the
+/// catalog with a documented default, a silent request keeps the default,
+/// and a request naming another year or country gets its own.
+#[test]
+fn every_default_stands_for_silence_and_gives_way_to_the_request() {
+    use toolrouter::planner::arguments::explicit_values;
+    use toolrouter::planner::defaults::{Fallback, fallback};
+    let Some(catalog) = common::toolbench_catalog() else { return };
+    let silent = explicit_values("Please help me with this.");
+    let (mut defaults, mut years, mut countries) = (0, 0, 0);
+    for api in catalog.apis() {
+        for p in api.params.iter().filter(|p| p.required && p.default_value().is_some_and(|d| !d.is_null())) {
+            defaults += 1;
+            let default = p.default_value().unwrap();
+            let name = format!("{} {}", api.function_name, p.key);
+            assert_eq!(fallback(p, &silent), Fallback::Default(default.clone()), "{name}");
+            let number = default.as_f64().or_else(|| default.as_str().and_then(|s| s.trim().parse().ok()));
+            if let Some(year) = number.filter(|y: &f64| y.fract() == 0.0 && (1900.0..=2100.0).contains(y)) {
+                years += 1;
+                let other = if year == 2024.0 { 2023.0 } else { 2024.0 };
+                let Fallback::Request(given) = fallback(p, &explicit_values(&format!("For the year {other}."))) else {
+                    panic!("{name}: the default {default} stood against {other}")
+                };
+                let given = given.as_f64().or_else(|| given.as_str().and_then(|s| s.parse().ok()));
+                assert_eq!(given, Some(other), "{name}");
+            }
+            let code = default.as_str().filter(|s| s.len() == 2 && s.chars().all(|c| c.is_ascii_alphabetic()));
+            if let Some(code) = code.filter(|_| p.key.to_ascii_lowercase().contains("country")) {
+                let (asked, expected) = if code.eq_ignore_ascii_case("JP") { ("Germany", "DE") } else { ("Japan", "JP") };
+                if celes::Country::from_alpha2(code.to_ascii_uppercase()).is_err() {
+                    continue; // not an ISO code ("UK"): nothing to compare with
+                }
+                countries += 1;
+                let Fallback::Request(given) = fallback(p, &explicit_values(&format!("Something in {asked}."))) else {
+                    panic!("{name}: the default {default} stood against {asked}")
+                };
+                assert!(given.as_str().is_some_and(|g| g.eq_ignore_ascii_case(expected)), "{name}: {given}");
+            }
+        }
+    }
+    eprintln!("{defaults} required parameters with a default; {years} year-like, {countries} country codes");
+    assert!(years >= 20 && countries >= 20, "{years} years, {countries} countries");
+}
