@@ -294,8 +294,11 @@ impl Caller for Calls<'_> {
             Called::Invalid(invalid) => (false, format!("invalid arguments: {invalid}"), None, false),
             Called::Failed(e) => (false, format!("failed ({}): {e}", e.class.name()), None, e.asked),
             Called::Done { response, compressed, .. } => {
-                let ok = response.outcome().ok;
-                (ok, format!("HTTP {}", response.status), serde_json::from_str(&compressed.text).ok(), true)
+                let status = match response.failure() {
+                    Some(why) => format!("HTTP {}, but {why}", response.status),
+                    None => format!("HTTP {}", response.status),
+                };
+                (response.outcome().ok, status, serde_json::from_str(&compressed.text).ok(), true)
             }
         };
         if learned {

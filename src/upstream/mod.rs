@@ -26,6 +26,7 @@
 //! [`Outcome`] (success, error class, latency) for the tool graph's
 //! availability.
 
+pub mod answer;
 mod credentials;
 pub mod guard;
 pub mod limits;
@@ -86,6 +87,9 @@ pub enum ErrorClass {
     Unavailable,
     /// A downstream MCP tool ran and reported an error (`isError`).
     ToolError,
+    /// The API answered 2xx with nothing, or an error instead of data
+    /// ([`answer::failure`]); the answer still reaches the caller.
+    ErrorAnswer,
 }
 
 impl ErrorClass {
@@ -159,8 +163,17 @@ pub struct CallError {
 }
 
 impl Response {
+    /// A 2xx answer is a success unless it carries nothing or an error
+    /// instead of data ([`answer::failure`]).
     pub fn outcome(&self) -> Outcome {
-        Outcome { function: self.trace.function.clone(), ok: true, class: None, latency_ms: self.trace.elapsed_ms }
+        let ok = self.failure().is_none();
+        let class = (!ok).then_some(ErrorClass::ErrorAnswer);
+        Outcome { function: self.trace.function.clone(), ok, class, latency_ms: self.trace.elapsed_ms }
+    }
+
+    /// Why the answer is not data, if it is not.
+    pub fn failure(&self) -> Option<&'static str> {
+        answer::failure(&self.trace.method, &self.body)
     }
 }
 

@@ -318,7 +318,8 @@ fn every_default_stands_for_silence_and_gives_way_to_the_request() {
             }
             let code = default.as_str().filter(|s| s.len() == 2 && s.chars().all(|c| c.is_ascii_alphabetic()));
             if let Some(code) = code.filter(|_| p.key.to_ascii_lowercase().contains("country")) {
-                let (asked, expected) = if code.eq_ignore_ascii_case("JP") { ("Germany", "DE") } else { ("Japan", "JP") };
+                let (asked, expected) =
+                    if code.eq_ignore_ascii_case("JP") { ("Germany", "DE") } else { ("Japan", "JP") };
                 if celes::Country::from_alpha2(code.to_ascii_uppercase()).is_err() {
                     continue; // not an ISO code ("UK"): nothing to compare with
                 }

@@ -210,7 +210,7 @@ impl Ready {
                 text_result(text, Some(structured), true)
             }
             Called::Done { function, response, compressed, warnings } => {
-                self.session.record_call(&function, true);
+                self.session.record_call(&function, response.outcome().ok);
                 let body: Value =
                     serde_json::from_str(&compressed.text).unwrap_or(Value::String(compressed.text.clone()));
                 let mut structured = json!({"name": function, "status": response.status, "response": body,
