@@ -1,7 +1,7 @@
 //! What replicas share through Redis (`[cluster]`, docs/configuration.md
 //! "Replicas"): the rate limits ([`limits`]), what they learn from runs
 //! ([`runs`], published from a durable [`outbox`]), route mode's tool
-//! vectors ([`tool_vectors`]) and execute runs' traces
+//! vectors ([`tool_vectors`]) and memory ([`tool_memory`]) and execute runs' traces
 //! ([`Cluster::put_trace`], with an expiry and a size cap).
 //!
 //! Connections are made lazily and kept by redis-rs's `ConnectionManager`
@@ -16,6 +16,7 @@
 pub mod limits;
 pub mod outbox;
 pub mod runs;
+pub mod tool_memory;
 pub mod tool_vectors;
 
 use std::sync::Arc;

@@ -329,13 +329,25 @@ impl ToolListRanker {
     }
 
     /// Remembers that the request of vector `query` called the tools at
-    /// `called` (request indexes) of `set`.
-    pub fn learn(&self, set: &ToolSet, vectors: &ListVectors, query: &QueryVectors, called: &[usize]) {
+    /// `called` (request indexes) of `set`; returns the entry kept (to
+    /// share with other replicas).
+    pub fn learn(
+        &self,
+        set: &ToolSet,
+        vectors: &ListVectors,
+        query: &QueryVectors,
+        called: &[usize],
+    ) -> Option<super::tool_memory::Called> {
         let keys: Vec<super::cache::Key> = (0..set.len())
             .filter(|&i| called.contains(&set.positions[i]))
             .filter_map(|i| vectors.keys.get(i).copied())
             .collect();
-        self.memory.record(&vectors.model, &query.latest, &keys);
+        self.memory.record(&vectors.model, &query.latest, &keys)
+    }
+
+    /// Keeps what another replica learned ([`ToolMemory::record_called`]).
+    pub fn learn_shared(&self, called: &super::tool_memory::Called) -> bool {
+        self.memory.record_called(called)
     }
 
     /// Forgets what was learned (a measurement starting afresh).

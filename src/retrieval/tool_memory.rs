@@ -34,13 +34,28 @@ pub const SIMILAR: f32 = 0.6;
 /// Earlier requests a tool's recall reads, the latest first.
 const PER_TOOL: usize = 256;
 
-/// One request's calls, as kept.
+/// One request's calls, as kept (and as replicas share them).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct Entry {
+pub struct Called {
+    /// Random, the same on every replica: one entry is applied once.
+    #[serde(default)]
+    pub id: u64,
+    /// The embedding model of `query` (not kept in the journal: its file is the model's).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub model: String,
     /// The latest user message's vector.
-    query: Vec<f32>,
+    pub query: Vec<f32>,
     /// The called tools' keys, in hex.
-    tools: Vec<String>,
+    pub tools: Vec<String>,
+}
+
+/// A held entry.
+struct Entry {
+    seq: u64,
+    query: Arc<[f32]>,
+    tools: Vec<Key>,
+    /// [`Called::id`].
+    id: u64,
 }
 
 /// Route mode's memory of which tools were called for which request.
@@ -53,11 +68,13 @@ pub struct ToolMemory {
 /// The entries of one model.
 struct Held {
     model: String,
-    /// (id, query vector, tools), oldest first; ids count up.
-    entries: VecDeque<(u64, Arc<[f32]>, Vec<Key>)>,
+    /// Oldest first; sequence numbers count up.
+    entries: VecDeque<Entry>,
+    /// The ids of the entries held.
+    ids: std::collections::HashSet<u64>,
     /// The ids of the entries that called each tool, oldest first.
     by_tool: HashMap<Key, VecDeque<u64>>,
-    next_id: u64,
+    next_seq: u64,
     journal: Option<(Journal, usize)>,
 }
 
@@ -94,16 +111,37 @@ impl ToolMemory {
         *locked(&self.inner) = None;
     }
 
-    /// Remembers that `tools` were called for the request of vector `query`.
-    pub fn record(&self, model: &str, query: &[f32], tools: &[Key]) {
+    /// Remembers that `tools` were called for the request of vector
+    /// `query`; returns the entry, to share with other replicas.
+    pub fn record(&self, model: &str, query: &[f32], tools: &[Key]) -> Option<Called> {
         if tools.is_empty() || query.is_empty() || self.bound == 0 {
-            return;
+            return None;
         }
+        let tools = tools.iter().map(|k| super::embedder::hex(k)).collect();
+        let called = Called { id: fastrand::u64(1..), model: model.to_string(), query: query.to_vec(), tools };
+        self.keep(&called).then_some(called)
+    }
+
+    /// Keeps an entry another replica recorded (once; only of the model
+    /// this memory holds, or of any while it holds none); whether it was new.
+    pub fn record_called(&self, called: &Called) -> bool {
+        let held_model = locked(&self.inner).as_ref().map(|h| h.model.clone());
+        if self.bound == 0 || held_model.is_some_and(|m| m != called.model) {
+            return false;
+        }
+        self.keep(called)
+    }
+
+    fn keep(&self, called: &Called) -> bool {
+        let Some(tools) = called.tools.iter().map(|t| hex_key(t)).collect::<Option<Vec<Key>>>() else { return false };
         let mut inner = locked(&self.inner);
-        let held = self.held(&mut inner, model);
+        let held = self.held(&mut inner, &called.model);
+        if held.ids.contains(&called.id) {
+            return false;
+        }
         if let Some((journal, records)) = &mut held.journal {
-            let entry = Entry { query: query.to_vec(), tools: tools.iter().map(|k| super::embedder::hex(k)).collect() };
-            match journal.append(held.next_id, &entry) {
+            let entry = Called { model: String::new(), ..called.clone() };
+            match journal.append(held.next_seq, &entry) {
                 Ok(()) => *records += 1,
                 Err(e) => {
                     tracing::warn!(file = %journal.path().display(), error = %e, "route mode's tool memory is no longer written to disk");
@@ -111,12 +149,13 @@ impl ToolMemory {
                 }
             }
         }
-        held.push(query.into(), tools.to_vec(), self.bound);
+        held.push(called.query.as_slice().into(), tools, called.id, self.bound);
         let rewrite = held.journal.as_ref().is_some_and(|(_, records)| *records > 2 * self.bound);
         if rewrite && let Err(e) = held.rewrite() {
             tracing::warn!(error = %e, "route mode's tool memory is no longer written to disk");
             held.journal = None;
         }
+        true
     }
 
     /// For each of `tools`, the best cosine between `query` and an earlier
@@ -128,13 +167,13 @@ impl ToolMemory {
         if held.entries.is_empty() {
             return out;
         }
-        let first = held.entries[0].0;
+        let first = held.entries[0].seq;
         let mut similarity: HashMap<u64, f32> = HashMap::new();
         for (slot, key) in out.iter_mut().zip(tools) {
             let Some(ids) = held.by_tool.get(key) else { continue };
             for &id in ids.iter().rev().take(PER_TOOL) {
                 let at = (id - first) as usize;
-                let s = *similarity.entry(id).or_insert_with(|| dot(query, &held.entries[at].1));
+                let s = *similarity.entry(id).or_insert_with(|| dot(query, &held.entries[at].query));
                 if s >= SIMILAR && s > *slot {
                     *slot = s;
                 }
@@ -151,13 +190,14 @@ impl ToolMemory {
         let mut held = Held {
             model: model.to_string(),
             entries: VecDeque::new(),
+            ids: Default::default(),
             by_tool: HashMap::new(),
-            next_id: 1,
+            next_seq: 1,
             journal: None,
         };
         if let Some(dir) = &self.dir {
             let path = dir.join(format!("{model}.jsonl"));
-            let opened = std::fs::create_dir_all(dir).and_then(|()| Journal::open::<Entry>(&path));
+            let opened = std::fs::create_dir_all(dir).and_then(|()| Journal::open::<Called>(&path));
             match opened {
                 Ok((journal, records, report)) => {
                     if report.dropped > 0 {
@@ -166,7 +206,7 @@ impl ToolMemory {
                     let count = records.len();
                     for (_, entry) in records {
                         let tools: Option<Vec<Key>> = entry.tools.iter().map(|t| hex_key(t)).collect();
-                        held.push(entry.query.into(), tools.unwrap_or_default(), self.bound);
+                        held.push(entry.query.into(), tools.unwrap_or_default(), entry.id, self.bound);
                     }
                     held.journal = Some((journal, count));
                 }
@@ -180,15 +220,17 @@ impl ToolMemory {
 }
 
 impl Held {
-    fn push(&mut self, query: Arc<[f32]>, tools: Vec<Key>, bound: usize) {
-        let id = self.next_id;
-        self.next_id += 1;
+    fn push(&mut self, query: Arc<[f32]>, tools: Vec<Key>, id: u64, bound: usize) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
         for key in &tools {
-            self.by_tool.entry(*key).or_default().push_back(id);
+            self.by_tool.entry(*key).or_default().push_back(seq);
         }
-        self.entries.push_back((id, query, tools));
+        self.ids.insert(id);
+        self.entries.push_back(Entry { seq, query, tools, id });
         while self.entries.len() > bound {
-            let Some((old, _, tools)) = self.entries.pop_front() else { break };
+            let Some(Entry { seq: old, tools, id, .. }) = self.entries.pop_front() else { break };
+            self.ids.remove(&id);
             for key in tools {
                 if let Some(ids) = self.by_tool.get_mut(&key) {
                     while ids.front().is_some_and(|&i| i <= old) {
@@ -206,16 +248,18 @@ impl Held {
     fn rewrite(&mut self) -> std::io::Result<()> {
         let Some((journal, _)) = &self.journal else { return Ok(()) };
         let path = journal.path().to_path_buf();
-        let entries: Vec<Entry> = self
+        let entries: Vec<Called> = self
             .entries
             .iter()
-            .map(|(_, q, tools)| Entry {
-                query: q.to_vec(),
-                tools: tools.iter().map(|k| super::embedder::hex(k)).collect(),
+            .map(|e| Called {
+                id: e.id,
+                model: String::new(),
+                query: e.query.to_vec(),
+                tools: e.tools.iter().map(|k| super::embedder::hex(k)).collect(),
             })
             .collect();
         crate::journal::replace(&path, &entries)?;
-        let (journal, _, _) = Journal::open::<Entry>(&path)?;
+        let (journal, _, _) = Journal::open::<Called>(&path)?;
         self.journal = Some((journal, entries.len()));
         Ok(())
     }
@@ -242,6 +286,19 @@ mod tests {
             vec![0.0],
             "another model's vectors never count"
         );
+    }
+
+    #[test]
+    fn an_entry_from_another_replica_is_kept_once_and_only_of_the_same_model() {
+        let (here, there) = (ToolMemory::new(None, 10), ToolMemory::new(None, 10));
+        let called = here.record("m", &[1.0, 0.0], &[k(1)]).expect("kept");
+        assert!(!here.record_called(&called), "its own entry, read back, is not kept twice");
+        assert!(there.record_called(&called));
+        assert!(!there.record_called(&called));
+        assert_eq!(there.recall("m", &[1.0, 0.0], &[k(1)]), vec![1.0]);
+        let other = Called { id: 7, model: "other-model".into(), ..called };
+        assert!(!there.record_called(&other), "another model's vectors are never kept");
+        assert_eq!(there.len(), 1);
     }
 
     #[test]

@@ -150,6 +150,7 @@ impl App {
             embedder: self.route_embedder.get().cloned(),
             embed_budget: Duration::from_millis(self.config.openai.embed_budget_ms),
             cluster: self.cluster.clone(),
+            memory_bound: self.config.openai.tool_memory_requests,
             ..Narrowing::lexical(self.ranker.clone())
         }
     }
@@ -198,12 +199,34 @@ fn route_ranker(config: &Config, cluster: Option<&Arc<crate::cluster::Cluster>>)
     let ranker = Arc::new(ToolListRanker::new(vectors, memory));
     if let (Some(cluster), Ok(runtime)) = (cluster, tokio::runtime::Handle::try_current()) {
         let (cluster, ttl) = (cluster.clone(), Duration::from_secs(config.cluster.tool_vectors_ttl_s));
+        let (shared, handle) = (cluster.clone(), runtime.clone());
         ranker.on_embedded(Arc::new(move |entries| {
-            let cluster = cluster.clone();
-            runtime.spawn(async move { cluster.share_tool_vectors(&entries, ttl).await });
+            let cluster = shared.clone();
+            handle.spawn(async move { cluster.share_tool_vectors(&entries, ttl).await });
         }));
+        if config.openai.tool_memory_requests > 0 {
+            runtime.spawn(follow_tool_memory(cluster, Arc::downgrade(&ranker)));
+        }
     }
     ranker
+}
+
+/// Keeps what the other replicas' route mode learned: the shared stream
+/// from its start, then every second, while the ranker lives.
+async fn follow_tool_memory(cluster: Arc<crate::cluster::Cluster>, ranker: std::sync::Weak<ToolListRanker>) {
+    let mut position = "0".to_string();
+    while ranker.strong_count() > 0 {
+        let entries = cluster.read_called(&position).await.unwrap_or_default();
+        let Some(last) = entries.last().map(|(id, _)| id.clone()) else {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            continue;
+        };
+        let Some(ranker) = ranker.upgrade() else { return };
+        let called: Vec<_> = entries.into_iter().filter_map(|(_, c)| c).collect();
+        // Keeping an entry appends to the memory's journal (fsync).
+        let _ = tokio::task::spawn_blocking(move || called.iter().filter(|c| ranker.learn_shared(c)).count()).await;
+        position = last;
+    }
 }
 
 /// The router of `toolrouter serve`.

@@ -595,3 +595,58 @@ async fn a_tool_the_model_called_is_kept_for_a_later_similar_request() {
     assert_eq!(post(&app, ask(later)).await.0, StatusCode::OK);
     assert!(offered(&restarted, 1).contains(&unkept), "{unkept} not in {:?}", offered(&restarted, 1));
 }
+
+/// What one replica's route mode learned counts on another (through a
+/// real `redis-server`), which never saw the request.
+#[tokio::test]
+async fn what_one_replica_learned_counts_on_another() {
+    if !crate::common::model_available() {
+        return;
+    }
+    let Some((_redis, port)) = crate::cluster::redis_server() else { return };
+    let replica = |model: Arc<ScriptedModel>, state: &std::path::Path| {
+        let mut config = Config::default();
+        config.log.level = "warn".into();
+        config.openai.max_tools = 6;
+        config.openai.embed_budget_ms = 60_000;
+        config.state.dir = state.to_path_buf();
+        config.cluster.redis_url = format!("redis://127.0.0.1:{port}");
+        let app = App::with_model(&config, Some(model as Arc<dyn ChatModel>));
+        app.set_route_embedder(Arc::new(toolrouter::retrieval::Embedder::load(&config.embedding).unwrap()));
+        router(app)
+    };
+    let ask =
+        |text: &str| json!({"model": "m", "tools": topical_tools(), "messages": [{"role": "user", "content": text}]});
+    let (first, later) = ("Translate 'good morning' into French", "How would you say good evening in Italian?");
+    let ok = || completion(json!({"role": "assistant", "content": "ok"}));
+    let (first_state, second_state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let second_model = ScriptedModel::new([ok()]);
+    let second = replica(second_model.clone(), second_state.path());
+    // A translation tool the second replica would not keep for the later request.
+    let control = ScriptedModel::new([ok()]);
+    let mut config = Config::default();
+    config.openai.max_tools = 6;
+    config.openai.embed_budget_ms = 60_000;
+    config.openai.tool_memory_requests = 0;
+    let control_state = tempfile::tempdir().unwrap();
+    config.state.dir = control_state.path().to_path_buf();
+    let app = App::with_model(&config, Some(control.clone() as Arc<dyn ChatModel>));
+    app.set_route_embedder(Arc::new(toolrouter::retrieval::Embedder::load(&config.embedding).unwrap()));
+    assert_eq!(post(&router(app), ask(later)).await.0, StatusCode::OK);
+    let kept = offered(&control, 0);
+    let unkept = (0..15).map(|i| format!("translate_text_{i}")).find(|t| !kept.contains(t)).expect("one not kept");
+
+    // The first replica's model calls it; the second learns it through Redis.
+    let first_model = ScriptedModel::new([completion(tool_call(&unkept, json!({"q": "good morning"})))]);
+    let first_app = replica(first_model, first_state.path());
+    assert_eq!(post(&first_app, ask(first)).await.0, StatusCode::OK);
+    let started = Instant::now();
+    while !metrics(&second).await.contains("toolrouter_route_remembered_requests 1") {
+        assert!(started.elapsed() < Duration::from_secs(10), "{}", metrics(&second).await);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(post(&second, ask(later)).await.0, StatusCode::OK);
+    assert!(offered(&second_model, 0).contains(&unkept), "{unkept} not in {:?}", offered(&second_model, 0));
+    // The first replica read its own entry back and kept it once.
+    assert!(metrics(&first_app).await.contains("toolrouter_route_remembered_requests 1"));
+}

@@ -67,8 +67,11 @@ pub struct Narrowing {
     /// Time a request may spend embedding tools never seen before
     /// (`openai.embed_budget_ms`); the rest are embedded in the background.
     pub embed_budget: Duration,
-    /// The replicas whose tool vectors this one reads before embedding.
+    /// The replicas whose tool vectors this one reads before embedding,
+    /// and with which it shares what it learns.
     pub cluster: Option<Arc<crate::cluster::Cluster>>,
+    /// `openai.tool_memory_requests` (the shared stream's bound).
+    pub memory_bound: usize,
 }
 
 /// Keeps a route or plan decision; returns its trace id.
@@ -90,6 +93,7 @@ impl Narrowing {
             record: None,
             embed_budget: Duration::ZERO,
             cluster: None,
+            memory_bound: 0,
         }
     }
 
@@ -129,8 +133,8 @@ impl Narrowing {
         let dense = embedded.as_ref().map(|(query, tools)| Dense { query, tools, remembered: &remembered });
         let weight = self.weight.clone();
         let kept = tool_list::keep(&set, &asked.conversation(forced), dense, max, &ListWeights::default(), &*weight);
-        let ranker = self.ranker.clone();
-        (kept, embedded.map(|(query, vectors)| Learning { ranker, set, vectors, query }))
+        let (ranker, share) = (self.ranker.clone(), self.cluster.clone().map(|c| (c, self.memory_bound)));
+        (kept, embedded.map(|(query, vectors)| Learning { ranker, set, vectors, query, share }))
     }
 
     /// The vectors of the latest message and of `set`'s tools, embedding
@@ -185,6 +189,8 @@ pub struct Learning {
     set: ToolSet,
     vectors: Arc<ListVectors>,
     query: QueryVectors,
+    /// The replicas it is shared with, and the stream's bound.
+    share: Option<(Arc<crate::cluster::Cluster>, usize)>,
 }
 
 impl Learning {
@@ -196,7 +202,13 @@ impl Learning {
         if called.is_empty() {
             return;
         }
-        tokio::task::spawn_blocking(move || self.ranker.learn(&self.set, &self.vectors, &self.query, &called));
+        let Learning { ranker, set, vectors, query, share } = self;
+        tokio::spawn(async move {
+            let learned = tokio::task::spawn_blocking(move || ranker.learn(&set, &vectors, &query, &called)).await;
+            if let (Ok(Some(called)), Some((cluster, max))) = (learned, share) {
+                let _ = cluster.publish_called(&called, max).await;
+            }
+        });
     }
 }
 
