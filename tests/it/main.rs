@@ -25,6 +25,7 @@ mod replay_all;
 mod replay_cli;
 mod retrieval;
 mod route_eval;
+mod route_tools;
 mod serve_http;
 mod toolbench_catalog;
 mod upstream_faults;

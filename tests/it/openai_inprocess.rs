@@ -20,13 +20,13 @@ use tower::ServiceExt;
 /// A model that answers from a script, one answer per request, and keeps
 /// every request it was sent.
 #[derive(Default)]
-struct ScriptedModel {
+pub(crate) struct ScriptedModel {
     answers: Mutex<VecDeque<Result<Value, LlmError>>>,
     seen: Mutex<Vec<Value>>,
 }
 
 impl ScriptedModel {
-    fn new(answers: impl IntoIterator<Item = Result<Value, LlmError>>) -> Arc<ScriptedModel> {
+    pub(crate) fn new(answers: impl IntoIterator<Item = Result<Value, LlmError>>) -> Arc<ScriptedModel> {
         Arc::new(ScriptedModel { answers: Mutex::new(answers.into_iter().collect()), seen: Mutex::default() })
     }
 
@@ -66,7 +66,7 @@ impl ChatModel for ScriptedModel {
 }
 
 /// A completion whose message is `message`, with extra top-level fields.
-fn completion(message: Value) -> Result<Value, LlmError> {
+pub(crate) fn completion(message: Value) -> Result<Value, LlmError> {
     Ok(json!({"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "upstream-model",
         "system_fingerprint": "fp_scripted", "service_tier": "default",
         "choices": [{"index": 0, "message": message, "finish_reason":
@@ -74,7 +74,7 @@ fn completion(message: Value) -> Result<Value, LlmError> {
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}))
 }
 
-fn tool_call(name: &str, arguments: Value) -> Value {
+pub(crate) fn tool_call(name: &str, arguments: Value) -> Value {
     json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
         "function": {"name": name, "arguments": arguments.to_string()}}]})
 }
@@ -107,7 +107,7 @@ fn app(model: Arc<ScriptedModel>, tweak: impl FnOnce(&mut Config)) -> axum::Rout
 }
 
 /// Sends `body` to `/v1/chat/completions`: status, headers and body text.
-async fn post(app: &axum::Router, body: Value) -> (StatusCode, axum::http::HeaderMap, String) {
+pub(crate) async fn post(app: &axum::Router, body: Value) -> (StatusCode, axum::http::HeaderMap, String) {
     let request = Request::post("/v1/chat/completions")
         .header("content-type", "application/json")
         .body(Body::from(body.to_string()))
@@ -271,13 +271,13 @@ async fn every_answer_has_a_request_id_and_a_clients_own_is_kept() {
     assert_eq!(id(&get(Some("caller-trace-42")).await.unwrap()), "caller-trace-42");
 }
 
-async fn metrics(app: &axum::Router) -> String {
+pub(crate) async fn metrics(app: &axum::Router) -> String {
     let response = app.clone().oneshot(Request::get("/metrics").body(Body::empty()).unwrap()).await.unwrap();
     String::from_utf8(axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap().to_vec()).unwrap()
 }
 
 /// The names of the tools the model was offered in its `n`th request.
-fn offered(model: &ScriptedModel, n: usize) -> Vec<String> {
+pub(crate) fn offered(model: &ScriptedModel, n: usize) -> Vec<String> {
     let seen = model.seen();
     let mut names: Vec<String> =
         seen[n]["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap().into()).collect();
@@ -391,262 +391,4 @@ async fn ref_loops_and_huge_enums_are_served() {
         let answer: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(answer["toolrouter"]["repairs"], 0, "{ask}: {}", answer["toolrouter"]);
     }
-}
-
-/// Tools with words that do not give the answer away: the embedding decides.
-fn topical_tools() -> Vec<Value> {
-    let topics = [
-        ("forecast_lookup", "Tells whether it will rain or shine in a town over the next days"),
-        ("fx_convert", "Changes an amount of money from one currency into another"),
-        ("flight_tracker", "Shows where an airplane is and when it lands"),
-        ("recipe_finder", "Suggests dishes to cook from the ingredients in your fridge"),
-        ("stock_quote", "Gives the latest share price of a listed company"),
-        ("movie_times", "Lists when films are showing at cinemas nearby"),
-        ("translate_text", "Renders a sentence in another language"),
-        ("hotel_rooms", "Finds places to stay for a night in a city"),
-    ];
-    let mut tools = Vec::new();
-    for round in 0..15 {
-        for (name, description) in topics {
-            tools.push(json!({"type": "function", "function": {"name": format!("{name}_{round}"),
-                "description": format!("{description} (provider {round})"),
-                "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}));
-        }
-    }
-    tools
-}
-
-#[tokio::test]
-async fn tools_not_lists_any_order_any_subset_the_same_tools_kept() {
-    if !crate::common::model_available() {
-        return;
-    }
-    let state = tempfile::tempdir().unwrap();
-    let serve = |model: Arc<ScriptedModel>, budget_ms: u64| {
-        let mut config = Config::default();
-        config.log.level = "warn".into();
-        config.openai.max_tools = 6;
-        config.openai.embed_budget_ms = budget_ms;
-        config.state.dir = state.path().to_path_buf();
-        let app = App::with_model(&config, Some(model as Arc<dyn ChatModel>));
-        app.set_route_embedder(Arc::new(toolrouter::retrieval::Embedder::load(&config.embedding).unwrap()));
-        router(app)
-    };
-    let answers = (0..5).map(|_| completion(json!({"role": "assistant", "content": "ok"})));
-    let model = ScriptedModel::new(answers);
-    let app = serve(model.clone(), 60_000);
-    let ask = |tools: &[Value]| {
-        json!({"model": "m", "tools": tools,
-        "messages": [{"role": "user", "content": "Is it going to be sunny in Lyon this weekend?"}]})
-    };
-    let tools = topical_tools();
-    // The first request embeds its 120 new tools within the (generous) budget.
-    let (status, _, text) = post(&app, ask(&tools)).await;
-    assert_eq!(status, StatusCode::OK, "{text}");
-    let report = &serde_json::from_str::<Value>(&text).unwrap()["toolrouter"];
-    assert!(report.get("ranked_by_words").is_none(), "{report}");
-    let kept = offered(&model, 0);
-    assert!(kept.iter().filter(|n| n.starts_with("forecast_lookup")).count() >= 4, "{kept:?}");
-    // The same tools in other orders keep the same tools.
-    let mut rng = fastrand::Rng::with_seed(3);
-    let mut permuted = tools.clone();
-    rng.shuffle(&mut permuted);
-    assert_eq!(post(&app, ask(&permuted)).await.0, StatusCode::OK);
-    permuted.reverse();
-    assert_eq!(post(&app, ask(&permuted)).await.0, StatusCode::OK);
-    assert_eq!(offered(&model, 1), kept);
-    assert_eq!(offered(&model, 2), kept);
-    // A subset holding the kept tools keeps them too.
-    let subset: Vec<Value> = tools
-        .iter()
-        .enumerate()
-        .filter(|(i, t)| i % 3 != 0 || kept.contains(&t["function"]["name"].as_str().unwrap().to_string()))
-        .map(|(_, t)| t.clone())
-        .collect();
-    assert!(subset.len() < tools.len());
-    let (status, _, text) = post(&app, ask(&subset)).await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(offered(&model, 3), kept);
-    assert!(serde_json::from_str::<Value>(&text).unwrap()["toolrouter"].get("ranked_by_words").is_none());
-
-    // After a restart, with no time to embed anything, the tools are still
-    // known: the vectors were kept in the state directory.
-    let model = ScriptedModel::new((0..2).map(|_| completion(json!({"role": "assistant", "content": "ok"}))));
-    let restarted = serve(model.clone(), 0);
-    rng.shuffle(&mut permuted);
-    let (_, _, text) = post(&restarted, ask(&permuted)).await;
-    assert!(serde_json::from_str::<Value>(&text).unwrap()["toolrouter"].get("ranked_by_words").is_none(), "{text}");
-    assert_eq!(offered(&model, 0), kept);
-    // A tool never seen, with no budget to embed it: the list ranks by words, and says so.
-    let mut one_more = permuted.clone();
-    one_more.push(json!({"type": "function", "function": {"name": "brand_new", "description": "Something new"}}));
-    let (_, _, text) = post(&restarted, ask(&one_more)).await;
-    let report = &serde_json::from_str::<Value>(&text).unwrap()["toolrouter"];
-    assert_eq!(report["ranked_by_words"]["count"], 121, "{report}");
-}
-
-/// Replicas share the tool vectors through a real `redis-server`: a list
-/// one replica embedded is ranked with the embedding on another that has
-/// its own state directory and no time to embed anything.
-#[tokio::test]
-async fn a_tool_one_replica_embedded_is_known_to_the_others() {
-    if !crate::common::model_available() {
-        return;
-    }
-    let Some((_redis, port)) = crate::cluster::redis_server() else { return };
-    let replica = |model: Arc<ScriptedModel>, budget_ms: u64, state: &std::path::Path| {
-        let mut config = Config::default();
-        config.log.level = "warn".into();
-        config.openai.max_tools = 6;
-        config.openai.embed_budget_ms = budget_ms;
-        config.state.dir = state.to_path_buf();
-        config.cluster.redis_url = format!("redis://127.0.0.1:{port}");
-        let app = App::with_model(&config, Some(model as Arc<dyn ChatModel>));
-        app.set_route_embedder(Arc::new(toolrouter::retrieval::Embedder::load(&config.embedding).unwrap()));
-        router(app)
-    };
-    let ok = || (0..3).map(|_| completion(json!({"role": "assistant", "content": "ok"})));
-    let ask = |tools: &[Value]| {
-        json!({"model": "m", "tools": tools,
-        "messages": [{"role": "user", "content": "Is it going to be sunny in Lyon this weekend?"}]})
-    };
-    let report = |text: &str| serde_json::from_str::<Value>(text).unwrap()["toolrouter"].clone();
-    let tools = topical_tools();
-    let (first_state, second_state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (first_model, second_model) = (ScriptedModel::new(ok()), ScriptedModel::new(ok()));
-    let first = replica(first_model.clone(), 60_000, first_state.path());
-    let second = replica(second_model.clone(), 0, second_state.path());
-
-    // The first embeds them inline and shares them (written in the background).
-    let (status, _, text) = post(&first, ask(&tools)).await;
-    assert_eq!(status, StatusCode::OK, "{text}");
-    assert!(report(&text).get("ranked_by_words").is_none(), "{text}");
-    let mut redis = redis::Client::open(format!("redis://127.0.0.1:{port}")).unwrap().get_connection().unwrap();
-    let started = Instant::now();
-    loop {
-        let keys: Vec<String> = redis::cmd("KEYS").arg("toolrouter:toolvec:*").query(&mut redis).unwrap();
-        if keys.len() >= 120 {
-            let ttl: i64 = redis::cmd("TTL").arg(&keys[0]).query(&mut redis).unwrap();
-            assert!(ttl > 3600, "the vectors expire after cluster.tool_vectors_ttl_s: {ttl}");
-            break;
-        }
-        assert!(started.elapsed() < Duration::from_secs(10), "{} of 120 tool vectors shared", keys.len());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    // The second, which never saw them and may not embed inline, ranks them
-    // with the embedding at once, in another order, as the first did.
-    let mut permuted = tools.clone();
-    fastrand::Rng::with_seed(5).shuffle(&mut permuted);
-    let (_, _, text) = post(&second, ask(&permuted)).await;
-    assert!(report(&text).get("ranked_by_words").is_none(), "{text}");
-    assert_eq!(offered(&second_model, 0), offered(&first_model, 0));
-}
-
-/// Route mode learns from use: a tool the model called for a request is
-/// kept for a later similar one that would not have kept it, and still
-/// after a restart (the memory is in the state directory).
-#[tokio::test]
-async fn a_tool_the_model_called_is_kept_for_a_later_similar_request() {
-    if !crate::common::model_available() {
-        return;
-    }
-    let serve = |model: Arc<ScriptedModel>, state: &std::path::Path, remembered: usize| {
-        let mut config = Config::default();
-        config.log.level = "warn".into();
-        config.openai.max_tools = 6;
-        config.openai.embed_budget_ms = 60_000;
-        config.openai.tool_memory_requests = remembered;
-        config.state.dir = state.to_path_buf();
-        let app = App::with_model(&config, Some(model as Arc<dyn ChatModel>));
-        app.set_route_embedder(Arc::new(toolrouter::retrieval::Embedder::load(&config.embedding).unwrap()));
-        router(app)
-    };
-    let ask =
-        |text: &str| json!({"model": "m", "tools": topical_tools(), "messages": [{"role": "user", "content": text}]});
-    let (first, later) = ("Translate 'good morning' into French", "How would you say good evening in Italian?");
-    let ok = || completion(json!({"role": "assistant", "content": "ok"}));
-    // Without a memory, the later request keeps 6 of the 15 translation tools.
-    let control = ScriptedModel::new([ok()]);
-    let state = tempfile::tempdir().unwrap();
-    assert_eq!(post(&serve(control.clone(), state.path(), 0), ask(later)).await.0, StatusCode::OK);
-    let kept = offered(&control, 0);
-    let unkept = (0..15).map(|i| format!("translate_text_{i}")).find(|t| !kept.contains(t)).expect("one not kept");
-
-    // The model calls that tool for the first request; the later one keeps it.
-    let state = tempfile::tempdir().unwrap();
-    let model = ScriptedModel::new([completion(tool_call(&unkept, json!({"q": "good morning"}))), ok()]);
-    let app = serve(model.clone(), state.path(), 100);
-    let (status, _, text) = post(&app, ask(first)).await;
-    assert_eq!(status, StatusCode::OK, "{text}");
-    // Learned on a blocking thread: wait until /metrics counts it.
-    let started = Instant::now();
-    while !metrics(&app).await.contains("toolrouter_route_remembered_requests 1") {
-        assert!(started.elapsed() < Duration::from_secs(10), "{}", metrics(&app).await);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(post(&app, ask(later)).await.0, StatusCode::OK);
-    assert!(offered(&model, 1).contains(&unkept), "{unkept} not in {:?}", offered(&model, 1));
-    // An unrelated request is not pulled toward it.
-    let restarted = ScriptedModel::new([ok(), ok()]);
-    let app = serve(restarted.clone(), state.path(), 100);
-    assert_eq!(post(&app, ask("Is it going to be sunny in Lyon this weekend?")).await.0, StatusCode::OK);
-    assert!(!offered(&restarted, 0).contains(&unkept), "{:?}", offered(&restarted, 0));
-    // After a restart the memory is still there.
-    assert_eq!(post(&app, ask(later)).await.0, StatusCode::OK);
-    assert!(offered(&restarted, 1).contains(&unkept), "{unkept} not in {:?}", offered(&restarted, 1));
-}
-
-/// What one replica's route mode learned counts on another (through a
-/// real `redis-server`), which never saw the request.
-#[tokio::test]
-async fn what_one_replica_learned_counts_on_another() {
-    if !crate::common::model_available() {
-        return;
-    }
-    let Some((_redis, port)) = crate::cluster::redis_server() else { return };
-    let replica = |model: Arc<ScriptedModel>, state: &std::path::Path| {
-        let mut config = Config::default();
-        config.log.level = "warn".into();
-        config.openai.max_tools = 6;
-        config.openai.embed_budget_ms = 60_000;
-        config.state.dir = state.to_path_buf();
-        config.cluster.redis_url = format!("redis://127.0.0.1:{port}");
-        let app = App::with_model(&config, Some(model as Arc<dyn ChatModel>));
-        app.set_route_embedder(Arc::new(toolrouter::retrieval::Embedder::load(&config.embedding).unwrap()));
-        router(app)
-    };
-    let ask =
-        |text: &str| json!({"model": "m", "tools": topical_tools(), "messages": [{"role": "user", "content": text}]});
-    let (first, later) = ("Translate 'good morning' into French", "How would you say good evening in Italian?");
-    let ok = || completion(json!({"role": "assistant", "content": "ok"}));
-    let (first_state, second_state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let second_model = ScriptedModel::new([ok()]);
-    let second = replica(second_model.clone(), second_state.path());
-    // A translation tool the second replica would not keep for the later request.
-    let control = ScriptedModel::new([ok()]);
-    let mut config = Config::default();
-    config.openai.max_tools = 6;
-    config.openai.embed_budget_ms = 60_000;
-    config.openai.tool_memory_requests = 0;
-    let control_state = tempfile::tempdir().unwrap();
-    config.state.dir = control_state.path().to_path_buf();
-    let app = App::with_model(&config, Some(control.clone() as Arc<dyn ChatModel>));
-    app.set_route_embedder(Arc::new(toolrouter::retrieval::Embedder::load(&config.embedding).unwrap()));
-    assert_eq!(post(&router(app), ask(later)).await.0, StatusCode::OK);
-    let kept = offered(&control, 0);
-    let unkept = (0..15).map(|i| format!("translate_text_{i}")).find(|t| !kept.contains(t)).expect("one not kept");
-
-    // The first replica's model calls it; the second learns it through Redis.
-    let first_model = ScriptedModel::new([completion(tool_call(&unkept, json!({"q": "good morning"})))]);
-    let first_app = replica(first_model, first_state.path());
-    assert_eq!(post(&first_app, ask(first)).await.0, StatusCode::OK);
-    let started = Instant::now();
-    while !metrics(&second).await.contains("toolrouter_route_remembered_requests 1") {
-        assert!(started.elapsed() < Duration::from_secs(10), "{}", metrics(&second).await);
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(post(&second, ask(later)).await.0, StatusCode::OK);
-    assert!(offered(&second_model, 0).contains(&unkept), "{unkept} not in {:?}", offered(&second_model, 0));
-    // The first replica read its own entry back and kept it once.
-    assert!(metrics(&first_app).await.contains("toolrouter_route_remembered_requests 1"));
 }
