@@ -108,6 +108,11 @@ pub(super) struct PlanArgs {
     /// Only the greedy planner (and the retrieval baselines).
     #[arg(long)]
     greedy: bool,
+    /// Share of the catalog's APIs down (0 to 1): their calls fail as a
+    /// 503 would, the others are planned; shows how often the planner
+    /// still serves every part of a request, with and without backtracking.
+    #[arg(long, default_value_t = 0.0, value_name = "SHARE")]
+    down: f64,
     /// How queries are kept from the runs the graph learns: `sets` (leave one
     /// set out) or `queries` (folds within a set: a diagnostic).
     #[arg(long, value_enum, default_value = "sets")]
@@ -396,6 +401,7 @@ fn run_plan(args: &PlanArgs, config: &Config) -> Result<ExitCode, CliError> {
             params,
             config.graph.max_calls,
             &config.embedding.cache_dir(),
+            plan::Outage { share: args.down },
         ))
         .map_err(retrieval_error)?;
     if args.json {

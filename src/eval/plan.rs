@@ -21,12 +21,47 @@ use serde::Serialize;
 
 use super::queries::QueryRecord;
 use super::retrieval::Latency;
+use crate::catalog::Api;
 use crate::catalog::{ApiId, Catalog};
 use crate::graph::{self, Params};
-use crate::planner::{DeterministicDecider, DryRun, LongTermMemory, Planner, Settings, memory};
+use crate::planner::{Caller, DeterministicDecider, LongTermMemory, Planner, Settings, StepOutcome, memory};
 use crate::retrieval::cache::EmbeddingCache;
 use crate::retrieval::{Filters, RetrievalError, Retriever};
 use crate::trajectory::Trajectory;
+
+/// Plans with a share of the catalog's APIs down (`eval plan --down`): a
+/// call to one of them fails as a 503 would, every other call is planned
+/// as in a dry run. Which APIs are down depends only on their name, so
+/// every variant meets the same outage.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Outage {
+    /// Share of APIs down (0: none, a plain dry run).
+    pub share: f64,
+}
+
+impl Outage {
+    /// Whether `function` is down in this outage.
+    pub fn is_down(&self, function: &str) -> bool {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::hash::DefaultHasher::new();
+        function.hash(&mut h);
+        (h.finish() % 10_000) as f64 / 10_000.0 < self.share
+    }
+}
+
+impl Caller for Outage {
+    async fn call(&self, api: &Api, _arguments: &serde_json::Map<String, serde_json::Value>) -> StepOutcome {
+        let (ok, status) = match self.is_down(&api.function_name) {
+            true => (false, "503 Service Unavailable (down in this experiment)"),
+            false => (true, "planned (dry run, not executed)"),
+        };
+        StepOutcome { ok, status: status.into(), response: None, elapsed_ms: 0.0 }
+    }
+
+    fn plans_only(&self) -> bool {
+        true
+    }
+}
 
 /// Folds of the query split.
 pub const QUERY_FOLDS: usize = 5;
@@ -77,6 +112,10 @@ pub struct Scores {
     pub f1: f64,
     pub candidate_recall: f64,
     pub mean_steps: f64,
+    /// Share of queries whose every part (the whole task, when it has no
+    /// parts) got a successful call: under an outage, whether the planner
+    /// found a way around the APIs that were down.
+    pub served: f64,
     /// Whole run: retrieval (embedding included, measured once per query) and planning.
     pub latency_ms: Latency,
 }
@@ -126,6 +165,7 @@ pub fn folds<'a>(
 }
 
 /// Runs every variant on every fold.
+#[allow(clippy::too_many_arguments)] // what one evaluation is run with; each caller passes all
 pub async fn evaluate(
     retriever: &Retriever,
     folds: &[Fold<'_>],
@@ -134,6 +174,7 @@ pub async fn evaluate(
     params: Params,
     max_calls: usize,
     cache_dir: &Path,
+    outage: Outage,
 ) -> Result<Vec<VariantReport>, RetrievalError> {
     let catalog = retriever.catalog().clone();
     let mut cache = embedding_cache(retriever, cache_dir)?;
@@ -157,23 +198,27 @@ pub async fn evaluate(
                             Planner::new(retriever, graph.then_some(&tool_graph), use_memory.then_some(&memory), s);
                         let decider =
                             DeterministicDecider { min_relevance, min_steps, ..DeterministicDecider::default() };
-                        let run = planner.run_prepared(&q.query, &prepared, started, &decider, &DryRun).await?;
+                        let run = planner.run_prepared(&q.query, &prepared, started, &decider, &outage).await?;
+                        // Failed steps are never kept on the path: these are the calls that succeeded.
                         let planned: Vec<ApiId> = run.steps.iter().map(|s| s.api).collect();
                         let considered: Vec<ApiId> =
                             run.considered.iter().filter_map(|f| catalog.resolve(f).first()).collect();
                         let ms = prepared.embed_ms + run.timings.retrieval_ms + run.timings.planning_ms;
-                        Sample::new(&planned, &considered, &relevant, total, ms)
+                        let mut sample = Sample::new(&planned, &considered, &relevant, total, ms);
+                        sample.served = f64::from(u8::from(planned.len() >= run.parts.len().max(1)));
+                        sample
                     }
                     Variant::Retrieval { n } => {
                         let hits = retriever.rank(&prepared, n, &Filters::default(), retriever.options()).hits;
-                        let planned: Vec<ApiId> = hits.iter().map(|h| h.api).collect();
-                        Sample::new(
-                            &planned,
-                            &planned,
-                            &relevant,
-                            total,
-                            prepared.embed_ms + crate::units::ms(started.elapsed()),
-                        )
+                        // Called as ranked: the ones down fail.
+                        let planned: Vec<ApiId> = (hits.iter().map(|h| h.api))
+                            .filter(|&a| !outage.is_down(&catalog.api(a).function_name))
+                            .collect();
+                        let ms = prepared.embed_ms + crate::units::ms(started.elapsed());
+                        let mut sample = Sample::new(&planned, &planned, &relevant, total, ms);
+                        let parts = crate::retrieval::intents::split(&q.query).len().max(1);
+                        sample.served = f64::from(u8::from(planned.len() >= parts));
+                        sample
                     }
                 };
                 per_variant[v].push((fold.set.clone(), sample));
@@ -252,6 +297,7 @@ struct Sample {
     candidate_recall: f64,
     steps: usize,
     ms: f64,
+    served: f64,
 }
 
 impl Sample {
@@ -267,7 +313,7 @@ impl Sample {
         } else {
             considered.iter().filter(|a| relevant.contains(a)).count() as f64 / total as f64
         };
-        Sample { precision, recall, f1, candidate_recall, steps: planned.len(), ms }
+        Sample { precision, recall, f1, candidate_recall, steps: planned.len(), ms, served: 0.0 }
     }
 }
 
@@ -284,6 +330,7 @@ fn average<'a>(set: &str, samples: impl Iterator<Item = &'a Sample>) -> Scores {
         f1: mean(|s| s.f1),
         candidate_recall: mean(|s| s.candidate_recall),
         mean_steps: mean(|s| s.steps as f64),
+        served: mean(|s| s.served),
         latency_ms: Latency::of(&mut ms),
     }
 }
@@ -291,13 +338,13 @@ fn average<'a>(set: &str, samples: impl Iterator<Item = &'a Sample>) -> Scores {
 /// The reports as one Markdown table: a row per variant and set.
 pub fn markdown(reports: &[VariantReport]) -> String {
     let mut out = String::from(
-        "| variant | set | queries | precision | recall | F1 | candidate recall | mean steps | p50 ms | p99 ms |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+        "| variant | set | queries | precision | recall | F1 | candidate recall | mean steps | every part served | p50 ms | p99 ms |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );
     for r in reports {
         for s in r.sets.iter().chain(std::iter::once(&r.overall)) {
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.2} | {:.1} | {:.1} |",
+                "| {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.2} | {:.3} | {:.1} | {:.1} |",
                 r.name,
                 s.set,
                 s.queries,
@@ -306,10 +353,27 @@ pub fn markdown(reports: &[VariantReport]) -> String {
                 s.f1,
                 s.candidate_recall,
                 s.mean_steps,
+                s.served,
                 s.latency_ms.p50,
                 s.latency_ms.p99
             );
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Outage;
+
+    #[test]
+    fn an_outage_takes_down_its_share_of_apis_the_same_ones_each_time() {
+        let names: Vec<String> = (0..20_000).map(|i| format!("api_{i}_for_tool")).collect();
+        let down = |share: f64| names.iter().filter(|n| Outage { share }.is_down(n)).count();
+        assert_eq!(down(0.0), 0);
+        assert_eq!(down(1.0), names.len());
+        let share = down(0.3) as f64 / names.len() as f64;
+        assert!((0.28..0.32).contains(&share), "{share}");
+        assert_eq!(down(0.3), down(0.3), "the same APIs each time");
+    }
 }
