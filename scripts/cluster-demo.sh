@@ -47,7 +47,7 @@ for i in 1 2 3; do
   TOOLROUTER_LOG_LEVEL="${TOOLROUTER_LOG_LEVEL:-warn}" \
     "$bin" serve --listen "127.0.0.1:$replica_port" >"$work/replica$i.out" 2>"$work/replica$i.log" &
   pids+=($!)
-  backends+="    server replica$i 127.0.0.1:$replica_port check inter 2s"$'\n'
+  backends+="    server replica$i 127.0.0.1:$replica_port check inter 500ms rise 1"$'\n'
 done
 
 cat >"$work/haproxy.cfg" <<CFG
@@ -58,6 +58,10 @@ defaults
     timeout connect 2s
     timeout client 300s
     timeout server 300s
+frontend stats
+    bind 127.0.0.1:$((port + 5))
+    stats enable
+    stats uri /stats
 frontend toolrouter
     bind 127.0.0.1:$port
     default_backend replicas
@@ -80,6 +84,13 @@ for _ in $(seq 1 300); do
   done
   [ "$ready" = 3 ] && curl -s "$url/readyz" >/dev/null && break
   sleep 0.2
+done
+# HAProxy marks a replica down while it loads (its /readyz answers 503):
+# wait until its own health checks see all three up (its stats, as CSV).
+for _ in $(seq 1 100); do
+  up="$(curl -s "http://127.0.0.1:$((port + 5))/stats;csv" | grep -c '^replicas,replica[0-9],.*,UP,' || true)"
+  [ "$up" = 3 ] && break
+  sleep 0.1
 done
 echo "toolrouter: three replicas behind HAProxy at $url (Redis on 127.0.0.1:$redis_port)"
 
