@@ -351,7 +351,11 @@ fn narrow(
         let remembered = if options.learning { ranker.remembered(&vectors, &query) } else { Vec::new() };
         let learned = keep(&set, Some(Dense { query: &query, tools: &vectors, remembered: &remembered }));
         let ms = crate::units::ms(started.elapsed());
-        Ok((keep(&set, Some(Dense { query: &query, tools: &vectors, remembered: &[] })), learned, ms))
+        let without = match options.learning {
+            true => keep(&set, Some(Dense { query: &query, tools: &vectors, remembered: &[] })),
+            false => learned.clone(),
+        };
+        Ok((without, learned, ms))
     };
     (measured.kept[ROUTE], measured.kept[LEARNING], measured.ms[1]) = timed(&names, &texts)?;
     measured.ms[2] = timed(&names, &texts)?.2;
