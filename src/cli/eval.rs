@@ -1,5 +1,6 @@
 //! `toolrouter eval retrieval`: retrieval quality on ToolBench query files.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -136,7 +137,10 @@ pub(super) struct PlanArgs {
 pub(super) struct CurveArgs {
     /// Instead: the queries in one fixed order, each planned (or retrieved:
     /// Recall at the largest --k) and then its solution recorded in the
-    /// graph and the long-term memory, against learning off.
+    /// graph and the long-term memory, against learning off. With
+    /// --trajectories, the queries are the tasks of their successful runs
+    /// that are not in the --queries files (held-out traffic), each with
+    /// its run's APIs as the relevant ones.
     #[arg(long)]
     learning_curve: bool,
     /// Queries per window of the learning curve.
@@ -321,6 +325,7 @@ fn run_route(args: &RouteArgs, config: &Config) -> Result<ExitCode, CliError> {
 fn learning_curve(
     retriever: &crate::retrieval::Retriever,
     sets: &[(String, Vec<queries::QueryRecord>)],
+    trajectories: &[PathBuf],
     task: Task,
     config: &Config,
     curve: &CurveArgs,
@@ -330,11 +335,20 @@ fn learning_curve(
     if window == 0 {
         return Err(CliError::Usage("--window must be at least 1".into()));
     }
+    let catalog = retriever.catalog();
+    let queries = if trajectories.is_empty() {
+        learning::from_sets(catalog, sets)
+    } else {
+        let (runs, _) = load_trajectories(trajectories)?;
+        let development: HashSet<String> =
+            sets.iter().flat_map(|(_, qs)| qs).map(|q| q.query.trim().to_string()).collect();
+        learning::from_runs(catalog, &runs, &development, config.graph.max_calls)
+    };
     let runtime = super::runtime()?;
     let settings = crate::planner::Settings::from(config);
     let params = crate::graph::Params::from(&config.graph);
     let curve = runtime
-        .block_on(learning::curve(retriever, sets, task, settings, params, window, seed))
+        .block_on(learning::curve(retriever, queries, task, settings, params, window, seed))
         .map_err(retrieval_error)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&curve).map_err(anyhow::Error::from)?);
@@ -362,7 +376,7 @@ fn run_plan(args: &PlanArgs, config: &Config) -> Result<ExitCode, CliError> {
     config.catalog.query_files.extend(args.queries.iter().cloned());
     let retriever = open(&config, false)?;
     if args.curve.learning_curve {
-        return learning_curve(&retriever, &sets, Task::Plan, &config, &args.curve, args.json);
+        return learning_curve(&retriever, &sets, &args.trajectories, Task::Plan, &config, &args.curve, args.json);
     }
     let split = match args.split {
         SplitArg::Sets => Split::Sets,
@@ -442,7 +456,8 @@ fn run_retrieval(args: &RetrievalArgs, config: &Config) -> Result<ExitCode, CliE
     );
     if args.curve.learning_curve {
         let k = args.k.iter().copied().max().unwrap_or(10);
-        return learning_curve(&retriever, &sets, Task::Retrieval { k }, &config, &args.curve, args.json);
+        let task = Task::Retrieval { k };
+        return learning_curve(&retriever, &sets, &args.trajectories, task, &config, &args.curve, args.json);
     }
     let variants = variants(args, &config);
     let memories = if args.trajectories.is_empty() {

@@ -15,8 +15,9 @@ pub const DEFAULT_PLAN_DEADLINE_MS: u64 = 10_000;
 pub const DEFAULT_ROOTS: usize = 10;
 /// `planner.neighbors`: successors offered per step (K in docs/architecture.md §5).
 pub const DEFAULT_NEIGHBORS: usize = 5;
-/// `planner.alpha_min`: APIs whose availability learned from runs is lower
-/// are not offered (α_min in docs/architecture.md §5; the catalog's prior alone excludes none).
+/// `planner.alpha_min`: APIs whose calls seen in trajectories and runs
+/// succeeded at a lower rate are not offered (α_min in docs/architecture.md
+/// §5; the catalog's prior excludes none).
 pub const DEFAULT_ALPHA_MIN: f64 = 0.2;
 /// `planner.hints`: remembered tasks consulted.
 pub const DEFAULT_HINTS: usize = 3;

@@ -7,8 +7,11 @@
 //! finished successful run: applied to the tool graph and added to the
 //! long-term memory, as the engine records every successful run. Quality
 //! is reported over successive windows of queries, against the same order
-//! with learning off. What is learned from a query never scores that
-//! query: it is recorded after.
+//! with learning off (and, for plans, retrieval's top 2 as the plan). What
+//! is learned from a query never scores that query: it is recorded after.
+//! The queries come from ToolBench query files ([`from_sets`]) or, as
+//! traffic held out from tuning, from recorded successful runs
+//! ([`from_runs`]).
 
 use std::collections::HashSet;
 use std::fmt::Write;
@@ -17,10 +20,12 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::queries::QueryRecord;
-use crate::catalog::ApiId;
+use crate::catalog::{ApiId, Catalog};
 use crate::graph::{Params, RunCall, RunRecord, ToolGraph};
+use crate::planner::memory::successful_paths;
 use crate::planner::{DeterministicDecider, DryRun, LongTermMemory, Memory, Planner, Settings, remembered};
 use crate::retrieval::{Filters, RetrievalError, Retriever};
+use crate::trajectory::Trajectory;
 
 /// What is scored per query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -40,6 +45,8 @@ pub struct Window {
     pub to: usize,
     pub off: f64,
     pub on: f64,
+    /// Plans only: retrieval's top [`BASELINE_TOP`] taken as the plan.
+    pub baseline: Option<f64>,
     /// Queries of the window that share a relevant API with an earlier query.
     pub seen_before: usize,
 }
@@ -53,17 +60,24 @@ pub struct Curve {
     pub windows: Vec<Window>,
     pub overall_off: f64,
     pub overall_on: f64,
+    pub overall_baseline: Option<f64>,
     /// The same, over the queries that share a relevant API with an earlier one.
     pub seen_off: f64,
     pub seen_on: f64,
+    pub seen_baseline: Option<f64>,
 }
 
-/// The queries in their fixed order, each with its relevant catalog APIs
+/// The plan curve's baseline: the first this many of retrieval's ranking
+/// (without memory) as the plan; the best top-k on the development sets.
+pub const BASELINE_TOP: usize = 2;
+
+/// A query of the curve with its relevant catalog APIs.
+pub type Scored = (String, Vec<ApiId>);
+
+/// The queries of ToolBench query files with their relevant catalog APIs
 /// (queries without any are left out).
-fn ordered(retriever: &Retriever, sets: &[(String, Vec<QueryRecord>)], seed: u64) -> Vec<(String, Vec<ApiId>)> {
-    let catalog = retriever.catalog();
-    let mut queries: Vec<(String, Vec<ApiId>)> = sets
-        .iter()
+pub fn from_sets(catalog: &Catalog, sets: &[(String, Vec<QueryRecord>)]) -> Vec<Scored> {
+    sets.iter()
         .flat_map(|(_, qs)| qs)
         .map(|q| {
             let mut relevant: Vec<ApiId> = Vec::new();
@@ -75,24 +89,51 @@ fn ordered(retriever: &Retriever, sets: &[(String, Vec<QueryRecord>)], seed: u64
             (q.query.clone(), relevant)
         })
         .filter(|(_, r)| !r.is_empty())
-        .collect();
-    fastrand::Rng::with_seed(seed).shuffle(&mut queries);
-    queries
+        .collect()
+}
+
+/// Traffic held out from tuning: the tasks of successful recorded runs
+/// that are not among `excluded` (the development queries), each once,
+/// with the APIs of its first successful run (in file order) as relevant.
+pub fn from_runs(
+    catalog: &Catalog,
+    trajectories: &[Trajectory],
+    excluded: &HashSet<String>,
+    max_calls: usize,
+) -> Vec<Scored> {
+    let mut seen: HashSet<String> = HashSet::new();
+    successful_paths(catalog, trajectories, max_calls)
+        .into_iter()
+        .filter(|(task, _)| !excluded.contains(task.trim()) && seen.insert(task.trim().to_string()))
+        .map(|(task, path)| {
+            let mut relevant: Vec<ApiId> = Vec::new();
+            for api in path.iter().filter_map(|f| catalog.resolve(f).first()) {
+                if !relevant.contains(&api) {
+                    relevant.push(api);
+                }
+            }
+            (task, relevant)
+        })
+        .collect()
 }
 
 /// Runs the curve: every query scored with learning off, then on.
 pub async fn curve(
     retriever: &Retriever,
-    sets: &[(String, Vec<QueryRecord>)],
+    mut queries: Vec<Scored>,
     task: Task,
     settings: Settings,
     params: Params,
     window: usize,
     seed: u64,
 ) -> Result<Curve, RetrievalError> {
-    let queries = ordered(retriever, sets, seed);
+    fastrand::Rng::with_seed(seed).shuffle(&mut queries);
     let off = scores(retriever, &queries, task, settings, params, false).await?;
     let on = scores(retriever, &queries, task, settings, params, true).await?;
+    let baseline = match task {
+        Task::Plan => Some(top_k(retriever, &queries, BASELINE_TOP)?),
+        Task::Retrieval { .. } => None,
+    };
     let mut seen_apis: HashSet<ApiId> = HashSet::new();
     let seen: Vec<bool> = queries
         .iter()
@@ -115,6 +156,7 @@ pub async fn curve(
                 to,
                 off: mean(&off, &|i| (from..to).contains(&i)),
                 on: mean(&on, &|i| (from..to).contains(&i)),
+                baseline: baseline.as_ref().map(|b| mean(b, &|i| (from..to).contains(&i))),
                 seen_before: (from..to).filter(|&i| seen[i]).count(),
             }
         })
@@ -128,14 +170,29 @@ pub async fn curve(
         overall_on: mean(&on, &|_| true),
         seen_off: mean(&off, &|i| seen[i]),
         seen_on: mean(&on, &|i| seen[i]),
+        overall_baseline: baseline.as_ref().map(|b| mean(b, &|_| true)),
+        seen_baseline: baseline.as_ref().map(|b| mean(b, &|i| seen[i])),
     })
+}
+
+/// Each query's F1 with retrieval's top `k` taken as the plan.
+fn top_k(retriever: &Retriever, queries: &[Scored], k: usize) -> Result<Vec<f64>, RetrievalError> {
+    queries
+        .iter()
+        .map(|(query, relevant)| {
+            let prepared = retriever.prepare(query, retriever.options())?;
+            let hits = retriever.rank(&prepared, k, &Filters::default(), retriever.options()).hits;
+            let planned: HashSet<ApiId> = hits.iter().map(|h| h.api).collect();
+            Ok(f1(&planned, &relevant.iter().copied().collect()))
+        })
+        .collect()
 }
 
 /// Each query's score in order; with `learning`, each query's solution is
 /// recorded (graph and memory) after it is scored.
 async fn scores(
     retriever: &Retriever,
-    queries: &[(String, Vec<ApiId>)],
+    queries: &[Scored],
     task: Task,
     settings: Settings,
     params: Params,
@@ -196,18 +253,26 @@ pub fn markdown(curve: &Curve) -> String {
         Task::Plan => "plan F1".to_string(),
         Task::Retrieval { k } => format!("Recall@{k}"),
     };
+    let (head, rule) = match curve.overall_baseline {
+        Some(_) => (format!(" retrieval top {BASELINE_TOP} |"), " ---: |"),
+        None => (String::new(), ""),
+    };
+    let cell = |b: Option<f64>| b.map_or(String::new(), |b| format!(" {b:.3} |"));
     let mut out = format!(
-        "{} queries in a fixed order (seed {}); {what}, learning off / on\n\n| queries | seen before | off | on |\n| --- | ---: | ---: | ---: |\n",
+        "{} queries in a fixed order (seed {}); {what}, learning off / on\n\n| queries | seen before | off | on |{head}\n| --- | ---: | ---: | ---: |{rule}\n",
         curve.queries, curve.seed
     );
     for w in &curve.windows {
-        let _ = writeln!(out, "| {}–{} | {} | {:.3} | {:.3} |", w.from + 1, w.to, w.seen_before, w.off, w.on);
+        let (from, to, seen, off, on) = (w.from + 1, w.to, w.seen_before, w.off, w.on);
+        let _ = writeln!(out, "| {from}–{to} | {seen} | {off:.3} | {on:.3} |{}", cell(w.baseline));
     }
-    let _ = writeln!(out, "| all | | {:.3} | {:.3} |", curve.overall_off, curve.overall_on);
+    let (off, on) = (curve.overall_off, curve.overall_on);
+    let _ = writeln!(out, "| all | | {off:.3} | {on:.3} |{}", cell(curve.overall_baseline));
+    let (off, on) = (curve.seen_off, curve.seen_on);
     let _ = writeln!(
         out,
-        "| those sharing an API with an earlier query | | {:.3} | {:.3} |",
-        curve.seen_off, curve.seen_on
+        "| those sharing an API with an earlier query | | {off:.3} | {on:.3} |{}",
+        cell(curve.seen_baseline)
     );
     out
 }

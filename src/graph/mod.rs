@@ -283,6 +283,17 @@ impl ToolGraph {
         Some(self.alpha_of(node))
     }
 
+    /// The success rate of the calls the graph has seen to `key` (in
+    /// trajectories and runs, Laplace-smoothed), without the catalog's
+    /// prior; `None` before the first call. Unlike α, a few successful
+    /// calls to an API whose tool has a low prior keep it high.
+    pub fn call_success_rate(&self, key: &NodeKey) -> Option<f64> {
+        let node = self.node(key)?;
+        let calls = node.static_calls + node.online_calls;
+        let successes = node.static_successes + node.online_successes;
+        (calls > 0 && node.key != NodeKey::Finish).then(|| (successes as f64 + 1.0) / (calls as f64 + 2.0))
+    }
+
     fn alpha_of(&self, node: &Node) -> f64 {
         if node.key == NodeKey::Finish {
             return 1.0;

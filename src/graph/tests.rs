@@ -186,3 +186,28 @@ fn standalone_calls_teach_availability_only() {
     let alpha = g.alpha(&key(RATES)).unwrap();
     assert!((alpha - (0.8 * 0.5 + 0.2 * 2.0 / 5.0)).abs() < 1e-9, "{alpha}");
 }
+
+#[test]
+fn calls_seen_not_the_prior_give_the_success_rate() {
+    let mut g = ToolGraph::new(Params::default());
+    let api = key("low_prior_api");
+    g.node_or_insert(api.clone(), 0.0);
+    assert_eq!(g.call_success_rate(&api), None, "no call seen yet");
+    let run = |ok: bool| RunRecord {
+        id: "r".into(),
+        task: "t".into(),
+        calls: vec![RunCall { function: "low_prior_api".into(), ok }],
+        success: ok,
+        standalone: false,
+    };
+    g.apply(&run(true), None);
+    // α blends the prior in: 0.8 · 0 + 0.2 · 2/3, under the default α_min of
+    // 0.2 after a successful call; the rate of the calls seen does not.
+    assert!((g.alpha(&api).unwrap() - 0.2 * 2.0 / 3.0).abs() < 1e-9);
+    assert!((g.call_success_rate(&api).unwrap() - 2.0 / 3.0).abs() < 1e-9);
+    for _ in 0..4 {
+        g.apply(&run(false), None);
+    }
+    assert!((g.call_success_rate(&api).unwrap() - 2.0 / 7.0).abs() < 1e-9);
+    assert_eq!(g.call_success_rate(&NodeKey::Finish), None);
+}

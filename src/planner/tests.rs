@@ -266,3 +266,35 @@ fn an_empty_task_is_an_error() {
         Err(RetrievalError::EmptyQuery)
     ));
 }
+
+#[test]
+fn only_calls_seen_to_fail_exclude_an_api() {
+    let (r, _state) = retriever();
+    let task = "latest exchange rates";
+    let plan = |graph: &ToolGraph| {
+        let planner = Planner::new(&r, Some(graph), None, settings());
+        functions(&block_on(planner.run(task, &DeterministicDecider::default(), &DryRun)).unwrap())
+            .into_iter()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let record = |graph: &mut ToolGraph, ok: bool| {
+        let calls = vec![crate::graph::RunCall { function: RATES.into(), ok }];
+        let run = crate::graph::RunRecord { id: "r".into(), task: task.into(), calls, success: ok, standalone: false };
+        graph.apply(&run, Some(r.catalog()));
+    };
+    let mut graph = ToolGraph::new(Params::default());
+    record(&mut graph, true);
+    assert_eq!(plan(&graph)[0], RATES);
+    // Five failures in six calls: a success rate of 2/8, still offered.
+    for _ in 0..5 {
+        record(&mut graph, false);
+    }
+    assert_eq!(plan(&graph)[0], RATES);
+    // Eight failures in nine calls: 2/11, under α_min (0.2). (α, blending in
+    // the tool's prior of 0.5, stays above 0.4 whatever the calls.)
+    for _ in 0..3 {
+        record(&mut graph, false);
+    }
+    assert!(!plan(&graph).contains(&RATES.to_string()), "{:?}", plan(&graph));
+}
