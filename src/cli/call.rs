@@ -53,6 +53,10 @@ pub(super) struct ReplayArgs {
     /// Address to listen on.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8765")]
     listen: SocketAddr,
+    /// Share of the catalog's APIs (0 to 1) that answer 503 instead of
+    /// their recordings, to measure what survives an outage.
+    #[arg(long, default_value_t = 0.0, value_name = "SHARE")]
+    down: f64,
 }
 
 pub(super) fn call(a: &CallArgs, config: &Config) -> Result<ExitCode, CliError> {
@@ -167,6 +171,9 @@ fn print_trace(t: &crate::upstream::CallTrace) {
 }
 
 pub(super) fn replay(a: &ReplayArgs, config: &Config) -> Result<ExitCode, CliError> {
+    if !(0.0..=1.0).contains(&a.down) {
+        return Err(CliError::Usage(format!("--down is a share between 0 and 1, got {}", a.down)));
+    }
     let catalog = Arc::new(load_catalog(config)?);
     let table = ReplayTable::load(&a.cache, &catalog)
         .map_err(|e| CliError::Usage(format!("cannot read the replay table {}: {e}", a.cache.display())))?;
@@ -178,7 +185,12 @@ pub(super) fn replay(a: &ReplayArgs, config: &Config) -> Result<ExitCode, CliErr
         r.unresolved.len(),
         r.bad_entries
     );
-    let router = crate::server::replay_server::router(catalog, table);
+    let outage = crate::upstream::Outage { share: a.down };
+    if a.down > 0.0 {
+        let down = catalog.apis().iter().filter(|api| outage.is_down(&api.function_name)).count();
+        eprintln!("{down} of {} APIs answer 503 (--down {})", catalog.apis().len(), a.down);
+    }
+    let router = crate::server::replay_server::router(catalog, table, outage);
     let runtime = super::runtime()?;
     runtime
         .block_on(crate::server::replay_server::serve(router, a.listen))

@@ -415,7 +415,7 @@ fn run_plan(args: &PlanArgs, config: &Config) -> Result<ExitCode, CliError> {
             params,
             config.graph.max_calls,
             &config.embedding.cache_dir(),
-            plan::Outage { share: args.down },
+            crate::upstream::Outage { share: args.down },
         ))
         .map_err(retrieval_error)?;
     if args.json {

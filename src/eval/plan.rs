@@ -28,27 +28,11 @@ use crate::planner::{Caller, DeterministicDecider, LongTermMemory, Planner, Sett
 use crate::retrieval::cache::EmbeddingCache;
 use crate::retrieval::{Filters, RetrievalError, Retriever};
 use crate::trajectory::Trajectory;
+use crate::upstream::Outage;
 
 /// Plans with a share of the catalog's APIs down (`eval plan --down`): a
 /// call to one of them fails as a 503 would, every other call is planned
-/// as in a dry run. Which APIs are down depends only on their name, so
-/// every variant meets the same outage.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Outage {
-    /// Share of APIs down (0: none, a plain dry run).
-    pub share: f64,
-}
-
-impl Outage {
-    /// Whether `function` is down in this outage.
-    pub fn is_down(&self, function: &str) -> bool {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::hash::DefaultHasher::new();
-        function.hash(&mut h);
-        (h.finish() % 10_000) as f64 / 10_000.0 < self.share
-    }
-}
-
+/// as in a dry run; every variant meets the same outage.
 impl Caller for Outage {
     async fn call(&self, api: &Api, _arguments: &serde_json::Map<String, serde_json::Value>) -> StepOutcome {
         let (ok, status) = match self.is_down(&api.function_name) {

@@ -11,6 +11,7 @@
 //! * 200 with the recorded response (JSON, or text), `x-replay-match:
 //!   exact` or `closest; score=0.50`;
 //! * 502 `{"message"}` when the recorded call failed;
+//! * 503 `{"message"}` for the APIs of an [`Outage`] (`--down SHARE`);
 //! * 404 `{"message"}` when no API has this host and path, or nothing is
 //!   recorded for it.
 
@@ -27,7 +28,7 @@ use serde_json::{Map, Value, json};
 
 use crate::catalog::{Api, ApiId, Catalog, ParamLocation};
 use crate::upstream::request::{self, Captured, UrlTemplate};
-use crate::upstream::{Match, ReplayTable, replay_body};
+use crate::upstream::{Match, Outage, ReplayTable, replay_body};
 
 /// Largest request body read.
 const MAX_BODY_BYTES: usize = 1 << 20;
@@ -94,12 +95,13 @@ struct Replay {
     catalog: Arc<Catalog>,
     table: ReplayTable,
     routes: Routes,
+    outage: Outage,
 }
 
-/// The router of a replay server over `table`.
-pub fn router(catalog: Arc<Catalog>, table: ReplayTable) -> axum::Router {
+/// The router of a replay server over `table`; the APIs of `outage` answer 503.
+pub fn router(catalog: Arc<Catalog>, table: ReplayTable, outage: Outage) -> axum::Router {
     let routes = Routes::new(&catalog);
-    let state = Arc::new(Replay { catalog, table, routes });
+    let state = Arc::new(Replay { catalog, table, routes, outage });
     axum::Router::new().fallback(answer).layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES)).with_state(state)
 }
 
@@ -160,6 +162,10 @@ async fn answer(
     let Some((api, arguments)) = chosen else {
         return message(StatusCode::NOT_FOUND, format!("no API of `{host}` answers {method} {}", uri.path()));
     };
+    if state.outage.is_down(&api.function_name) {
+        let text = format!("`{}` is down (replay --down {})", api.function_name, state.outage.share);
+        return message(StatusCode::SERVICE_UNAVAILABLE, text);
+    }
     let Some((recording, matched)) = state.table.lookup(api.id, arguments) else {
         return message(StatusCode::NOT_FOUND, format!("no recorded response for `{}`", api.function_name));
     };

@@ -49,7 +49,7 @@ use crate::outbound::{PerThread, ReadError};
 use crate::units::ms;
 pub use guard::Guard;
 pub use limits::{Limit, Limits};
-pub use replay::{Match, ReplayTable, replay_body};
+pub use replay::{Match, Outage, ReplayTable, replay_body};
 
 /// The `User-Agent` of upstream calls.
 pub const USER_AGENT: &str = concat!("toolrouter/", env!("CARGO_PKG_VERSION"));

@@ -25,6 +25,27 @@ use crate::catalog::{Api, ApiId, Catalog};
 use crate::trajectory::pyliteral;
 use crate::units::ms;
 
+/// A share of APIs taken down on purpose, to measure what survives an
+/// outage (`toolrouter replay --down`, `eval plan --down`). Which APIs are
+/// down depends only on their function names (a hash, the same in every
+/// process of one build), so every run of an experiment meets the same
+/// outage.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Outage {
+    /// Share of APIs down (0: none).
+    pub share: f64,
+}
+
+impl Outage {
+    /// Whether `function` is down in this outage.
+    pub fn is_down(&self, function: &str) -> bool {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::hash::DefaultHasher::new();
+        function.hash(&mut h);
+        (h.finish() % 10_000) as f64 / 10_000.0 < self.share
+    }
+}
+
 /// One recorded response.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Recording {
