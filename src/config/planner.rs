@@ -41,6 +41,9 @@ pub struct PlannerConfig {
     pub alpha_min: f64,
     /// Similar remembered tasks whose paths are used as hints.
     pub hints: usize,
+    /// Commit to every choice: no other API after a failed call, no
+    /// backtracking, no restart (an ablation).
+    pub greedy: bool,
 }
 
 impl Default for PlannerConfig {
@@ -54,6 +57,7 @@ impl Default for PlannerConfig {
             neighbors: DEFAULT_NEIGHBORS,
             alpha_min: DEFAULT_ALPHA_MIN,
             hints: DEFAULT_HINTS,
+            greedy: false,
         }
     }
 }

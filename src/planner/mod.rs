@@ -99,7 +99,7 @@ impl From<&Config> for Settings {
             neighbors: c.neighbors,
             alpha_min: c.alpha_min,
             hints: c.hints,
-            greedy: false,
+            greedy: c.greedy,
             repair_attempts: 0,
             args: args::Options::from(&config.args),
         }
