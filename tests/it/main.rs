@@ -20,6 +20,7 @@ mod openai_inprocess;
 mod openai_python;
 mod openapi_auth;
 mod openapi_schemathesis;
+mod outage;
 mod planning;
 mod replay_all;
 mod replay_cli;

@@ -19,6 +19,12 @@ Execute mode's requests (recognised by their instructions or tools):
   for "same place" or when the user says "needs-input"; with a `lon` of
   "east" when the user says "repair-me", repaired when shown the error)
 - the user says "model-fails"        -> HTTP 500
+The model `scripted-overlap` (the outage experiment,
+scripts/outage-experiment.py): execute mode's sub-task is the whole
+request; each decision calls the offered API whose name and description
+share the most words with the request (arguments: each required
+parameter's example, else a value of its type), and `finish` once a call
+has succeeded.
 Off the happy path, when the user says (route and plan modes):
 - "repair-to-text"    -> an invalid call; once shown the error, a text answer
 - "extra-city"        -> a call with an argument the API does not take (`city`)
@@ -125,6 +131,45 @@ def executed(messages, tools, user, last):
     return call("finish", {"answer": "No offered API fits."})
 
 
+WORD = __import__("re").compile(r"[a-z0-9]+")
+
+
+def words(value):
+    return set(WORD.findall(value.lower().replace("_", " ")))
+
+
+def overlapping(body, user, last):
+    """Execute mode for the model `scripted-overlap`; see the module doc."""
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    system = text(messages[0].get("content")) if messages and messages[0].get("role") == "system" else ""
+    if system.startswith("Split the user's request"):
+        return {"role": "assistant", "content": json.dumps({"subtasks": [{"task": user, "after": []}]})}
+    if system.startswith("Answer the user's request"):
+        return {"role": "assistant", "content": "Summary: " + text(last.get("content"))[:3000]}
+    if any(m.get("role") == "tool" for m in messages):
+        arguments = {"answer": "Done: " + text(last.get("content"))[:300]}
+    else:
+        wanted = words(user)
+        offered = [t["function"] for t in body.get("tools") or [] if isinstance(t, dict) and isinstance(t.get("function"), dict)]
+        apis = [f for f in offered if f.get("name") not in ("finish", "backtrack")]
+        if not apis:
+            arguments = {"answer": "No offered API fits."}
+        else:
+            best = max(apis, key=lambda f: (len(wanted & words(f["name"] + " " + (f.get("description") or ""))), f["name"]))
+            schema = best.get("parameters") or {}
+            values = {"integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}
+            properties = schema.get("properties") or {}
+            arguments = {}
+            for name in schema.get("required") or []:
+                spec = properties.get(name) or {}
+                example = spec.get("example", spec.get("default"))
+                arguments[name] = example if example is not None else values.get(spec.get("type"), "test")
+            return {"role": "assistant", "content": None, "tool_calls": [{"id": f"call_{len(SEEN)}", "type": "function",
+                    "function": {"name": best["name"], "arguments": json.dumps(arguments)}}]}
+    return {"role": "assistant", "content": None, "tool_calls": [{"id": f"call_{len(SEEN)}", "type": "function",
+            "function": {"name": "finish", "arguments": json.dumps(arguments)}}]}
+
+
 def names(tools):
     """The names of the offered function tools (anything else is skipped)."""
     if not isinstance(tools, list):
@@ -144,6 +189,8 @@ def answer(body):
     last = messages[-1] if messages else {}
     if "model-fails" in user:
         return None
+    if body.get("model") == "scripted-overlap":
+        return completion(body, overlapping(body, user, last))
     # Catalog APIs it knows how to call (plan mode offers catalog APIs).
     known = {"weather_forecast_for_open_meteo_forecast": {"latitude": 52.52, "longitude": 13.41}}
     weather = next((t for t in tools if t in known), None) or next((t for t in tools if "weather" in t), None)
@@ -175,6 +222,11 @@ def answer(body):
     if "object-arguments" in user:
         for c in message.get("tool_calls") or []:
             c["function"]["arguments"] = json.loads(c["function"]["arguments"])
+    return completion(body, message)
+
+
+def completion(body, message):
+    """A chat completion answering `body` with `message`."""
     finish = "tool_calls" if message.get("tool_calls") else "stop"
     return {"id": f"chatcmpl-{len(SEEN)}", "object": "chat.completion", "created": 1700000000, "model": body.get("model"),
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
