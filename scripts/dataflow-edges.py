@@ -27,21 +27,33 @@ for f in glob.glob('tools/*/*.json'):
         if isinstance(s,dict): fields(s,out)
         req={norm(p['name']) for p in a.get('required_parameters') or [] if isinstance(p,dict) and 'name' in p}
         apis[(d.get('tool_name'),a.get('name'))]=(out,req)
-pairs=with_schema=flow=0; queries=0; qflow=0
-for name in ['G1_instruction','G1_category','G2_instruction']:
-    for q in json.load(open(f'queries/stabletoolbench_solvable/{name}.json')):
-        rel=[tuple(p[:2]) for p in q.get('relevant APIs',[])]
-        if len(rel)<2: continue
-        queries+=1; hit=False
-        for a,b in itertools.permutations(rel,2):
-            if a not in apis or b not in apis: continue
-            pairs+=1
-            oa,_=apis[a]; _,rb=apis[b]
-            if oa: with_schema+=1
-            if oa & rb: flow+=1; hit=True
-        qflow+=hit
-# also: how often does a data-flow edge exist from a relevant API to a NON-relevant API of the same query's api_list (false positives)
-print('queries>=2 rel',queries,'ordered pairs',pairs,'source has schema',with_schema,'flow edges among relevant',flow,'queries with a flow edge',qflow)
+def count(apis):
+    """(queries with 2+ relevant APIs, ordered relevant pairs, pairs whose source has fields,
+    pairs joined by a field -> required-parameter edge, queries with such a pair)."""
+    queries = pairs = with_fields = flow = qflow = 0
+    for name in ['G1_instruction', 'G1_category', 'G2_instruction']:
+        for q in json.load(open(f'queries/stabletoolbench_solvable/{name}.json')):
+            rel = [tuple(p[:2]) for p in q.get('relevant APIs', [])]
+            if len(rel) < 2:
+                continue
+            queries += 1
+            hit = False
+            for a, b in itertools.permutations(rel, 2):
+                if a not in apis or b not in apis:
+                    continue
+                pairs += 1
+                fields_a, required_b = apis[a][0], apis[b][1]
+                with_fields += bool(fields_a)
+                if fields_a & required_b:
+                    flow += 1
+                    hit = True
+            qflow += hit
+    return queries, pairs, with_fields, flow, qflow
+
+
+queries, pairs, with_schema, flow, qflow = count(apis)
+print('queries>=2 rel', queries, 'ordered pairs', pairs, 'source has schema', with_schema,
+      'flow edges among relevant', flow, 'queries with a flow edge', qflow)
 # fields from recorded responses too
 import ast
 idx=[json.loads(l) for l in open('cache/derived_from_trajectories/index.jsonl')]
@@ -65,17 +77,5 @@ for r in idx:
         keys(resp,out)
     k=(r['tool_name'],r['api_name'])
     if k in apis: apis[k]=(apis[k][0]|out, apis[k][1])
-pairs=with_schema=flow=0; qflow=0
-for name in ['G1_instruction','G1_category','G2_instruction']:
-    for q in json.load(open(f'queries/stabletoolbench_solvable/{name}.json')):
-        rel=[tuple(p[:2]) for p in q.get('relevant APIs',[])]
-        if len(rel)<2: continue
-        hit=False
-        for a,b in itertools.permutations(rel,2):
-            if a not in apis or b not in apis: continue
-            pairs+=1
-            oa,_=apis[a]; _,rb=apis[b]
-            if oa: with_schema+=1
-            if oa & rb: flow+=1; hit=True
-        qflow+=hit
-print('with recorded responses: pairs',pairs,'source has fields',with_schema,'flow edges',flow,'queries with one',qflow)
+_, pairs, with_schema, flow, qflow = count(apis)
+print('with recorded responses: pairs', pairs, 'source has fields', with_schema, 'flow edges', flow, 'queries with one', qflow)
