@@ -79,15 +79,7 @@ pub type Scored = (String, Vec<ApiId>);
 pub fn from_sets(catalog: &Catalog, sets: &[(String, Vec<QueryRecord>)]) -> Vec<Scored> {
     sets.iter()
         .flat_map(|(_, qs)| qs)
-        .map(|q| {
-            let mut relevant: Vec<ApiId> = Vec::new();
-            for api in q.relevant.iter().filter_map(|(t, a)| catalog.resolve_pair(t, a)) {
-                if !relevant.contains(&api) {
-                    relevant.push(api);
-                }
-            }
-            (q.query.clone(), relevant)
-        })
+        .map(|q| (q.query.clone(), unique(q.relevant.iter().filter_map(|(t, a)| catalog.resolve_pair(t, a)))))
         .filter(|(_, r)| !r.is_empty())
         .collect()
 }
@@ -106,15 +98,21 @@ pub fn from_runs(
         .into_iter()
         .filter(|(task, _)| !excluded.contains(task.trim()) && seen.insert(task.trim().to_string()))
         .map(|(task, path)| {
-            let mut relevant: Vec<ApiId> = Vec::new();
-            for api in path.iter().filter_map(|f| catalog.resolve(f).first()) {
-                if !relevant.contains(&api) {
-                    relevant.push(api);
-                }
-            }
+            let relevant = unique(path.iter().filter_map(|f| catalog.resolve(f).first()));
             (task, relevant)
         })
         .collect()
+}
+
+/// `apis` in their first order, each once.
+fn unique(apis: impl Iterator<Item = ApiId>) -> Vec<ApiId> {
+    let mut out: Vec<ApiId> = Vec::new();
+    for api in apis {
+        if !out.contains(&api) {
+            out.push(api);
+        }
+    }
+    out
 }
 
 /// Runs the curve: every query scored with learning off, then on.
