@@ -26,7 +26,7 @@ pub(super) enum EvalCommand {
 }
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("input").required(true).args(["queries", "cases"])))]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["queries", "cases", "sessions"])))]
 pub(super) struct RouteArgs {
     /// ToolBench query files (each is a set): their APIs among catalog distractors.
     #[arg(long = "queries", value_name = "FILE", num_args = 1..)]
@@ -35,8 +35,14 @@ pub(super) struct RouteArgs {
     /// "relevant"}`): any tool collection, distractors from the other cases.
     #[arg(long = "cases", value_name = "FILE", num_args = 1.., conflicts_with = "queries")]
     cases: Vec<PathBuf>,
+    /// Session files (each is a set; JSON lines `{"id", "servers",
+    /// "turns"}`, tools from `tools.json` beside them): each step of a
+    /// multi-turn session over MCP servers' tools is a request
+    /// (tests/data/mcp-sessions).
+    #[arg(long = "sessions", value_name = "FILE", num_args = 1.., conflicts_with = "queries")]
+    sessions: Vec<PathBuf>,
     /// Route-case files whose tools are only distractors (not measured).
-    #[arg(long = "distractors", value_name = "FILE", num_args = 1.., requires = "cases")]
+    #[arg(long = "distractors", value_name = "FILE", num_args = 1.., conflicts_with = "queries")]
     distractors: Vec<PathBuf>,
     /// Tools each request carries: the query's own, then distractors.
     #[arg(long, default_value_t = 300)]
@@ -250,7 +256,8 @@ fn run_route(args: &RouteArgs, config: &Config) -> Result<ExitCode, CliError> {
     let ranker = crate::retrieval::tool_list::ToolListRanker::new(vectors, memory);
     let alone = route::AloneVectors::default();
     let embedding_failed = |e| CliError::Usage(format!("embedding the tool lists failed: {e}"));
-    let evaluate: Box<dyn Fn(RouteOptions) -> Result<route::RouteReport, CliError>> = if args.cases.is_empty() {
+    let by_cases = !args.cases.is_empty() || !args.sessions.is_empty();
+    let evaluate: Box<dyn Fn(RouteOptions) -> Result<route::RouteReport, CliError>> = if !by_cases {
         let sets = load_sets(&args.queries)?;
         let sources = crate::catalog::Sources {
             paths: config.catalog.paths.clone(),
@@ -266,6 +273,10 @@ fn run_route(args: &RouteArgs, config: &Config) -> Result<ExitCode, CliError> {
         for path in &args.cases {
             let name = path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into());
             sets.push((name, route::load_cases(path).map_err(CliError::Usage)?));
+        }
+        for path in &args.sessions {
+            let name = path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into());
+            sets.push((name, route::load_sessions(path).map_err(CliError::Usage)?));
         }
         let mut distractors = Vec::new();
         for path in &args.distractors {

@@ -14,7 +14,9 @@
 //!
 //! Route cases ([`Case`], `--cases`) measure the same on any tool
 //! collection: each request brings its own tools and names the ones it
-//! needs; distractors come from the other requests' tools.
+//! needs; distractors come from the other requests' tools. Sessions
+//! (`--sessions`, [`load_sessions`]) are route cases with a conversation:
+//! the steps of multi-turn sessions over MCP servers' tools.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -28,6 +30,7 @@ use crate::catalog::{ApiId, Catalog};
 use crate::retrieval::Embedder;
 use crate::retrieval::bm25::Bm25;
 use crate::retrieval::tool_list::{self, Dense, ListWeights, ToolListRanker, ToolSet};
+use crate::retrieval::tool_memory::Recalled;
 use crate::server::openai::route::Asked;
 use crate::server::openai::tools::{ClientTool, client_tool};
 
@@ -56,9 +59,11 @@ pub struct RouteOptions {
 }
 
 mod report;
+mod sessions;
 
 use report::Tally;
 pub use report::{RouteReport, Scores, SetReport, markdown};
+pub use sessions::load_sessions;
 
 /// The methods compared, in [`Measured::kept`]'s order.
 const ROUTE: usize = 0;
@@ -155,9 +160,10 @@ pub fn evaluate(
                 .collect();
             let relevant: HashSet<usize> =
                 list.iter().enumerate().filter(|(_, id)| relevant_apis.contains(id)).map(|(i, _)| i).collect();
-            let measured = measure(&definitions, &tools, &q.query, &options, ranker, embedder, alone, &mut rng)?;
+            let messages = [crate::llm::Message::new("user", q.query.clone())];
+            let measured = measure(&definitions, &tools, &messages, &options, ranker, embedder, alone, &mut rng)?;
             tally.add(&measured, &tools, &relevant);
-            learn(ranker, embedder, &tools, &q.query, &relevant, &measured, &options)?;
+            learn(ranker, embedder, &tools, &messages, &relevant, &measured, &options)?;
         }
     }
     Ok(tally.report())
@@ -174,14 +180,15 @@ pub type AloneVectors = std::sync::Mutex<HashMap<String, Vec<f32>>>;
 fn measure(
     definitions: &[Value],
     tools: &[Arc<ClientTool>],
-    query: &str,
+    messages: &[crate::llm::Message],
     options: &RouteOptions,
     ranker: &ToolListRanker,
     embedder: Option<&Embedder>,
     alone: &AloneVectors,
     rng: &mut fastrand::Rng,
 ) -> Result<Measured, crate::retrieval::EmbedError> {
-    let mut measured = narrow(ranker, tools, query, options, embedder, rng)?;
+    let mut measured = narrow(ranker, tools, messages, options, embedder, rng)?;
+    let query = &Asked::of(messages).latest;
     let mut random: Vec<usize> = (0..tools.len()).collect();
     rng.shuffle(&mut random);
     random.truncate(options.k);
@@ -213,6 +220,19 @@ pub struct Case {
     pub query: String,
     pub tools: Vec<Value>,
     pub relevant: Vec<String>,
+    /// The conversation, when it is more than `query` (a session's step).
+    #[serde(skip)]
+    pub conversation: Vec<crate::llm::Message>,
+}
+
+impl Case {
+    /// The messages the request carries.
+    fn messages(&self) -> Vec<crate::llm::Message> {
+        match self.conversation.is_empty() {
+            true => vec![crate::llm::Message::new("user", self.query.clone())],
+            false => self.conversation.clone(),
+        }
+    }
 }
 
 /// The cases of a route-case file, each checked: its tools valid OpenAI
@@ -283,22 +303,23 @@ pub fn evaluate_cases(
                 definitions.iter().map(|d| Arc::new(client_tool(d, false).expect("checked when loaded"))).collect();
             let relevant: HashSet<usize> =
                 tools.iter().enumerate().filter(|(_, t)| case.relevant.contains(&t.name)).map(|(i, _)| i).collect();
-            let measured = measure(&definitions, &tools, &case.query, &options, ranker, embedder, alone, &mut rng)?;
+            let messages = case.messages();
+            let measured = measure(&definitions, &tools, &messages, &options, ranker, embedder, alone, &mut rng)?;
             tally.add(&measured, &tools, &relevant);
-            learn(ranker, embedder, &tools, &case.query, &relevant, &measured, &options)?;
+            learn(ranker, embedder, &tools, &messages, &relevant, &measured, &options)?;
         }
     }
     Ok(tally.report())
 }
 
-/// With `--learning`, remembers that `query` called the `relevant` tools
-/// route mode (learning) kept: a model can only call the tools it is
-/// offered, and calls those it needs.
+/// With `--learning`, remembers that the request of `messages` called the
+/// `relevant` tools route mode (learning) kept: a model can only call the
+/// tools it is offered, and calls those it needs.
 fn learn(
     ranker: &ToolListRanker,
     embedder: Option<&Embedder>,
     tools: &[Arc<ClientTool>],
-    query: &str,
+    messages: &[crate::llm::Message],
     relevant: &HashSet<usize>,
     measured: &Measured,
     options: &RouteOptions,
@@ -307,9 +328,11 @@ fn learn(
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     let texts: Vec<&str> = tools.iter().map(|t| t.text.as_str()).collect();
     let set = ranker.set(&names, &texts);
-    let query = ranker.query_vectors(embedder, query)?;
+    let asked = Asked::of(messages);
+    let query = ranker.query_vectors(embedder, &asked.latest)?;
     let called: Vec<usize> = measured.kept[LEARNING].iter().copied().filter(|i| relevant.contains(i)).collect();
-    ranker.learn(&set, &ranker.vectors(&set, embedder), &query, &called);
+    let after = asked.called.last().map(String::as_str);
+    ranker.learn(&set, &ranker.vectors(&set, embedder), &query, after, &called);
     Ok(())
 }
 
@@ -321,12 +344,13 @@ fn learn(
 fn narrow(
     ranker: &ToolListRanker,
     tools: &[Arc<ClientTool>],
-    query: &str,
+    messages: &[crate::llm::Message],
     options: &RouteOptions,
     embedder: Option<&Embedder>,
     rng: &mut fastrand::Rng,
 ) -> Result<Measured, crate::retrieval::EmbedError> {
-    let asked = Asked::of(&[crate::llm::Message::new("user", query)]);
+    let asked = Asked::of(messages);
+    let after = asked.called.last().map(String::as_str);
     let conversation = asked.conversation(None);
     let keep = |set: &ToolSet, dense: Option<Dense>| {
         tool_list::keep(set, &conversation, dense, options.k, &options.weights, &|_, _| 0.0).tools
@@ -348,11 +372,14 @@ fn narrow(
         let set = ranker.set(names, texts);
         let vectors = ranker.vectors(&set, embedder);
         let query = ranker.query_vectors(embedder, &asked.latest)?;
-        let remembered = if options.learning { ranker.remembered(&vectors, &query) } else { Vec::new() };
+        let remembered = match options.learning {
+            true => ranker.remembered(&set, &vectors, &query, after),
+            false => Recalled::default(),
+        };
         let learned = keep(&set, Some(Dense { query: &query, tools: &vectors, remembered: &remembered }));
         let ms = crate::units::ms(started.elapsed());
         let without = match options.learning {
-            true => keep(&set, Some(Dense { query: &query, tools: &vectors, remembered: &[] })),
+            true => keep(&set, Some(Dense { query: &query, tools: &vectors, remembered: &Recalled::default() })),
             false => learned.clone(),
         };
         Ok((without, learned, ms))
@@ -361,7 +388,8 @@ fn narrow(
     measured.ms[2] = timed(&names, &texts)?.2;
     let query = ranker.query_vectors(embedder, &asked.latest)?;
     let first = ranker.vectors(&set, embedder).first_request(&set, options.first_embedded);
-    measured.kept[FIRST_REQUEST] = keep(&set, Some(Dense { query: &query, tools: &first, remembered: &[] }));
+    measured.kept[FIRST_REQUEST] =
+        keep(&set, Some(Dense { query: &query, tools: &first, remembered: &Recalled::default() }));
     // The same tools in another order: kept by name, mapped back.
     let mut order: Vec<usize> = (0..tools.len()).collect();
     rng.shuffle(&mut order);

@@ -12,7 +12,10 @@
 //! * dense cosine against each tool's vector: the best of the latest user
 //!   message's and its intents' (so each of several needs has its tools
 //!   near the top);
-//! * the tool graph's transition weight from the last tool called.
+//! * the tool graph's transition weight from the last tool called: the
+//!   catalog graph's, by name, or the share of earlier requests that
+//!   called the tool after that one ([`super::tool_memory`]), the larger;
+//! * the tools earlier similar requests called ([`super::tool_memory`]).
 //!
 //! Before that order: the tools the conversation already called and the
 //! `tool_choice` target (always kept), then the tools whose name the
@@ -48,7 +51,7 @@ use lru::LruCache;
 use super::bm25::Bm25;
 use super::embedder::Embedder;
 use super::names::NameIndex;
-use super::tool_memory::ToolMemory;
+use super::tool_memory::{Recalled, ToolMemory};
 use super::tool_vectors::ToolVectors;
 use super::{dense::dot, intents};
 pub use embedding::OnEmbedded;
@@ -191,6 +194,12 @@ impl ToolSet {
     pub fn is_empty(&self) -> bool {
         self.index.is_empty()
     }
+
+    /// The key under `vectors`' model of the tool named `name`, when the set has it.
+    fn key_of(&self, vectors: &ListVectors, name: &str) -> Option<super::cache::Key> {
+        let at = self.index.names.binary_search_by(|n| n.as_str().cmp(name)).ok()?;
+        vectors.keys.get(at).copied()
+    }
 }
 
 /// The vectors of the latest user message and of each of its intents
@@ -214,9 +223,9 @@ impl QueryVectors {
 pub struct Dense<'a> {
     pub query: &'a QueryVectors,
     pub tools: &'a ListVectors,
-    /// Per tool (in the set's order), how close an earlier request that
-    /// called it was ([`ToolListRanker::remembered`]); empty: none.
-    pub remembered: &'a [f32],
+    /// Per tool (in the set's order), what earlier requests say of it
+    /// ([`ToolListRanker::remembered`]); empty: nothing.
+    pub remembered: &'a Recalled,
 }
 
 /// The tools to offer, as indexes into the request's list.
@@ -322,27 +331,38 @@ impl ToolListRanker {
         found.map(QueryVectors::of)
     }
 
-    /// Per tool of `vectors` (in its set's order), the best cosine of an
-    /// earlier request that called it ([`ToolMemory::recall`]).
-    pub fn remembered(&self, vectors: &ListVectors, query: &QueryVectors) -> Vec<f32> {
-        self.memory.recall(&vectors.model, &query.latest, &vectors.keys)
+    /// Per tool of `set` (in its order), what earlier requests say of it
+    /// ([`ToolMemory::recall`]), for the request of vector `query` whose
+    /// conversation last called the tool named `after`.
+    pub fn remembered(
+        &self,
+        set: &ToolSet,
+        vectors: &ListVectors,
+        query: &QueryVectors,
+        after: Option<&str>,
+    ) -> Recalled {
+        let after = after.and_then(|name| set.key_of(vectors, name));
+        self.memory.recall(&vectors.model, &query.latest, after.as_ref(), &vectors.keys)
     }
 
-    /// Remembers that the request of vector `query` called the tools at
-    /// `called` (request indexes) of `set`; returns the entry kept (to
-    /// share with other replicas).
+    /// Remembers that the request of vector `query`, whose conversation
+    /// last called the tool named `after`, called the tools at `called`
+    /// (request indexes) of `set`; returns the entry kept (to share with
+    /// other replicas).
     pub fn learn(
         &self,
         set: &ToolSet,
         vectors: &ListVectors,
         query: &QueryVectors,
+        after: Option<&str>,
         called: &[usize],
     ) -> Option<super::tool_memory::Called> {
         let keys: Vec<super::cache::Key> = (0..set.len())
             .filter(|&i| called.contains(&set.positions[i]))
             .filter_map(|i| vectors.keys.get(i).copied())
             .collect();
-        self.memory.record(&vectors.model, &query.latest, &keys)
+        let after = after.and_then(|name| set.key_of(vectors, name));
+        self.memory.record(&vectors.model, &query.latest, &keys, after.as_ref())
     }
 
     /// Keeps what another replica learned ([`ToolMemory::record_called`]).
@@ -455,17 +475,21 @@ fn scores(
     if let Some(d) = dense.filter(|_| w.dense > 0.0) {
         add_ranks(&mut scores, &closest(d), w.dense, w.rrf_k);
     }
-    if let Some(d) = dense.filter(|d| w.memory > 0.0 && d.remembered.len() == n) {
+    if let Some(d) = dense.filter(|d| w.memory > 0.0 && d.remembered.similar.len() == n) {
         let mut hits: Vec<(u32, f32)> =
-            d.remembered.iter().enumerate().filter(|(_, s)| **s > 0.0).map(|(i, s)| (i as u32, *s)).collect();
+            d.remembered.similar.iter().enumerate().filter(|(_, s)| **s > 0.0).map(|(i, s)| (i as u32, *s)).collect();
         let found = hits.len();
         super::bm25::top_k(&mut hits, found);
         add_ranks(&mut scores, &hits, w.memory, w.rrf_k);
     }
     if let Some(from) = conversation.called.last() {
+        // The catalog's graph knows tools by name; what route mode learned
+        // of the client's tools, by content (`remembered.followed`).
+        let learned = dense.map(|d| d.remembered.followed.as_slice()).filter(|f| f.len() == n);
         let top = w.graph / (w.rrf_k + 1.0);
         for (i, name) in index.names.iter().enumerate() {
-            scores[i] += top * weight(from, name) as f32;
+            let followed = learned.map_or(0.0, |f| f[i]);
+            scores[i] += top * (weight(from, name) as f32).max(followed);
         }
     }
     scores
@@ -539,7 +563,7 @@ mod tests {
         let needs = vec![Arc::from([1.0, 0.0, 0.0]), Arc::from([0.0, 1.0, 0.0])];
         let keep_with = |intents: Vec<Arc<[f32]>>| {
             let query = QueryVectors { latest: Arc::clone(&whole), intents };
-            let dense = Dense { query: &query, tools: &tools, remembered: &[] };
+            let dense = Dense { query: &query, tools: &tools, remembered: &Recalled::default() };
             keep(&set, &conversation, Some(dense), 3, &ListWeights::default(), &|_, _| 0.0).tools
         };
         assert!(!keep_with(Vec::new()).contains(&11), "the whole message alone leans to the first need");
@@ -588,7 +612,7 @@ mod tests {
                 latest: Arc::from([0.1, 1.0, 0.0, 0.2]),
                 intents: vec![Arc::from([0.5, 0.0, 1.0, 0.0])],
             };
-            let dense = Dense { query: &query, tools: &tools_vectors, remembered: &[] };
+            let dense = Dense { query: &query, tools: &tools_vectors, remembered: &Recalled::default() };
             let kept = keep(&set, &conversation, Some(dense), 7, &ListWeights::default(), &|_, _| 0.0);
             let mut kept_names: Vec<String> = kept.tools.iter().map(|&i| names[i].clone()).collect();
             kept_names.sort();

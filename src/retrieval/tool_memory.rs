@@ -10,6 +10,12 @@
 //! least [`SIMILAR`]: a ranking route mode fuses with its others
 //! ([`super::tool_list::ListWeights::memory`]).
 //!
+//! It also keeps which tool followed which: an entry names the tool the
+//! conversation called last before it (`after`), and a later request whose
+//! conversation last called that tool gets, for each of its tools, the
+//! share of such entries that called it ([`Recalled::followed`]): the tool
+//! graph of the client's own tools, keyed by content as the rest.
+//!
 //! The memory holds one model's entries (vectors of two models are never
 //! compared), at most `bound` of them, oldest dropped first, and with a
 //! directory it is a [`Journal`] (`<dir>/<model id>.jsonl`, each entry
@@ -47,6 +53,21 @@ pub struct Called {
     pub query: Vec<f32>,
     /// The called tools' keys, in hex.
     pub tools: Vec<String>,
+    /// The key (hex) of the tool the conversation called last before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+}
+
+/// What the memory recalls for a request's tools (each in the order asked;
+/// empty: nothing held).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Recalled {
+    /// The best cosine of an earlier request that called the tool, when at
+    /// least [`SIMILAR`] (else 0).
+    pub similar: Vec<f32>,
+    /// Of the requests whose conversation last called the same tool as this
+    /// one's, the share that called the tool.
+    pub followed: Vec<f32>,
 }
 
 /// A held entry.
@@ -54,6 +75,7 @@ struct Entry {
     seq: u64,
     query: Arc<[f32]>,
     tools: Vec<Key>,
+    after: Option<Key>,
     /// [`Called::id`].
     id: u64,
 }
@@ -74,6 +96,9 @@ struct Held {
     ids: std::collections::HashSet<u64>,
     /// The ids of the entries that called each tool, oldest first.
     by_tool: HashMap<Key, VecDeque<u64>>,
+    /// Per tool called last before an entry: such entries, and how many
+    /// of them called each tool.
+    follows: HashMap<Key, (u32, HashMap<Key, u32>)>,
     next_seq: u64,
     journal: Option<(Journal, usize)>,
 }
@@ -112,13 +137,20 @@ impl ToolMemory {
     }
 
     /// Remembers that `tools` were called for the request of vector
-    /// `query`; returns the entry, to share with other replicas.
-    pub fn record(&self, model: &str, query: &[f32], tools: &[Key]) -> Option<Called> {
+    /// `query`, after the conversation last called `after`; returns the
+    /// entry, to share with other replicas.
+    pub fn record(&self, model: &str, query: &[f32], tools: &[Key], after: Option<&Key>) -> Option<Called> {
         if tools.is_empty() || query.is_empty() || self.bound == 0 {
             return None;
         }
-        let tools = tools.iter().map(|k| super::embedder::hex(k)).collect();
-        let called = Called { id: fastrand::u64(1..), model: model.to_string(), query: query.to_vec(), tools };
+        let hex = |k: &Key| super::embedder::hex(k);
+        let called = Called {
+            id: fastrand::u64(1..),
+            model: model.to_string(),
+            query: query.to_vec(),
+            tools: tools.iter().map(hex).collect(),
+            after: after.map(hex),
+        };
         self.keep(&called).then_some(called)
     }
 
@@ -134,6 +166,13 @@ impl ToolMemory {
 
     fn keep(&self, called: &Called) -> bool {
         let Some(tools) = called.tools.iter().map(|t| hex_key(t)).collect::<Option<Vec<Key>>>() else { return false };
+        let after = match called.after.as_deref() {
+            Some(text) => match hex_key(text) {
+                Some(key) => Some(key),
+                None => return false,
+            },
+            None => None,
+        };
         let mut inner = locked(&self.inner);
         let held = self.held(&mut inner, &called.model);
         if held.ids.contains(&called.id) {
@@ -149,7 +188,7 @@ impl ToolMemory {
                 }
             }
         }
-        held.push(called.query.as_slice().into(), tools, called.id, self.bound);
+        held.push(Entry { seq: 0, query: called.query.as_slice().into(), tools, after, id: called.id }, self.bound);
         let rewrite = held.journal.as_ref().is_some_and(|(_, records)| *records > 2 * self.bound);
         if rewrite && let Err(e) = held.rewrite() {
             tracing::warn!(error = %e, "route mode's tool memory is no longer written to disk");
@@ -158,28 +197,19 @@ impl ToolMemory {
         true
     }
 
-    /// For each of `tools`, the best cosine between `query` and an earlier
-    /// request that called it, when at least [`SIMILAR`] (else 0).
-    pub fn recall(&self, model: &str, query: &[f32], tools: &[Key]) -> Vec<f32> {
+    /// For each of `tools`, what earlier requests say of it: for the
+    /// request of vector `query`, whose conversation last called `after`.
+    pub fn recall(&self, model: &str, query: &[f32], after: Option<&Key>, tools: &[Key]) -> Recalled {
         let mut inner = locked(&self.inner);
         let held = self.held(&mut inner, model);
-        let mut out = vec![0f32; tools.len()];
         if held.entries.is_empty() {
-            return out;
+            return Recalled::default();
         }
-        let first = held.entries[0].seq;
-        let mut similarity: HashMap<u64, f32> = HashMap::new();
-        for (slot, key) in out.iter_mut().zip(tools) {
-            let Some(ids) = held.by_tool.get(key) else { continue };
-            for &id in ids.iter().rev().take(PER_TOOL) {
-                let at = (id - first) as usize;
-                let s = *similarity.entry(id).or_insert_with(|| dot(query, &held.entries[at].query));
-                if s >= SIMILAR && s > *slot {
-                    *slot = s;
-                }
-            }
-        }
-        out
+        let followed = match after.and_then(|a| held.follows.get(a)) {
+            Some((n, next)) => tools.iter().map(|t| next.get(t).map_or(0.0, |c| *c as f32 / *n as f32)).collect(),
+            None => vec![0.0; tools.len()],
+        };
+        Recalled { similar: held.similar(query, tools), followed }
     }
 
     /// The held entries of `model`, read from its journal on first use.
@@ -192,6 +222,7 @@ impl ToolMemory {
             entries: VecDeque::new(),
             ids: Default::default(),
             by_tool: HashMap::new(),
+            follows: HashMap::new(),
             next_seq: 1,
             journal: None,
         };
@@ -206,7 +237,9 @@ impl ToolMemory {
                     let count = records.len();
                     for (_, entry) in records {
                         let tools: Option<Vec<Key>> = entry.tools.iter().map(|t| hex_key(t)).collect();
-                        held.push(entry.query.into(), tools.unwrap_or_default(), entry.id, self.bound);
+                        let after = entry.after.as_deref().and_then(hex_key);
+                        let (query, id) = (entry.query.into(), entry.id);
+                        held.push(Entry { seq: 0, query, tools: tools.unwrap_or_default(), after, id }, self.bound);
                     }
                     held.journal = Some((journal, count));
                 }
@@ -220,16 +253,39 @@ impl ToolMemory {
 }
 
 impl Held {
-    fn push(&mut self, query: Arc<[f32]>, tools: Vec<Key>, id: u64, bound: usize) {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        for key in &tools {
-            self.by_tool.entry(*key).or_default().push_back(seq);
+    /// For each of `tools`, the best cosine between `query` and an earlier
+    /// request that called it, when at least [`SIMILAR`] (else 0).
+    fn similar(&self, query: &[f32], tools: &[Key]) -> Vec<f32> {
+        let mut out = vec![0f32; tools.len()];
+        let first = self.entries[0].seq;
+        let mut similarity: HashMap<u64, f32> = HashMap::new();
+        for (slot, key) in out.iter_mut().zip(tools) {
+            let Some(ids) = self.by_tool.get(key) else { continue };
+            for &id in ids.iter().rev().take(PER_TOOL) {
+                let at = (id - first) as usize;
+                let s = *similarity.entry(id).or_insert_with(|| dot(query, &self.entries[at].query));
+                if s >= SIMILAR && s > *slot {
+                    *slot = s;
+                }
+            }
         }
-        self.ids.insert(id);
-        self.entries.push_back(Entry { seq, query, tools, id });
+        out
+    }
+
+    /// Holds `entry` (numbered here), dropping the oldest past `bound`.
+    fn push(&mut self, mut entry: Entry, bound: usize) {
+        entry.seq = self.next_seq;
+        self.next_seq += 1;
+        for key in &entry.tools {
+            self.by_tool.entry(*key).or_default().push_back(entry.seq);
+        }
+        self.count_follows(&entry, 1);
+        self.ids.insert(entry.id);
+        self.entries.push_back(entry);
         while self.entries.len() > bound {
-            let Some(Entry { seq: old, tools, id, .. }) = self.entries.pop_front() else { break };
+            let Some(old_entry) = self.entries.pop_front() else { break };
+            self.count_follows(&old_entry, -1);
+            let Entry { seq: old, tools, id, .. } = old_entry;
             self.ids.remove(&id);
             for key in tools {
                 if let Some(ids) = self.by_tool.get_mut(&key) {
@@ -241,6 +297,23 @@ impl Held {
                     }
                 }
             }
+        }
+    }
+
+    /// Adds (`by` 1) or takes away (-1) what `entry` says of which tool follows which.
+    fn count_follows(&mut self, entry: &Entry, by: i32) {
+        let Some(after) = entry.after else { return };
+        let (n, next) = self.follows.entry(after).or_default();
+        *n = n.saturating_add_signed(by);
+        for tool in &entry.tools {
+            let count = next.entry(*tool).or_default();
+            *count = count.saturating_add_signed(by);
+            if *count == 0 {
+                next.remove(tool);
+            }
+        }
+        if *n == 0 {
+            self.follows.remove(&after);
         }
     }
 
@@ -256,6 +329,7 @@ impl Held {
                 model: String::new(),
                 query: e.query.to_vec(),
                 tools: e.tools.iter().map(|k| super::embedder::hex(k)).collect(),
+                after: e.after.as_ref().map(|k| super::embedder::hex(k)),
             })
             .collect();
         crate::journal::replace(&path, &entries)?;
@@ -276,14 +350,19 @@ mod tests {
     #[test]
     fn a_similar_request_recalls_the_tools_called_and_a_different_one_does_not() {
         let memory = ToolMemory::new(None, 10);
-        memory.record("m", &[1.0, 0.0], &[k(1), k(2)]);
-        memory.record("m", &[0.0, 1.0], &[k(3)]);
-        let recalled = memory.recall("m", &[0.8, 0.6], &[k(1), k(2), k(3), k(4)]);
-        assert_eq!(recalled, vec![0.8, 0.8, 0.6, 0.0]);
-        assert_eq!(memory.recall("m", &[0.0, -1.0], &[k(1), k(3)]), vec![0.0, 0.0], "below SIMILAR: nothing");
+        memory.record("m", &[1.0, 0.0], &[k(1), k(2)], None);
+        memory.record("m", &[0.0, 1.0], &[k(3)], None);
+        let recalled = memory.recall("m", &[0.8, 0.6], None, &[k(1), k(2), k(3), k(4)]);
+        assert_eq!(recalled.similar, vec![0.8, 0.8, 0.6, 0.0]);
+        assert_eq!(recalled.followed, vec![0.0; 4], "no tool called before: no follows");
         assert_eq!(
-            memory.recall("other-model", &[1.0, 0.0], &[k(1)]),
-            vec![0.0],
+            memory.recall("m", &[0.0, -1.0], None, &[k(1), k(3)]).similar,
+            vec![0.0, 0.0],
+            "below SIMILAR: nothing"
+        );
+        assert_eq!(
+            memory.recall("other-model", &[1.0, 0.0], None, &[k(1)]),
+            Recalled::default(),
             "another model's vectors never count"
         );
     }
@@ -291,11 +370,11 @@ mod tests {
     #[test]
     fn an_entry_from_another_replica_is_kept_once_and_only_of_the_same_model() {
         let (here, there) = (ToolMemory::new(None, 10), ToolMemory::new(None, 10));
-        let called = here.record("m", &[1.0, 0.0], &[k(1)]).expect("kept");
+        let called = here.record("m", &[1.0, 0.0], &[k(1)], None).expect("kept");
         assert!(!here.record_called(&called), "its own entry, read back, is not kept twice");
         assert!(there.record_called(&called));
         assert!(!there.record_called(&called));
-        assert_eq!(there.recall("m", &[1.0, 0.0], &[k(1)]), vec![1.0]);
+        assert_eq!(there.recall("m", &[1.0, 0.0], None, &[k(1)]).similar, vec![1.0]);
         let other = Called { id: 7, model: "other-model".into(), ..called };
         assert!(!there.record_called(&other), "another model's vectors are never kept");
         assert_eq!(there.len(), 1);
@@ -306,7 +385,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let memory = ToolMemory::new(Some(dir.path().to_path_buf()), 3);
         for i in 0..10u8 {
-            memory.record("m", &[1.0, 0.0], &[k(i)]);
+            memory.record("m", &[1.0, 0.0], &[k(i)], None);
         }
         assert_eq!(memory.len(), 3);
         let file = dir.path().join("m.jsonl");
@@ -315,7 +394,7 @@ mod tests {
         drop(memory);
         let again = ToolMemory::new(Some(dir.path().to_path_buf()), 3);
         assert_eq!(
-            again.recall("m", &[1.0, 0.0], &[k(9), k(7), k(6)]),
+            again.recall("m", &[1.0, 0.0], None, &[k(9), k(7), k(6)]).similar,
             vec![1.0, 1.0, 0.0],
             "the latest three are back"
         );
@@ -325,6 +404,33 @@ mod tests {
         text.push_str("{\"seq\": 99, \"sum\"");
         std::fs::write(&file, text).unwrap();
         let torn = ToolMemory::new(Some(dir.path().to_path_buf()), 3);
-        assert_eq!(torn.recall("m", &[1.0, 0.0], &[k(9)]), vec![1.0]);
+        assert_eq!(torn.recall("m", &[1.0, 0.0], None, &[k(9)]).similar, vec![1.0]);
+    }
+
+    /// Which tool followed which: the share of entries after a tool that
+    /// called each, whatever the request's words; bounded as the rest, and
+    /// kept across a restart and between replicas.
+    #[test]
+    fn the_tools_called_after_a_tool_are_recalled_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let memory = ToolMemory::new(Some(dir.path().to_path_buf()), 4);
+        memory.record("m", &[1.0, 0.0], &[k(2)], Some(&k(1)));
+        memory.record("m", &[0.0, 1.0], &[k(2)], Some(&k(1)));
+        let shared = memory.record("m", &[0.6, 0.8], &[k(3)], Some(&k(1))).expect("kept");
+        memory.record("m", &[1.0, 0.0], &[k(1)], None);
+        let after = |m: &ToolMemory, tool: u8| m.recall("m", &[-1.0, 0.0], Some(&k(tool)), &[k(1), k(2), k(3)]);
+        let recalled = after(&memory, 1);
+        assert_eq!(recalled.followed, vec![0.0, 2.0 / 3.0, 1.0 / 3.0]);
+        assert_eq!(recalled.similar, vec![0.0; 3], "a different request: nothing similar");
+        assert_eq!(after(&memory, 2).followed, vec![0.0; 3], "nothing was called after k(2)");
+        let there = ToolMemory::new(None, 4);
+        assert!(there.record_called(&shared));
+        assert_eq!(after(&there, 1).followed, vec![0.0, 0.0, 1.0], "another replica learns the step");
+        drop(memory);
+        let again = ToolMemory::new(Some(dir.path().to_path_buf()), 4);
+        assert_eq!(after(&again, 1).followed, vec![0.0, 2.0 / 3.0, 1.0 / 3.0], "kept across a restart");
+        again.record("m", &[1.0, 0.0], &[k(4)], None);
+        again.record("m", &[1.0, 0.0], &[k(4)], None);
+        assert_eq!(after(&again, 1).followed, vec![0.0, 0.0, 1.0], "the two oldest dropped: their steps too");
     }
 }

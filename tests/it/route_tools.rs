@@ -242,3 +242,38 @@ async fn what_one_replica_learned_counts_on_another() {
     // The first replica read its own entry back and kept it once.
     assert!(metrics(&first_app).await.contains("toolrouter_route_remembered_requests 1"));
 }
+
+/// Route mode learns which of the client's tools follows which: after the
+/// model called one tool and then another, a later conversation that
+/// called the first keeps the second, which its words alone do not.
+#[tokio::test]
+async fn the_tool_called_after_another_is_kept_after_it() {
+    if !crate::common::model_available() {
+        return;
+    }
+    let (first, then) = ("hotel_rooms_3", "fx_convert_7");
+    let after_booking = |asked: &str, latest: &str| {
+        json!({"model": "m", "tools": topical_tools(), "messages": [
+            {"role": "user", "content": asked},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+                "function": {"name": first, "arguments": "{\"q\": \"a room\"}"}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "Hotel Central, 140 EUR a night"},
+            {"role": "user", "content": latest}]})
+    };
+    let later = after_booking("Somewhere to sleep in Oslo, please", "Great, that one looks nice.");
+    let control = ScriptedModel::new([ok()]);
+    let control_state = tempfile::tempdir().unwrap();
+    let app = serve(control.clone(), control_state.path(), |c| c.openai.tool_memory_requests = 0);
+    assert_eq!(post(&app, later.clone()).await.0, StatusCode::OK);
+    assert!(!offered(&control, 0).contains(&then.to_string()), "{:?}", offered(&control, 0));
+    // One conversation where the model called `then` after `first`.
+    let state = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([completion(tool_call(then, json!({"q": "140 EUR"}))), ok()]);
+    let app = serve(model.clone(), state.path(), |_| {});
+    let (status, _, text) = post(&app, after_booking("Book a hotel in Rome for Friday", "How much is that?")).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    wait_remembered(&app, 1).await;
+    assert_eq!(post(&app, later).await.0, StatusCode::OK);
+    assert!(offered(&model, 1).contains(&then.to_string()), "{then} not in {:?}", offered(&model, 1));
+    assert!(offered(&model, 1).contains(&first.to_string()), "the called tool stays");
+}

@@ -27,6 +27,7 @@ use crate::retrieval::Embedder;
 use crate::retrieval::tool_list::{
     self, Conversation, Dense, Kept, ListVectors, ListWeights, QueryVectors, ToolListRanker, ToolSet,
 };
+use crate::retrieval::tool_memory::Recalled;
 
 /// What narrowing reads of a conversation, owned.
 pub struct Asked {
@@ -126,15 +127,18 @@ impl Narrowing {
             Some(embedder) => self.embedded(&set, embedder, &asked.latest).await,
             None => None,
         };
+        let after = asked.called.last().cloned();
         let remembered = match &embedded {
-            Some((query, vectors)) if vectors.missing() == 0 => self.ranker.remembered(vectors, query),
-            _ => Vec::new(),
+            Some((query, vectors)) if vectors.missing() == 0 => {
+                self.ranker.remembered(&set, vectors, query, after.as_deref())
+            }
+            _ => Recalled::default(),
         };
         let dense = embedded.as_ref().map(|(query, tools)| Dense { query, tools, remembered: &remembered });
         let weight = self.weight.clone();
         let kept = tool_list::keep(&set, &asked.conversation(forced), dense, max, &ListWeights::default(), &*weight);
         let (ranker, share) = (self.ranker.clone(), self.cluster.clone().map(|c| (c, self.memory_bound)));
-        (kept, embedded.map(|(query, vectors)| Learning { ranker, set, vectors, query, share }))
+        (kept, embedded.map(|(query, vectors)| Learning { ranker, set, vectors, query, after, share }))
     }
 
     /// The vectors of the latest message and of `set`'s tools, embedding
@@ -189,6 +193,8 @@ pub struct Learning {
     set: ToolSet,
     vectors: Arc<ListVectors>,
     query: QueryVectors,
+    /// The tool the conversation called last.
+    after: Option<String>,
     /// The replicas it is shared with, and the stream's bound.
     share: Option<(Arc<crate::cluster::Cluster>, usize)>,
 }
@@ -202,9 +208,11 @@ impl Learning {
         if called.is_empty() {
             return;
         }
-        let Learning { ranker, set, vectors, query, share } = self;
+        let Learning { ranker, set, vectors, query, after, share } = self;
         tokio::spawn(async move {
-            let learned = tokio::task::spawn_blocking(move || ranker.learn(&set, &vectors, &query, &called)).await;
+            let learned =
+                tokio::task::spawn_blocking(move || ranker.learn(&set, &vectors, &query, after.as_deref(), &called))
+                    .await;
             if let (Ok(Some(called)), Some((cluster, max))) = (learned, share) {
                 let _ = cluster.publish_called(&called, max).await;
             }

@@ -1,0 +1,180 @@
+//! Multi-turn sessions over MCP servers' tools, as route cases: each step
+//! of a session (a new user message, or the agent's next call on the same
+//! one) is a [`Case`] whose conversation holds every earlier turn, its
+//! user messages and the tools called (`tests/data/mcp-sessions/`).
+//!
+//! A session file holds JSON lines `{"id", "servers": [names], "turns":
+//! [{"user"?: text, "calls": [tool names]}]}`; the tools are read from
+//! `tools.json` beside it (`{server: [{"name", "description",
+//! "inputSchema"}]}`, as the servers list them). A tool name two servers
+//! share is prefixed with its server (`github_create_issue`), as clients
+//! that connect several servers do; a session names the tools unprefixed.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::Case;
+use crate::llm::Message;
+use crate::llm::wire::{FunctionCall, ToolCall};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Session {
+    id: String,
+    servers: Vec<String>,
+    turns: Vec<Turn>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Turn {
+    #[serde(default)]
+    user: Option<String>,
+    calls: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct McpTool {
+    name: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(rename = "inputSchema")]
+    input_schema: Value,
+}
+
+/// Every step of the sessions in `path` (in order), as route cases.
+pub fn load_sessions(path: &Path) -> Result<Vec<Case>, String> {
+    let tools_path = path.with_file_name("tools.json");
+    let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("reading {}: {e}", p.display()));
+    let servers: HashMap<String, Vec<McpTool>> = serde_json::from_str(&read(&tools_path)?)
+        .map_err(|e| format!("{}: {e} (expected {{server: [tools as listed]}})", tools_path.display()))?;
+    let definitions = definitions(&servers);
+    let mut cases = Vec::new();
+    for (n, line) in read(path)?.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let at = format!("{}:{}", path.display(), n + 1);
+        let session: Session = serde_json::from_str(line).map_err(|e| format!("{at}: {e}"))?;
+        let steps = steps(&session, &definitions).map_err(|e| format!("{at} (session {}): {e}", session.id))?;
+        cases.extend(steps);
+    }
+    Ok(cases)
+}
+
+/// Per server, its tools' OpenAI definitions by their name on the server.
+type Definitions = HashMap<String, HashMap<String, Value>>;
+
+fn definitions(servers: &HashMap<String, Vec<McpTool>>) -> Definitions {
+    let mut owners: HashMap<&str, usize> = HashMap::new();
+    for tool in servers.values().flatten() {
+        *owners.entry(&tool.name).or_default() += 1;
+    }
+    let mut out = Definitions::new();
+    for (server, tools) in servers {
+        for tool in tools {
+            let name = match owners[tool.name.as_str()] {
+                1 => tool.name.clone(),
+                _ => format!("{server}_{}", tool.name),
+            };
+            let function = json!({
+                "name": name,
+                "description": tool.description.clone().unwrap_or_default(),
+                "parameters": tool.input_schema,
+            });
+            let definition = json!({"type": "function", "function": function});
+            out.entry(server.clone()).or_default().insert(tool.name.clone(), definition);
+        }
+    }
+    out
+}
+
+/// One case per turn: the tools of the session's servers, the turn's
+/// calls as the relevant ones, the conversation up to the turn.
+fn steps(session: &Session, definitions: &Definitions) -> Result<Vec<Case>, String> {
+    let mut tools: Vec<Value> = Vec::new();
+    for server in &session.servers {
+        let Some(own) = definitions.get(server) else { return Err(format!("no server {server:?} in tools.json")) };
+        let mut own: Vec<&Value> = own.values().collect();
+        own.sort_by_key(|d| d["function"]["name"].as_str().map(str::to_string));
+        tools.extend(own.into_iter().cloned());
+    }
+    let name_of = |call: &str| -> Result<String, String> {
+        let found = session.servers.iter().find_map(|s| definitions.get(s)?.get(call));
+        let found = found.ok_or_else(|| format!("no tool {call:?} on the session's servers"))?;
+        Ok(found["function"]["name"].as_str().unwrap_or_default().to_string())
+    };
+    let mut conversation: Vec<Message> = Vec::new();
+    let mut cases = Vec::new();
+    for (t, turn) in session.turns.iter().enumerate() {
+        match &turn.user {
+            Some(text) => conversation.push(Message::new("user", text.clone())),
+            None if t == 0 => return Err("the first turn needs a user message".into()),
+            None => {}
+        }
+        if turn.calls.is_empty() {
+            return Err(format!("turn {} calls no tool", t + 1));
+        }
+        let relevant: Vec<String> = turn.calls.iter().map(|c| name_of(c)).collect::<Result<_, _>>()?;
+        let query = conversation.iter().rev().find(|m| m.is("user")).map(Message::text).unwrap_or_default();
+        cases.push(Case {
+            query,
+            tools: tools.clone(),
+            relevant: relevant.clone(),
+            conversation: conversation.clone(),
+        });
+        let calls: Vec<ToolCall> =
+            relevant.iter().enumerate().map(|(i, name)| call(&format!("call_{t}_{i}"), name)).collect();
+        let ids: Vec<String> = calls.iter().filter_map(|c| c.id.clone()).collect();
+        conversation.push(Message { role: Some("assistant".into()), tool_calls: Some(calls), ..Message::default() });
+        for id in ids {
+            conversation.push(Message { tool_call_id: Some(id), ..Message::new("tool", "done") });
+        }
+    }
+    Ok(cases)
+}
+
+fn call(id: &str, name: &str) -> ToolCall {
+    let function =
+        FunctionCall { name: Some(name.into()), arguments: Some(Value::String("{}".into())), ..Default::default() };
+    ToolCall { id: Some(id.into()), kind: Some("function".into()), function: Some(function), ..Default::default() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::openai::route::Asked;
+
+    /// Each turn is a case whose conversation holds the turns before it;
+    /// a name two servers share is prefixed; a bad session says where.
+    #[test]
+    fn a_session_becomes_one_case_per_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let tool = |name: &str| json!({"name": name, "description": format!("{name} things"), "inputSchema": {"type": "object"}});
+        let tools = json!({"git": [tool("git_status"), tool("git_commit"), tool("search")], "web": [tool("search")]});
+        std::fs::write(dir.path().join("tools.json"), tools.to_string()).unwrap();
+        let path = dir.path().join("sessions.jsonl");
+        let session = json!({"id": "s", "servers": ["git", "web"], "turns": [
+            {"user": "what changed?", "calls": ["git_status"]},
+            {"calls": ["search"]},
+            {"user": "commit it", "calls": ["git_commit"]}]});
+        std::fs::write(&path, session.to_string()).unwrap();
+        let cases = load_sessions(&path).unwrap();
+        assert_eq!(cases.len(), 3);
+        assert_eq!(cases[0].tools.len(), 4);
+        assert_eq!(cases[1].relevant, vec!["git_search"], "the first server's, prefixed");
+        assert_eq!(cases[1].query, "what changed?", "the agent's next call on the same message");
+        let asked = Asked::of(&cases[2].conversation);
+        assert_eq!((asked.latest.as_str(), asked.earlier.as_str()), ("commit it", "what changed?"));
+        assert_eq!(asked.called, vec!["git_status", "git_search"]);
+        for (bad, says) in [
+            (json!({"id": "b", "servers": ["ftp"], "turns": [{"user": "x", "calls": ["get"]}]}), "no server \"ftp\""),
+            (json!({"id": "b", "servers": ["git"], "turns": [{"user": "x", "calls": ["push"]}]}), "no tool \"push\""),
+            (json!({"id": "b", "servers": ["git"], "turns": [{"calls": ["git_status"]}]}), "first turn"),
+        ] {
+            std::fs::write(&path, format!("{session}\n{bad}")).unwrap();
+            let error = load_sessions(&path).err().unwrap();
+            assert!(error.contains("sessions.jsonl:2") && error.contains(says), "{error}");
+        }
+    }
+}
