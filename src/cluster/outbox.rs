@@ -122,7 +122,7 @@ mod tests {
         let calls = vec![RunCall { function: "a".into(), ok: true }];
         SharedRun {
             origin: "r1".into(),
-            run: RunRecord { id: id.into(), task: "t".into(), calls, success: true, standalone: false },
+            run: RunRecord { id: id.into(), task: "t".into(), calls, success: true, standalone: false, at_unix_ms: 0 },
             memory: None,
         }
     }

@@ -19,6 +19,10 @@ pub const DEFAULT_NEIGHBORS: usize = 5;
 /// succeeded at a lower rate are not offered (α_min in docs/architecture.md
 /// §5; the catalog's prior excludes none).
 pub const DEFAULT_ALPHA_MIN: f64 = 0.2;
+/// `planner.retry_failed_after_s`: an API left out by `alpha_min` after
+/// failing in runs is offered again this long after its last failure (a
+/// success keeps it, a failure leaves it out as long again).
+pub const DEFAULT_RETRY_FAILED_AFTER_S: u64 = 600;
 /// `planner.hints`: remembered tasks consulted.
 pub const DEFAULT_HINTS: usize = 3;
 
@@ -37,8 +41,10 @@ pub struct PlannerConfig {
     pub roots: usize,
     /// Successors offered per step (graph neighbours padded from retrieval).
     pub neighbors: usize,
-    /// APIs with a lower availability α are never offered.
+    /// APIs whose calls seen succeeded at a lower rate are not offered.
     pub alpha_min: f64,
+    /// Seconds after its last failed call that such an API is offered again.
+    pub retry_failed_after_s: u64,
     /// Similar remembered tasks whose paths are used as hints.
     pub hints: usize,
     /// Commit to every choice: no other API after a failed call, no
@@ -56,6 +62,7 @@ impl Default for PlannerConfig {
             roots: DEFAULT_ROOTS,
             neighbors: DEFAULT_NEIGHBORS,
             alpha_min: DEFAULT_ALPHA_MIN,
+            retry_failed_after_s: DEFAULT_RETRY_FAILED_AFTER_S,
             hints: DEFAULT_HINTS,
             greedy: false,
         }

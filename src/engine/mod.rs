@@ -451,6 +451,7 @@ impl Engine {
                 calls: vec![RunCall { function: outcome.function, ok: outcome.ok }],
                 success: outcome.ok,
                 standalone: true,
+                at_unix_ms: crate::metrics::unix_ms(),
             };
             let engine = self.clone();
             if let Err(e) = tokio::task::spawn_blocking(move || engine.record_run(run)).await {

@@ -244,6 +244,7 @@ async fn run_subtask(
                     calls,
                     success,
                     standalone: false,
+                    at_unix_ms: crate::metrics::unix_ms(),
                 };
                 // Appending to the log fsyncs: off the async workers.
                 let e = engine.clone();

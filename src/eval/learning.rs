@@ -224,8 +224,14 @@ async fn scores(
         if learning {
             let path: Vec<String> = relevant.iter().map(|&a| catalog.api(a).function_name.clone()).collect();
             let calls = path.iter().map(|f| RunCall { function: f.clone(), ok: true }).collect();
-            let run =
-                RunRecord { id: format!("learning-{i}"), task: query.clone(), calls, success: true, standalone: false };
+            let run = RunRecord {
+                id: format!("learning-{i}"),
+                task: query.clone(),
+                calls,
+                success: true,
+                standalone: false,
+                at_unix_ms: 0,
+            };
             graph.apply(&run, Some(catalog));
             if let Some(vector) = prepared.vectors.first() {
                 let model = retriever.embedder().map(|e| e.id().to_string()).unwrap_or_default();

@@ -70,6 +70,10 @@ pub struct Node {
     /// Calls in runs recorded since.
     pub online_calls: u64,
     pub online_successes: u64,
+    /// When its last failed call in a run ended (ms since the Unix
+    /// epoch; 0: none, or none with a time).
+    #[serde(default)]
+    pub last_failure_ms: u64,
     /// `s_i`: the sum of the node's online evaluations Δ.
     pub score: f64,
     /// Scored online at least once.
@@ -85,6 +89,7 @@ impl Node {
             static_successes: 0,
             online_calls: 0,
             online_successes: 0,
+            last_failure_ms: 0,
             score: 0.0,
             touched: false,
         }
@@ -153,6 +158,14 @@ pub struct RunRecord {
     /// MCP `call_api`): they teach availability α only, not transitions.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub standalone: bool,
+    /// When the run ended (ms since the Unix epoch; 0 in logs written
+    /// before it was recorded): how long ago its calls failed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub at_unix_ms: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Counters about the graph's history.
@@ -399,6 +412,9 @@ impl ToolGraph {
             let node = &mut self.graph[i];
             node.online_calls += 1;
             node.online_successes += u64::from(call.ok);
+            if !call.ok {
+                node.last_failure_ms = node.last_failure_ms.max(run.at_unix_ms);
+            }
             if run.standalone {
                 continue;
             }

@@ -106,6 +106,7 @@ fn online_updates_by_hand() {
         calls: vec![RunCall { function: GEO.into(), ok: true }, RunCall { function: FORECAST.into(), ok: false }],
         success: false,
         standalone: false,
+        at_unix_ms: 0,
     };
     g.apply(&run, Some(&c));
     assert_eq!(g.node(&key(FORECAST)).unwrap().score, -1.0);
@@ -130,6 +131,7 @@ fn online_updates_by_hand() {
         calls: vec![RunCall { function: RATES.into(), ok: true }, RunCall { function: FORECAST.into(), ok: true }],
         success: true,
         standalone: false,
+        at_unix_ms: 0,
     };
     g.apply(&run, Some(&c));
     // s: RATES +1, FORECAST -1 + 1 = 0, Finish +1.
@@ -154,6 +156,7 @@ fn replacing_the_static_part_keeps_online_learning() {
             calls: vec![RunCall { function: RATES.into(), ok: true }],
             success: true,
             standalone: false,
+            at_unix_ms: 0,
         },
         Some(&c),
     );
@@ -175,6 +178,7 @@ fn standalone_calls_teach_availability_only() {
         calls: vec![RunCall { function: RATES.into(), ok }],
         success: ok,
         standalone: true,
+        at_unix_ms: 0,
     };
     g.apply(&call(true), Some(&c));
     g.apply(&call(false), Some(&c));
@@ -199,6 +203,7 @@ fn calls_seen_not_the_prior_give_the_success_rate() {
         calls: vec![RunCall { function: "low_prior_api".into(), ok }],
         success: ok,
         standalone: false,
+        at_unix_ms: 0,
     };
     g.apply(&run(true), None);
     // α blends the prior in: 0.8 · 0 + 0.2 · 2/3, under the default α_min of

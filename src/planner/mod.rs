@@ -69,8 +69,10 @@ pub struct Settings {
     pub roots: usize,
     /// Successors (and padding) offered per decision.
     pub neighbors: usize,
-    /// APIs less available than this are not offered.
+    /// APIs whose calls seen succeeded at a lower rate are not offered…
     pub alpha_min: f64,
+    /// …until this long after their last failed call in a run.
+    pub retry_failed_after: Duration,
     /// Remembered tasks consulted for hints.
     pub hints: usize,
     /// Commit to every choice: no retry after a failure, no backtracking, no restart.
@@ -98,6 +100,7 @@ impl From<&Config> for Settings {
             roots: c.roots,
             neighbors: c.neighbors,
             alpha_min: c.alpha_min,
+            retry_failed_after: Duration::from_secs(c.retry_failed_after_s),
             hints: c.hints,
             greedy: c.greedy,
             repair_attempts: 0,
@@ -253,6 +256,7 @@ impl<'a> Planner<'a> {
         excluded: &dyn Fn(&ApiId) -> bool,
     ) -> Vec<Candidate> {
         let catalog = self.catalog();
+        let now_ms = crate::metrics::unix_ms();
         let mut out: Vec<Candidate> = Vec::new();
         let mut seen: HashSet<ApiId> = HashSet::new();
         let limit = if node.is_none() { self.settings.roots } else { self.settings.neighbors };
@@ -265,7 +269,7 @@ impl<'a> Planner<'a> {
             // plan F1 on the development sets, and blended into α it pushed
             // an API under α_min after its first successful call
             // (docs/benchmarks.md#planning).
-            if self.call_success_rate(api).is_some_and(|rate| rate < self.settings.alpha_min) {
+            if self.failing(api, now_ms) {
                 return;
             }
             let alpha = self.alpha(api);
@@ -328,9 +332,17 @@ impl<'a> Planner<'a> {
         self.graph.and_then(|g| g.alpha(&self.key(api)))
     }
 
-    /// The success rate of the calls to `api` the graph has seen, if any.
-    fn call_success_rate(&self, api: ApiId) -> Option<f64> {
-        self.graph.and_then(|g| g.call_success_rate(&self.key(api)))
+    /// Whether `api` is left out at `now_ms`: the calls the graph has seen
+    /// succeeded under `alpha_min`, and either none was in a run (the
+    /// trajectories' verdict stands) or the last failed call was less than
+    /// `retry_failed_after` ago (an API that was down is tried again later).
+    fn failing(&self, api: ApiId, now_ms: u64) -> bool {
+        let Some(graph) = self.graph else { return false };
+        let key = self.key(api);
+        let (Some(rate), Some(node)) = (graph.call_success_rate(&key), graph.node(&key)) else { return false };
+        let retry_after = self.settings.retry_failed_after.as_millis() as u64;
+        rate < self.settings.alpha_min
+            && (node.online_calls == 0 || now_ms.saturating_sub(node.last_failure_ms) < retry_after)
     }
 
     /// The remembered tasks most similar to this one (`settings.hints` of them).

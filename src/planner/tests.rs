@@ -278,11 +278,20 @@ fn only_calls_seen_to_fail_exclude_an_api() {
             .map(str::to_string)
             .collect::<Vec<_>>()
     };
-    let record = |graph: &mut ToolGraph, ok: bool| {
+    let now = crate::metrics::unix_ms();
+    let record_at = |graph: &mut ToolGraph, ok: bool, at_unix_ms: u64| {
         let calls = vec![crate::graph::RunCall { function: RATES.into(), ok }];
-        let run = crate::graph::RunRecord { id: "r".into(), task: task.into(), calls, success: ok, standalone: false };
+        let run = crate::graph::RunRecord {
+            id: "r".into(),
+            task: task.into(),
+            calls,
+            success: ok,
+            standalone: false,
+            at_unix_ms,
+        };
         graph.apply(&run, Some(r.catalog()));
     };
+    let record = |graph: &mut ToolGraph, ok: bool| record_at(graph, ok, now);
     let mut graph = ToolGraph::new(Params::default());
     record(&mut graph, true);
     assert_eq!(plan(&graph)[0], RATES);
@@ -297,4 +306,16 @@ fn only_calls_seen_to_fail_exclude_an_api() {
         record(&mut graph, false);
     }
     assert!(!plan(&graph).contains(&RATES.to_string()), "{:?}", plan(&graph));
+    // The same calls, the last failure longer ago than the retry window
+    // (600 s): an API that was down is tried again.
+    let retry = settings().retry_failed_after.as_millis() as u64;
+    let mut recovered = ToolGraph::new(Params::default());
+    record_at(&mut recovered, true, now - retry - 60_000);
+    for _ in 0..8 {
+        record_at(&mut recovered, false, now - retry - 1_000);
+    }
+    assert_eq!(plan(&recovered)[0], RATES);
+    // One more failure now: left out again.
+    record(&mut recovered, false);
+    assert!(!plan(&recovered).contains(&RATES.to_string()), "{:?}", plan(&recovered));
 }

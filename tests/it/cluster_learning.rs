@@ -199,6 +199,7 @@ async fn a_memory_learned_on_one_replica_is_used_on_another() {
         calls: vec![RunCall { function: rates.into(), ok: true }],
         success: true,
         standalone: false,
+        at_unix_ms: 0,
     };
     tokio::task::spawn_blocking(move || a.record_run(run)).await.unwrap();
     let started = Instant::now();

@@ -34,6 +34,7 @@ async fn successful_runs_are_remembered_and_reused() {
         calls: calls.clone(),
         success,
         standalone: false,
+        at_unix_ms: 0,
     };
     let e = engine.clone();
     tokio::task::spawn_blocking(move || {

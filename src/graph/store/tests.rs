@@ -9,6 +9,7 @@ fn run(id: &str, function: &str, ok: bool) -> RunRecord {
         calls: vec![RunCall { function: function.into(), ok }],
         success: ok,
         standalone: false,
+        at_unix_ms: 0,
     }
 }
 

@@ -99,7 +99,14 @@ impl Session {
             return;
         }
         let success = calls.last().is_some_and(|c| c.ok);
-        let run = RunRecord { id: crate::graph::run_id("mcp-session"), task, calls, success, standalone: false };
+        let run = RunRecord {
+            id: crate::graph::run_id("mcp-session"),
+            task,
+            calls,
+            success,
+            standalone: false,
+            at_unix_ms: crate::metrics::unix_ms(),
+        };
         // Recording fsyncs and embeds: off the async workers when on one
         // (a session often ends by being dropped inside the runtime).
         let engine = self.engine.clone();
