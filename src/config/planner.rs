@@ -23,6 +23,9 @@ pub const DEFAULT_ALPHA_MIN: f64 = 0.2;
 /// failing in runs is offered again this long after its last failure (a
 /// success keeps it, a failure leaves it out as long again).
 pub const DEFAULT_RETRY_FAILED_AFTER_S: u64 = 600;
+/// `planner.failure_half_life_s`: an API whose call failed for a task
+/// ranks lower for similar tasks, by a weight that halves this often.
+pub const DEFAULT_FAILURE_HALF_LIFE_S: u64 = 3600;
 /// `planner.hints`: remembered tasks consulted.
 pub const DEFAULT_HINTS: usize = 3;
 
@@ -45,6 +48,9 @@ pub struct PlannerConfig {
     pub alpha_min: f64,
     /// Seconds after its last failed call that such an API is offered again.
     pub retry_failed_after_s: u64,
+    /// Half-life, in seconds, of a failed call's weight against its API
+    /// for similar tasks.
+    pub failure_half_life_s: u64,
     /// Similar remembered tasks whose paths are used as hints.
     pub hints: usize,
     /// Commit to every choice: no other API after a failed call, no
@@ -63,6 +69,7 @@ impl Default for PlannerConfig {
             neighbors: DEFAULT_NEIGHBORS,
             alpha_min: DEFAULT_ALPHA_MIN,
             retry_failed_after_s: DEFAULT_RETRY_FAILED_AFTER_S,
+            failure_half_life_s: DEFAULT_FAILURE_HALF_LIFE_S,
             hints: DEFAULT_HINTS,
             greedy: false,
         }
@@ -80,6 +87,7 @@ impl PlannerConfig {
             ("planner.deadline_ms", self.deadline_ms),
             ("planner.roots", self.roots as u64),
             ("planner.neighbors", self.neighbors as u64),
+            ("planner.failure_half_life_s", self.failure_half_life_s),
         ] {
             if n == 0 {
                 return Err((key.to_string(), "must be at least 1".to_string()));

@@ -84,7 +84,8 @@ impl Engine {
         if seq.is_some() {
             self.note_recent(&run, "here");
         }
-        let memory = if run.success && !run.standalone { self.remember(&run) } else { None };
+        let failed = run.calls.iter().any(|c| !c.ok);
+        let memory = if (run.success || failed) && !run.standalone { self.remember(&run) } else { None };
         if let (Some(sharing), Some(_)) = (&self.sharing, seq) {
             sharing.share(run, memory);
         }
@@ -157,19 +158,28 @@ impl Engine {
         self.sharing.as_ref().map(|s| s.stats())
     }
 
-    /// Adds a successful run to the long-term memory: its task embedded,
-    /// its path (the successful calls, cleaned as the graph cleans them)
-    /// written to the journal, then shown to later plans. Returns what it
-    /// remembered.
+    /// Adds a run to the long-term memory: its task embedded, its path
+    /// when it succeeded (the successful calls, cleaned as the graph
+    /// cleans them) and the functions whose calls failed, written to the
+    /// journal, then shown to later plans. Returns what it remembered.
     fn remember(&self, run: &RunRecord) -> Option<Memory> {
         let catalog = self.catalog();
-        let path: Vec<String> = clean_path(run.calls.iter().map(|c| (c.function.as_str(), c.ok)))
-            .into_iter()
-            .filter_map(|f| catalog.resolve(f).first().map(|id| catalog.api(id).function_name.clone()))
-            .collect();
+        let function = |f: &str| catalog.resolve(f).first().map(|id| catalog.api(id).function_name.clone());
+        let path: Vec<String> = match run.success {
+            true => clean_path(run.calls.iter().map(|c| (c.function.as_str(), c.ok)))
+                .into_iter()
+                .filter_map(function)
+                .collect(),
+            false => Vec::new(),
+        };
+        let mut failed: Vec<String> =
+            run.calls.iter().filter(|c| !c.ok).filter_map(|c| function(&c.function)).collect();
+        failed.sort();
+        failed.dedup();
         let world = self.world();
         let embedder = world.retriever().ok().and_then(Retriever::embedder);
-        let (Some(embedder), false, false) = (embedder, path.is_empty(), run.task.trim().is_empty()) else {
+        let nothing = path.is_empty() && failed.is_empty();
+        let (Some(embedder), false, false) = (embedder, nothing, run.task.trim().is_empty()) else {
             return None;
         };
         let mut writer = self.memory_writer.lock().unwrap_or_else(|e| e.into_inner());
@@ -181,7 +191,15 @@ impl Engine {
                 return None;
             }
         };
-        let memory = Memory { task: run.task.clone(), path, vector, online: true, model: embedder.id().to_string() };
+        let memory = Memory {
+            task: run.task.clone(),
+            path,
+            vector,
+            online: true,
+            model: embedder.id().to_string(),
+            failed,
+            at_unix_ms: run.at_unix_ms,
+        };
         if let Err(e) = writer.append(&memory) {
             tracing::error!("a run could not be remembered (the memory journal refused it): {e}");
             return None;

@@ -235,7 +235,14 @@ async fn scores(
             graph.apply(&run, Some(catalog));
             if let Some(vector) = prepared.vectors.first() {
                 let model = retriever.embedder().map(|e| e.id().to_string()).unwrap_or_default();
-                memory.push(Memory { task: query.clone(), path, vector: vector.clone(), online: true, model });
+                memory.push(Memory {
+                    task: query.clone(),
+                    path,
+                    vector: vector.clone(),
+                    online: true,
+                    model,
+                    ..Memory::default()
+                });
             }
         }
     }

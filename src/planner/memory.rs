@@ -1,7 +1,9 @@
 //! Long-term memory (docs/architecture.md §5): successful (task, API path) pairs,
 //! embedded and searched by similarity. The paths of the most similar
 //! remembered tasks are hints: the deterministic decider boosts their APIs,
-//! the LLM decider shows them as worked examples.
+//! the LLM decider shows them as worked examples. Live runs also leave the
+//! APIs whose calls failed: for a while they rank lower for similar tasks
+//! ([`LongTermMemory::failures`]), the weight halving every half-life.
 //!
 //! Stored as a [`crate::journal`] (`<state>/memory/memory.jsonl`),
 //! each entry with its task's vector and the model that made it, so
@@ -12,6 +14,7 @@
 //! every successful live run ([`MemoryWriter`]). Entries are shared
 //! (`Arc`), so a planner's snapshot of the memory costs no copy of them.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -26,8 +29,8 @@ use crate::retrieval::dense::dot;
 use crate::retrieval::embedder::{Embedder, Role};
 use crate::trajectory::Trajectory;
 
-/// One remembered successful run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One remembered run: a successful one's path, the failed calls of any.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Memory {
     pub task: String,
     /// Function names, in order.
@@ -44,6 +47,18 @@ pub struct Memory {
     /// written before the field existed still matches.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub model: String,
+    /// Functions whose calls failed in the run (the API's fault: what
+    /// toolrouter refused itself is never recorded). Empty fields are left
+    /// out of the JSON, as `model`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<String>,
+    /// When the run ended (ms since the Unix epoch; 0: not recorded).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub at_unix_ms: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Remembered runs, searchable.
@@ -105,7 +120,14 @@ pub fn embed_paths(
     Ok(paths
         .into_iter()
         .zip(vectors)
-        .map(|((task, path), vector)| Memory { task, path, vector, online: false, model: embedder.id().to_string() })
+        .map(|((task, path), vector)| Memory {
+            task,
+            path,
+            vector,
+            online: false,
+            model: embedder.id().to_string(),
+            ..Memory::default()
+        })
         .collect())
 }
 
@@ -230,17 +252,49 @@ impl LongTermMemory {
             .collect()
     }
 
-    /// The `k` remembered tasks most similar to `vector`, with their similarity.
+    /// The `k` remembered successful tasks most similar to `vector`, with
+    /// their similarity.
     pub fn search(&self, vector: &[f32], k: usize) -> Vec<(f32, &Memory)> {
         let mut scored: Vec<(f32, &Memory)> = self
             .entries
             .iter()
-            .filter(|m| m.vector.len() == vector.len())
+            .filter(|m| m.vector.len() == vector.len() && !m.path.is_empty())
             .map(|m| (dot(&m.vector, vector), &**m))
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0));
         scored.truncate(k);
         scored
+    }
+
+    /// Per function, how much tasks like `vector` saw it fail lately: the
+    /// sum, over remembered runs at least `min_similarity` close whose
+    /// calls to it failed, of their similarity · 0.5^(age / `half_life`),
+    /// at most 1. (Runs without a time count as old: nothing.)
+    pub fn failures(
+        &self,
+        vector: &[f32],
+        min_similarity: f32,
+        now_ms: u64,
+        half_life: std::time::Duration,
+    ) -> HashMap<String, f32> {
+        let mut out: HashMap<String, f32> = HashMap::new();
+        let half_life_ms = half_life.as_millis().max(1) as f64;
+        for m in &self.entries {
+            if m.failed.is_empty() || m.at_unix_ms == 0 || m.vector.len() != vector.len() {
+                continue;
+            }
+            let similarity = dot(&m.vector, vector);
+            if similarity < min_similarity {
+                continue;
+            }
+            let age = now_ms.saturating_sub(m.at_unix_ms) as f64;
+            let weight = similarity * 0.5f64.powf(age / half_life_ms) as f32;
+            for function in &m.failed {
+                let total = out.entry(function.clone()).or_default();
+                *total = (*total + weight).min(1.0);
+            }
+        }
+        out
     }
 }
 
@@ -250,7 +304,7 @@ mod tests {
 
     fn memory(task: &str, path: &[&str], vector: [f32; 2], online: bool, model: &str) -> Memory {
         let path = path.iter().map(|s| s.to_string()).collect();
-        Memory { task: task.into(), path, vector: vector.to_vec(), online, model: model.into() }
+        Memory { task: task.into(), path, vector: vector.to_vec(), online, model: model.into(), ..Memory::default() }
     }
 
     #[test]
@@ -337,5 +391,32 @@ mod tests {
             "a short answer is refused, not half-applied"
         );
         assert_eq!(std::fs::read(&path).unwrap(), before);
+    }
+
+    /// A failed call weighs against its API for similar tasks only, by
+    /// their similarity, halving every half-life; failed runs are never
+    /// worked examples.
+    #[test]
+    fn failures_count_for_similar_tasks_and_fade() {
+        let hour = std::time::Duration::from_secs(3600);
+        let now = 10 * 3_600_000;
+        let failed = |vector: [f32; 2], at_unix_ms: u64, failed: &[&str]| Memory {
+            failed: failed.iter().map(|f| f.to_string()).collect(),
+            at_unix_ms,
+            ..memory("t", &[], vector, true, "m")
+        };
+        let m = LongTermMemory::in_memory(vec![
+            failed([1.0, 0.0], now, &["down"]),
+            failed([0.8, 0.6], now - 3_600_000, &["down", "slow"]),
+            failed([0.0, 1.0], now, &["other"]),
+            failed([1.0, 0.0], 0, &["untimed"]),
+        ]);
+        let seen = m.failures(&[1.0, 0.0], 0.5, now, hour);
+        assert_eq!(seen.len(), 2, "{seen:?}");
+        assert_eq!(seen["down"], 1.0, "1 + 0.8 / 2, capped at 1");
+        assert!((seen["slow"] - 0.4).abs() < 1e-6, "{seen:?}");
+        let later = m.failures(&[1.0, 0.0], 0.5, now + 3 * 3_600_000, hour);
+        assert!((later["down"] - (0.125 + 0.0625 * 0.8)).abs() < 1e-6, "{later:?}");
+        assert!(m.search(&[1.0, 0.0], 5).is_empty(), "a run without a path is no worked example");
     }
 }

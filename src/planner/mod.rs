@@ -73,6 +73,8 @@ pub struct Settings {
     pub alpha_min: f64,
     /// …until this long after their last failed call in a run.
     pub retry_failed_after: Duration,
+    /// A failed call's weight against its API for similar tasks halves this often.
+    pub failure_half_life: Duration,
     /// Remembered tasks consulted for hints.
     pub hints: usize,
     /// Commit to every choice: no retry after a failure, no backtracking, no restart.
@@ -101,6 +103,7 @@ impl From<&Config> for Settings {
             neighbors: c.neighbors,
             alpha_min: c.alpha_min,
             retry_failed_after: Duration::from_secs(c.retry_failed_after_s),
+            failure_half_life: Duration::from_secs(c.failure_half_life_s),
             hints: c.hints,
             greedy: c.greedy,
             repair_attempts: 0,
@@ -273,15 +276,17 @@ impl<'a> Planner<'a> {
                 return;
             }
             let alpha = self.alpha(api);
+            // Ranks lower for as long as similar tasks saw it fail lately.
+            let kept = 1.0 - ctx.failures.get(&api).copied().unwrap_or(0.0);
             out.push(Candidate {
                 api,
                 function: catalog.api(api).function_name.clone(),
                 w,
                 alpha,
-                relevance: ctx.relevance.get(&api).copied().unwrap_or(0.0),
+                relevance: kept * ctx.relevance.get(&api).copied().unwrap_or(0.0),
                 rank: ctx.places.get(&api).copied(),
                 similarity: ctx.ranks.iter().map(|r| r.get(&api).map_or(0.0, |&rank| 1.0 / rank as f32)).collect(),
-                hint: ctx.hints.get(&api).copied().unwrap_or(0.0),
+                hint: kept * ctx.hints.get(&api).copied().unwrap_or(0.0),
                 source,
             });
         };
@@ -350,6 +355,16 @@ impl<'a> Planner<'a> {
         let (Some(memory), Some(vector)) = (self.memory, vector) else { return Vec::new() };
         memory.examples(vector, self.settings.hints)
     }
+
+    /// How much tasks similar to this one saw each API fail lately
+    /// ([`LongTermMemory::failures`], from [`MIN_REMEMBERED_SIMILARITY`]).
+    fn failures(&self, vector: Option<&Vec<f32>>) -> HashMap<ApiId, f32> {
+        let (Some(memory), Some(vector)) = (self.memory, vector) else { return HashMap::new() };
+        let now = crate::metrics::unix_ms();
+        let by_function = memory.failures(vector, MIN_REMEMBERED_SIMILARITY, now, self.settings.failure_half_life);
+        let catalog = self.catalog();
+        by_function.into_iter().filter_map(|(f, w)| Some((catalog.resolve(&f).first()?, w))).collect()
+    }
 }
 
 /// A remembered successful run similar to the task: a worked example.
@@ -412,6 +427,8 @@ struct Context<'a> {
     /// Each ranked API's place in `ranking` (from 1).
     places: &'a HashMap<ApiId, usize>,
     hints: &'a HashMap<ApiId, f32>,
+    /// How much similar tasks saw each API fail lately (0 to 1).
+    failures: &'a HashMap<ApiId, f32>,
 }
 
 #[cfg(test)]

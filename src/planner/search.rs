@@ -90,6 +90,7 @@ impl<'a> Planner<'a> {
             places: &places,
             relevance: &relevance,
             hints: &hints,
+            failures: &self.failures(prepared.vectors.first()),
         };
         let mut run = PlanRun {
             task: task.to_string(),

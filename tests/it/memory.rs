@@ -78,3 +78,45 @@ async fn successful_runs_are_remembered_and_reused() {
     assert_eq!(again["model"], model.as_str());
     assert_eq!(again["vector"], recorded["vector"], "the same task, the same model: the same vector");
 }
+
+/// A failed call is remembered against its API for similar requests: the
+/// planner then tries another API first, and no longer once the failure
+/// is old (its weight halves every `planner.failure_half_life_s`). One
+/// failure is far from the global `planner.alpha_min` exclusion, so the
+/// change is the memory's.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_call_ranks_its_api_lower_for_similar_requests_for_a_while() {
+    if !common::model_available() {
+        return;
+    }
+    let (task, similar) = ("What are today's exchange rates for the euro?", "Show me the euro's exchange rates today.");
+    let first_step = |engine: std::sync::Arc<Engine>, task: &'static str| async move {
+        let run = engine.plan(task, None).await.unwrap();
+        run.steps.first().map(|s| s.function.clone()).unwrap_or_default()
+    };
+    let failed_at = |engine: &std::sync::Arc<Engine>, function: &str, at_unix_ms: u64| {
+        let run = RunRecord {
+            id: toolrouter::graph::run_id("test"),
+            task: task.into(),
+            calls: vec![RunCall { function: function.into(), ok: false }],
+            success: false,
+            standalone: false,
+            at_unix_ms,
+        };
+        let e = engine.clone();
+        std::thread::spawn(move || e.record_run(run)).join().unwrap();
+    };
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    for (age_hours, moved) in [(0, true), (10, false)] {
+        let state = tempfile::tempdir().unwrap();
+        let mut config = Config::default();
+        config.state.dir = state.path().to_path_buf();
+        let engine = Engine::open(&config).unwrap();
+        let before = first_step(engine.clone(), similar).await;
+        assert!(!before.is_empty());
+        failed_at(&engine, &before, now - age_hours * 3_600_000);
+        assert_eq!(engine.memory().len(), 1, "a failed run is remembered for its failure");
+        let after = first_step(engine.clone(), similar).await;
+        assert_eq!(after != before, moved, "{age_hours} h old: {before} first before, {after} after");
+    }
+}
