@@ -105,10 +105,14 @@ def post(url, body):
         return {"error": e.read().decode(errors="replace")[:300]}
 
 
-def run(toolrouter, python, catalog, requests, down, greedy):
-    """Serves, sends every request, returns (served, calls, failed calls, errors)."""
+def run(toolrouter, python, catalog, requests, down, greedy, half_life=None):
+    """Serves, sends every request, returns (served, calls, failed calls, errors). With `half_life`
+    (`planner.failure_half_life_s`), hybrid retrieval: the memory needs the embedding model."""
+    mode = "lexical" if half_life is None else "hybrid"
     env = {**os.environ, "TOOLROUTER_CATALOG_PATHS": json.dumps([str(catalog)]),
-           "TOOLROUTER_CATALOG_INCLUDE_EMBEDDED": "false", "TOOLROUTER_RETRIEVAL_MODE": "lexical", "RUST_LOG": "warn"}
+           "TOOLROUTER_CATALOG_INCLUDE_EMBEDDED": "false", "TOOLROUTER_RETRIEVAL_MODE": mode, "RUST_LOG": "warn"}
+    if half_life is not None:
+        env["TOOLROUTER_PLANNER_FAILURE_HALF_LIFE_S"] = str(half_life)
     procs = []
     try:
         replay_port, serve_port = free_port(), free_port()
@@ -163,6 +167,9 @@ def main():
     parser.add_argument("--toolrouter", default=str(ROOT / "target/release/toolrouter"))
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--json", action="store_true", help="print one JSON object per run instead of a table")
+    parser.add_argument("--failure-memory", action="store_true",
+                        help="instead: the outage with the search and the embedding model, failed calls held against "
+                             "their API for similar requests (planner.failure_half_life_s 3600) and not (0)")
     args = parser.parse_args()
     requests = queries(args.queries)
     catalog = pathlib.Path(tempfile.mkdtemp(prefix="outage-catalog-"))
@@ -172,13 +179,17 @@ def main():
               f"a catalog of the {apis} APIs with recordings\n")
         print("| run | served | calls | failed calls | errors |")
         print("| --- | ---: | ---: | ---: | ---: |")
-    runs = [("nothing down, backtracking", 0.0, False), ("nothing down, greedy", 0.0, True),
-            (f"{args.down:.0%} down, backtracking", args.down, False), (f"{args.down:.0%} down, greedy", args.down, True)]
-    for label, down, greedy in runs:
-        served, calls, failed, errors = run(args.toolrouter, args.python, catalog, requests, down, greedy)
+    runs = [("nothing down, backtracking", 0.0, False, None), ("nothing down, greedy", 0.0, True, None),
+            (f"{args.down:.0%} down, backtracking", args.down, False, None),
+            (f"{args.down:.0%} down, greedy", args.down, True, None)]
+    if args.failure_memory:
+        runs = [(f"{args.down:.0%} down, hybrid, failures held (half-life 3600 s)", args.down, False, 3600),
+                (f"{args.down:.0%} down, hybrid, failures not held (0)", args.down, False, 0)]
+    for label, down, greedy, half_life in runs:
+        served, calls, failed, errors = run(args.toolrouter, args.python, catalog, requests, down, greedy, half_life)
         if args.json:
-            print(json.dumps({"down": down, "greedy": greedy, "requests": len(requests), "served": served, "calls": calls,
-                              "failed_calls": failed, "errors": errors}), flush=True)
+            print(json.dumps({"down": down, "greedy": greedy, "failure_half_life_s": half_life, "requests": len(requests),
+                              "served": served, "calls": calls, "failed_calls": failed, "errors": errors}), flush=True)
             continue
         print(f"| {label} | {served}/{len(requests)} ({served / len(requests):.3f}) | {calls} | {failed} | {errors} |", flush=True)
 

@@ -24,7 +24,8 @@ pub const DEFAULT_ALPHA_MIN: f64 = 0.2;
 /// success keeps it, a failure leaves it out as long again).
 pub const DEFAULT_RETRY_FAILED_AFTER_S: u64 = 600;
 /// `planner.failure_half_life_s`: an API whose call failed for a task
-/// ranks lower for similar tasks, by a weight that halves this often.
+/// ranks lower for similar tasks, by a weight that halves this often (0:
+/// failures are not held against an API per kind of request).
 pub const DEFAULT_FAILURE_HALF_LIFE_S: u64 = 3600;
 /// `planner.hints`: remembered tasks consulted.
 pub const DEFAULT_HINTS: usize = 3;
@@ -87,7 +88,6 @@ impl PlannerConfig {
             ("planner.deadline_ms", self.deadline_ms),
             ("planner.roots", self.roots as u64),
             ("planner.neighbors", self.neighbors as u64),
-            ("planner.failure_half_life_s", self.failure_half_life_s),
         ] {
             if n == 0 {
                 return Err((key.to_string(), "must be at least 1".to_string()));

@@ -80,6 +80,9 @@ pub struct Candidate {
     pub similarity: Vec<f32>,
     /// Similarity of the task to a remembered successful task whose path used this API.
     pub hint: f32,
+    /// How much similar tasks saw it fail lately (0 to 1; `relevance` and
+    /// `hint` are already lowered by it).
+    pub failed_lately: f32,
     pub source: Source,
 }
 
@@ -296,10 +299,10 @@ pub fn judge(path: &[Step]) -> Reflection {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn candidate(id: u32, function: &str, rank: Option<usize>) -> Candidate {
+    pub(in crate::planner) fn candidate(id: u32, function: &str, rank: Option<usize>) -> Candidate {
         Candidate {
             api: ApiId(id),
             function: function.into(),
@@ -309,6 +312,7 @@ mod tests {
             rank,
             similarity: vec![0.0],
             hint: 0.0,
+            failed_lately: 0.0,
             source: Source::Retrieval,
         }
     }

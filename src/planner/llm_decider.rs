@@ -40,7 +40,7 @@ Never invent a value: leave out a required argument you cannot know; it is then 
 or asked of the user. When the results answer the request (or no offered API can help), call `finish` with \
 the answer for the user, based only on the results. Call `backtrack` when the last result leads nowhere. \
 Each API description ends with [w: how often runs go on to it from the last call, 0-1; availability: its \
-success rate].";
+success rate], and with how much it failed for similar requests lately (0-1) when it did.";
 
 /// Remembered runs shown as worked examples, at most…
 const MAX_EXAMPLES: usize = 3;
@@ -164,10 +164,20 @@ impl LlmDecider {
     fn tool(&self, c: &Candidate) -> Value {
         let mut definition = self.catalog.function_definition(self.catalog.api(c.api));
         if let Some(d) = definition["function"]["description"].as_str() {
-            definition["function"]["description"] = json!(format!("{d} [w: {:.2}; availability: {:.2}]", c.w, c.alpha));
+            definition["function"]["description"] = json!(annotated(d, c));
         }
         definition
     }
+}
+
+/// A candidate's description as the model sees it: what the graph and the
+/// memory know of it at the end (see [`INSTRUCTIONS`]).
+fn annotated(description: &str, c: &Candidate) -> String {
+    let failed = match c.failed_lately > 0.0 {
+        true => format!("; failed for similar requests lately: {:.2}", c.failed_lately),
+        false => String::new(),
+    };
+    format!("{description} [w: {:.2}; availability: {:.2}{failed}]", c.w, c.alpha)
 }
 
 impl LlmDecider {
@@ -315,5 +325,17 @@ mod tests {
         let text = message.text();
         assert!(message.is("system"));
         assert!(text.contains("\"snow days in Oslo\": a_for_t → b_for_t") && !text.contains("far"), "{text}");
+    }
+
+    #[test]
+    fn a_candidate_that_failed_for_similar_requests_says_so() {
+        let mut c = crate::planner::decider::tests::candidate(1, "a_for_t", Some(1));
+        (c.w, c.alpha) = (0.25, 0.8);
+        assert_eq!(annotated("Gets a.", &c), "Gets a. [w: 0.25; availability: 0.80]");
+        c.failed_lately = 0.7;
+        assert_eq!(
+            annotated("Gets a.", &c),
+            "Gets a. [w: 0.25; availability: 0.80; failed for similar requests lately: 0.70]"
+        );
     }
 }

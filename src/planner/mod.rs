@@ -277,7 +277,8 @@ impl<'a> Planner<'a> {
             }
             let alpha = self.alpha(api);
             // Ranks lower for as long as similar tasks saw it fail lately.
-            let kept = 1.0 - ctx.failures.get(&api).copied().unwrap_or(0.0);
+            let failed_lately = ctx.failures.get(&api).copied().unwrap_or(0.0);
+            let kept = 1.0 - failed_lately;
             out.push(Candidate {
                 api,
                 function: catalog.api(api).function_name.clone(),
@@ -287,6 +288,7 @@ impl<'a> Planner<'a> {
                 rank: ctx.places.get(&api).copied(),
                 similarity: ctx.ranks.iter().map(|r| r.get(&api).map_or(0.0, |&rank| 1.0 / rank as f32)).collect(),
                 hint: kept * ctx.hints.get(&api).copied().unwrap_or(0.0),
+                failed_lately,
                 source,
             });
         };
@@ -360,6 +362,9 @@ impl<'a> Planner<'a> {
     /// ([`LongTermMemory::failures`], from [`MIN_REMEMBERED_SIMILARITY`]).
     fn failures(&self, vector: Option<&Vec<f32>>) -> HashMap<ApiId, f32> {
         let (Some(memory), Some(vector)) = (self.memory, vector) else { return HashMap::new() };
+        if self.settings.failure_half_life.is_zero() {
+            return HashMap::new();
+        }
         let now = crate::metrics::unix_ms();
         let by_function = memory.failures(vector, MIN_REMEMBERED_SIMILARITY, now, self.settings.failure_half_life);
         let catalog = self.catalog();

@@ -22,9 +22,11 @@ Execute mode's requests (recognised by their instructions or tools):
 The model `scripted-overlap` (the outage experiment,
 scripts/outage-experiment.py): execute mode's sub-task is the whole
 request; each decision calls the offered API whose name and description
-share the most words with the request (arguments: each required
-parameter's example, else a value of its type), and `finish` once a call
-has succeeded.
+share the most words with the request, those words counted × (1 − the
+"failed for similar requests lately" share the description shows, as a
+model told so would shy from it), (arguments: each required parameter's
+example, else a value of its type), and `finish` once a call has
+succeeded.
 Off the happy path, when the user says (route and plan modes):
 - "repair-to-text"    -> an invalid call; once shown the error, a text answer
 - "extra-city"        -> a call with an argument the API does not take (`city`)
@@ -61,6 +63,7 @@ Only "model-fails" gets an error status.
 """
 
 import json
+import re
 import socket
 import struct
 import sys
@@ -155,7 +158,14 @@ def overlapping(body, user, last):
         if not apis:
             arguments = {"answer": "No offered API fits."}
         else:
-            best = max(apis, key=lambda f: (len(wanted & words(f["name"] + " " + (f.get("description") or ""))), f["name"]))
+            def fit(f):
+                description = f.get("description") or ""
+                failed = re.search(r"; failed for similar requests lately: ([0-9.]+)", description)
+                if failed:
+                    description = description.replace(failed.group(0), "")
+                shared = len(wanted & words(f["name"] + " " + description))
+                return (shared * (1 - float(failed.group(1))) if failed else shared, f["name"])
+            best = max(apis, key=fit)
             schema = best.get("parameters") or {}
             values = {"integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}
             properties = schema.get("properties") or {}
