@@ -43,7 +43,7 @@ use serde_json::Value;
 
 use crate::config::{Config, LlmConfig};
 
-mod sse;
+pub(crate) mod sse;
 mod transport;
 pub mod wire;
 

@@ -34,10 +34,10 @@ use super::wire::Chunk;
 pub const FINISHED_GRACE: Duration = Duration::from_secs(2);
 
 /// Why a body's bytes stopped coming (the connection broke).
-pub(super) type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// A response body's bytes, as they arrive.
-pub(super) type Bytes<B> = Pin<Box<dyn Stream<Item = Result<B, BoxError>> + Send>>;
+pub(crate) type Bytes<B> = Pin<Box<dyn Stream<Item = Result<B, BoxError>> + Send>>;
 
 /// The chunks of a server-sent event stream, ended as it ended:
 ///
@@ -51,7 +51,7 @@ pub(super) type Bytes<B> = Pin<Box<dyn Stream<Item = Result<B, BoxError>> + Send
 /// * no event for `gap`: [`LlmError::Timeout`];
 /// * more than `cap` bytes, an event that is not a JSON object:
 ///   [`LlmError::Malformed`]; an error event: [`LlmError::Stream`].
-pub(super) fn events<B: AsRef<[u8]> + Send + 'static>(
+pub(crate) fn events<B: AsRef<[u8]> + Send + 'static>(
     bytes: Bytes<B>,
     gap: Duration,
     cap: usize,

@@ -235,6 +235,7 @@ pub fn router(app: Arc<App>) -> axum::Router {
         .route("/mcp", axum::routing::any(mcp))
         .route("/v1/models", get(models))
         .route("/v1/chat/completions", axum::routing::post(chat_completions))
+        .route("/v1/responses", axum::routing::post(super::openai::responses::responses))
         .route("/v1/tools/call", axum::routing::post(tools_call))
         .route("/v1/tools/search", axum::routing::post(tools_search))
         .route("/v1/traces/{id}", get(trace))

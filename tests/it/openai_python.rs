@@ -60,7 +60,7 @@ fn openai_sdk_and_langchain_in_route_plan_and_execute_mode() {
     wait_ready(&url, Some(key));
     let _server = server;
 
-    for check in ["openai_check.py", "openai_offpath_check.py"] {
+    for check in ["openai_check.py", "openai_offpath_check.py", "openai_responses_check.py"] {
         let out = Command::new(&python).arg(scripts.join(check)).args([&url, &model_url, key]).output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(

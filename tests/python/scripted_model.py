@@ -53,7 +53,8 @@ Faults of the model server, when the user says "fault:NAME" (any mode):
                          [DONE], and the connection left open for 60 s
 GET /v1/models lists one model, `scripted`.
 GET /seen lists what each request offered: {"tools": [names], "messages": n,
-"last": the last message's text}.
+"last": the last message's text, "first": the first message's role and
+text, "roles": every message's role}.
 
 Any request toolrouter forwards gets an answer, however odd its fields
 (content as a list of parts or a number, `tools: null`, a string for
@@ -193,8 +194,9 @@ def answer(body):
     messages = [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
     tools = names(body.get("tools"))
     last_text = text(messages[-1].get("content"))[:2000] if messages else ""
+    first = {"role": messages[0].get("role"), "text": text(messages[0].get("content"))[:2000]} if messages else None
     SEEN.append({"tools": tools, "messages": len(messages), "model": body.get("model"), "stream": bool(body.get("stream")),
-                 "last": last_text})
+                 "last": last_text, "first": first, "roles": [m.get("role") for m in messages]})
     user = " ".join(m.get("content") or "" for m in messages if m.get("role") == "user" and isinstance(m.get("content"), str))
     last = messages[-1] if messages else {}
     if "model-fails" in user:

@@ -25,6 +25,7 @@ pub mod graph;
 pub mod models;
 pub mod plan;
 pub mod request;
+pub mod responses;
 pub mod route;
 pub mod stream;
 pub mod tools;

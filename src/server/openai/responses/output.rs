@@ -1,0 +1,185 @@
+//! The Responses API's answer, made from a chat completion: the response
+//! object (`"object": "response"`) with its `output` items (an assistant
+//! `message` with `output_text`, one `function_call` per tool call), its
+//! status (`incomplete` when the model stopped at `max_output_tokens` or a
+//! content filter), usage under the Responses names, and the request's
+//! settings echoed as OpenAI echoes them.
+
+use serde_json::{Map, Value, json};
+
+use crate::llm::wire::{CompletionUsage, Message, ToolCall};
+
+/// A fresh item or response id with its prefix (`resp_`, `msg_`, `fc_`).
+pub fn new_id(prefix: &str) -> String {
+    format!("{prefix}{:016x}{:08x}", fastrand::u64(..), fastrand::u32(..))
+}
+
+/// What a response echoes of its request, and its identity.
+pub struct Echo {
+    pub id: String,
+    pub created_at: u64,
+    /// The Responses request body.
+    request: Map<String, Value>,
+}
+
+impl Echo {
+    pub fn new(request: &Value) -> Echo {
+        Echo {
+            id: new_id("resp_"),
+            created_at: crate::metrics::unix_ms() / 1000,
+            request: request.as_object().cloned().unwrap_or_default(),
+        }
+    }
+
+    /// The response object: `status`, `output` and `usage` as given, the
+    /// model the answer names (else the request's), the request's settings.
+    pub fn response(&self, status: &str, model: Option<&str>, output: Vec<Value>, usage: Option<Value>) -> Value {
+        let get = |key: &str, default: Value| self.request.get(key).cloned().unwrap_or(default);
+        let model = model.map(Value::from).unwrap_or_else(|| get("model", Value::Null));
+        let incomplete = match status {
+            "incomplete" => json!({"reason": "max_output_tokens"}),
+            _ => Value::Null,
+        };
+        json!({
+            "id": self.id,
+            "object": "response",
+            "created_at": self.created_at,
+            "status": status,
+            "error": null,
+            "incomplete_details": incomplete,
+            "instructions": get("instructions", Value::Null),
+            "max_output_tokens": get("max_output_tokens", Value::Null),
+            "model": model,
+            "output": output,
+            "parallel_tool_calls": get("parallel_tool_calls", Value::Bool(true)),
+            "previous_response_id": null,
+            "reasoning": get("reasoning", json!({"effort": null, "summary": null})),
+            "store": false,
+            "temperature": get("temperature", Value::Null),
+            "text": get("text", json!({"format": {"type": "text"}})),
+            "tool_choice": get("tool_choice", Value::from("auto")),
+            "tools": get("tools", json!([])),
+            "top_p": get("top_p", Value::Null),
+            "truncation": "disabled",
+            "usage": usage.unwrap_or(Value::Null),
+            "user": get("user", Value::Null),
+            "metadata": get("metadata", json!({})),
+        })
+    }
+}
+
+/// The response's status for a chat `finish_reason`.
+pub fn status(finish_reason: Option<&str>) -> &'static str {
+    match finish_reason {
+        Some("length") => "incomplete",
+        _ => "completed",
+    }
+}
+
+/// An assistant `message` item holding `text`.
+pub fn message_item(id: &str, text: &str, status: &str) -> Value {
+    json!({"type": "message", "id": id, "status": status, "role": "assistant",
+        "content": [text_part(text)]})
+}
+
+/// An `output_text` content part.
+pub fn text_part(text: &str) -> Value {
+    json!({"type": "output_text", "text": text, "annotations": [], "logprobs": []})
+}
+
+/// A `function_call` item.
+pub fn call_item(id: &str, call_id: &str, name: &str, arguments: &str, status: &str) -> Value {
+    json!({"type": "function_call", "id": id, "call_id": call_id, "name": name, "arguments": arguments, "status": status})
+}
+
+/// The output items of an answer's message: its text (when it has some, or
+/// calls nothing), then its tool calls.
+pub fn items(message: Option<&Message>) -> Vec<Value> {
+    let text = message.map(Message::text).unwrap_or_default();
+    let calls: &[ToolCall] = message.map(Message::calls).unwrap_or_default();
+    let mut out = Vec::new();
+    if !text.is_empty() || calls.is_empty() {
+        out.push(message_item(&new_id("msg_"), &text, "completed"));
+    }
+    for call in calls {
+        let call_id = match call.id() {
+            "" => new_id("call_"),
+            id => id.to_string(),
+        };
+        out.push(call_item(&new_id("fc_"), &call_id, call.name(), &call.arguments(), "completed"));
+    }
+    out
+}
+
+/// Chat usage under the Responses names.
+pub fn usage(usage: &CompletionUsage) -> Value {
+    let input = usage.prompt_tokens.unwrap_or(0);
+    let output = usage.completion_tokens.unwrap_or(0);
+    let detail =
+        |field: &str, key: &str| usage.extra.get(field).and_then(|d| d.get(key)).and_then(Value::as_u64).unwrap_or(0);
+    json!({
+        "input_tokens": input,
+        "input_tokens_details": {"cached_tokens": detail("prompt_tokens_details", "cached_tokens")},
+        "output_tokens": output,
+        "output_tokens_details": {"reasoning_tokens": detail("completion_tokens_details", "reasoning_tokens")},
+        "total_tokens": usage.total_tokens.unwrap_or(input + output),
+    })
+}
+
+/// The response object for a whole chat completion (`body`, as JSON), with
+/// toolrouter's report (`toolrouter`) carried over.
+pub fn from_completion(echo: &Echo, body: &[u8]) -> Result<Value, String> {
+    let completion: crate::llm::wire::Completion =
+        serde_json::from_slice(body).map_err(|e| format!("the answer is not a chat completion: {e}"))?;
+    let choice = completion.choices.first();
+    let finish = choice.and_then(|c| c.finish_reason.as_deref());
+    let output = items(choice.and_then(|c| c.message.as_ref()));
+    let mut response =
+        echo.response(status(finish), completion.model.as_deref(), output, completion.usage.as_ref().map(usage));
+    if let Some(report) = completion.extra.get("toolrouter") {
+        response["toolrouter"] = report.clone();
+    }
+    Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chat_completion_becomes_a_response() {
+        let request = json!({"model": "m", "input": "hi", "instructions": "Be brief.", "max_output_tokens": 5,
+            "tools": [{"type": "function", "name": "weather"}]});
+        let echo = Echo::new(&request);
+        let chat = json!({"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m-2024",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": "Let me look.",
+                "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Oslo\"}"}}]}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 4, "total_tokens": 14,
+                "prompt_tokens_details": {"cached_tokens": 2}},
+            "toolrouter": {"mode": "route"}});
+        let response = from_completion(&echo, chat.to_string().as_bytes()).unwrap();
+        assert_eq!(response["object"], "response");
+        assert!(response["id"].as_str().unwrap().starts_with("resp_"));
+        assert_eq!((response["status"].as_str(), response["model"].as_str()), (Some("completed"), Some("m-2024")));
+        let output = response["output"].as_array().unwrap();
+        assert_eq!(output.len(), 2);
+        assert_eq!(output[0]["content"][0]["text"], "Let me look.");
+        assert_eq!(
+            (&output[1]["type"], &output[1]["call_id"], &output[1]["name"], &output[1]["arguments"]),
+            (&json!("function_call"), &json!("call_1"), &json!("weather"), &json!("{\"city\":\"Oslo\"}"))
+        );
+        assert_eq!(response["usage"]["input_tokens"], 10);
+        assert_eq!(response["usage"]["input_tokens_details"]["cached_tokens"], 2);
+        assert_eq!(response["usage"]["total_tokens"], 14);
+        assert_eq!((&response["instructions"], &response["max_output_tokens"]), (&json!("Be brief."), &json!(5)));
+        assert_eq!(response["tools"], request["tools"]);
+        assert_eq!(response["toolrouter"]["mode"], "route");
+        let cut = json!({"choices": [{"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": "Lo"}}]});
+        let response = from_completion(&echo, cut.to_string().as_bytes()).unwrap();
+        assert_eq!(
+            (response["status"].as_str(), &response["incomplete_details"]),
+            (Some("incomplete"), &json!({"reason": "max_output_tokens"}))
+        );
+        assert!(from_completion(&echo, b"<html>").is_err());
+    }
+}

@@ -1,0 +1,338 @@
+//! A Responses API request (`POST /v1/responses`) as the chat-completions
+//! request the OpenAI face serves: `instructions` a system message first,
+//! `input` (a string, or items) the messages, function `tools` and
+//! `tool_choice` in chat's shape, `max_output_tokens`, `text.format` and
+//! `reasoning.effort` under their chat names. Fields the Responses API has
+//! and chat does not are refused when honouring them silently differently
+//! would mislead (`previous_response_id`, `background`, tools other than
+//! functions), dropped when they only tune OpenAI's own service (listed in
+//! [`DROPPED`], docs/openai.md); any other field is passed on as it came.
+
+use serde_json::{Map, Value, json};
+
+use crate::server::openai::ApiError;
+
+/// Responses fields with no chat counterpart that change nothing a
+/// chat-completions model server does: dropped.
+pub const DROPPED: &[&str] = &[
+    "store",
+    "include",
+    "truncation",
+    "service_tier",
+    "prompt_cache_key",
+    "safety_identifier",
+    "prompt_cache_retention",
+];
+
+/// The chat-completions body of a Responses request body.
+pub fn to_chat(body: &Value) -> Result<Value, ApiError> {
+    let Some(fields) = body.as_object() else {
+        return Err(ApiError::invalid("the request body must be a JSON object", None));
+    };
+    for (field, why) in [
+        ("previous_response_id", "toolrouter keeps no responses yet: send the whole conversation in `input`"),
+        ("conversation", "toolrouter keeps no conversations yet: send the whole conversation in `input`"),
+        ("background", "background responses are not served: leave `background` out"),
+        ("prompt", "stored prompt templates are not served: send `instructions` and `input`"),
+    ] {
+        if fields.get(field).is_some_and(|v| !v.is_null() && v != &Value::Bool(false)) {
+            return Err(ApiError::invalid(format!("`{field}` is not supported: {why}"), Some(field)));
+        }
+    }
+    let mut chat = Map::new();
+    let mut messages = Vec::new();
+    if let Some(instructions) = fields.get("instructions").filter(|v| !v.is_null()) {
+        let text = instructions
+            .as_str()
+            .ok_or_else(|| ApiError::invalid("`instructions` must be a string", Some("instructions")))?;
+        messages.push(json!({"role": "system", "content": text}));
+    }
+    match fields.get("input") {
+        Some(Value::String(text)) => messages.push(json!({"role": "user", "content": text})),
+        Some(Value::Array(items)) => messages.extend(input_messages(items)?),
+        Some(_) => return Err(ApiError::invalid("`input` must be a string or a list of items", Some("input"))),
+        None => return Err(ApiError::invalid("`input` is required", Some("input"))),
+    }
+    chat.insert("messages".into(), Value::Array(messages));
+    for (key, value) in fields {
+        match key.as_str() {
+            "instructions" | "input" | "previous_response_id" | "conversation" | "background" | "prompt" => {}
+            k if DROPPED.contains(&k) => {}
+            "tools" => {
+                chat.insert("tools".into(), tools(value)?);
+            }
+            "tool_choice" => {
+                chat.insert("tool_choice".into(), tool_choice(value)?);
+            }
+            "max_output_tokens" => {
+                chat.insert("max_tokens".into(), value.clone());
+            }
+            "text" => {
+                if let Some(format) = response_format(value)? {
+                    chat.insert("response_format".into(), format);
+                }
+            }
+            "reasoning" => {
+                if let Some(effort) = value.get("effort").filter(|e| !e.is_null()) {
+                    chat.insert("reasoning_effort".into(), effort.clone());
+                }
+            }
+            "stream" => {
+                chat.insert("stream".into(), value.clone());
+                if value == &Value::Bool(true) {
+                    // usage for `response.completed`
+                    chat.insert("stream_options".into(), json!({"include_usage": true}));
+                }
+            }
+            _ => {
+                chat.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    Ok(Value::Object(chat))
+}
+
+/// The messages of `input` items: messages (with `type: message` or just
+/// a role), `function_call`s (consecutive ones one assistant message),
+/// `function_call_output`s; `reasoning` items are left out (a
+/// chat-completions model has no field to take them back).
+fn input_messages(items: &[Value]) -> Result<Vec<Value>, ApiError> {
+    let mut out: Vec<Value> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let at = format!("input[{i}]");
+        let bad = |what: &str| ApiError::invalid(format!("{at}: {what}"), Some("input"));
+        let kind =
+            item.get("type").and_then(Value::as_str).unwrap_or(if item.get("role").is_some() { "message" } else { "" });
+        match kind {
+            "message" => {
+                let role = item.get("role").and_then(Value::as_str).ok_or_else(|| bad("a message needs a `role`"))?;
+                let role = if role == "developer" { "system" } else { role };
+                out.push(json!({"role": role, "content": content(item.get("content"), &at)?}));
+            }
+            "function_call" => {
+                let (Some(name), Some(call_id)) =
+                    (item.get("name").and_then(Value::as_str), item.get("call_id").and_then(Value::as_str))
+                else {
+                    return Err(bad("a `function_call` needs `name` and `call_id`"));
+                };
+                let arguments = item.get("arguments").and_then(Value::as_str).unwrap_or("{}");
+                let call =
+                    json!({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}});
+                match out.last_mut() {
+                    Some(last) if last["role"] == "assistant" && last["tool_calls"].is_array() => {
+                        last["tool_calls"].as_array_mut().expect("checked").push(call);
+                    }
+                    _ => out.push(json!({"role": "assistant", "content": null, "tool_calls": [call]})),
+                }
+            }
+            "function_call_output" => {
+                let call_id = item
+                    .get("call_id")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| bad("a `function_call_output` needs `call_id`"))?;
+                let output = match item.get("output") {
+                    Some(Value::String(text)) => Value::String(text.clone()),
+                    Some(parts @ Value::Array(_)) => content(Some(parts), &at)?,
+                    _ => return Err(bad("a `function_call_output` needs an `output`")),
+                };
+                out.push(json!({"role": "tool", "tool_call_id": call_id, "content": output}));
+            }
+            "reasoning" => {}
+            other => {
+                return Err(bad(&format!(
+                    "items of type {other:?} are not served (message, function_call, function_call_output and reasoning are)"
+                )));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A message's content in chat's shape: text as it came, parts
+/// (`input_text`/`output_text` → `text`, `input_image` → `image_url`).
+fn content(content: Option<&Value>, at: &str) -> Result<Value, ApiError> {
+    let parts = match content {
+        Some(Value::String(text)) => return Ok(Value::String(text.clone())),
+        Some(Value::Array(parts)) => parts,
+        _ => {
+            return Err(ApiError::invalid(
+                format!("{at}: `content` must be a string or a list of parts"),
+                Some("input"),
+            ));
+        }
+    };
+    let mut out = Vec::new();
+    for part in parts {
+        match part.get("type").and_then(Value::as_str) {
+            Some("input_text" | "output_text" | "text") => {
+                out.push(json!({"type": "text", "text": part.get("text").cloned().unwrap_or_default()}));
+            }
+            Some("input_image") => {
+                let url = part.get("image_url").cloned().ok_or_else(|| {
+                    ApiError::invalid(
+                        format!("{at}: an `input_image` needs an `image_url` (file ids are not served)"),
+                        Some("input"),
+                    )
+                })?;
+                let mut image = json!({"url": url});
+                if let Some(detail) = part.get("detail") {
+                    image["detail"] = detail.clone();
+                }
+                out.push(json!({"type": "image_url", "image_url": image}));
+            }
+            Some("refusal") => {
+                out.push(json!({"type": "text", "text": part.get("refusal").cloned().unwrap_or_default()}))
+            }
+            other => {
+                return Err(ApiError::invalid(
+                    format!(
+                        "{at}: content parts of type {other:?} are not served (input_text, output_text, input_image are)"
+                    ),
+                    Some("input"),
+                ));
+            }
+        }
+    }
+    Ok(Value::Array(out))
+}
+
+/// Function tools in chat's shape (`{"type": "function", "function": {…}}`).
+fn tools(value: &Value) -> Result<Value, ApiError> {
+    let Some(list) = value.as_array() else { return Err(ApiError::invalid("`tools` must be a list", Some("tools"))) };
+    let mut out = Vec::with_capacity(list.len());
+    for (i, tool) in list.iter().enumerate() {
+        match tool.get("type").and_then(Value::as_str) {
+            Some("function") => {
+                let mut function = tool.as_object().cloned().unwrap_or_default();
+                function.remove("type");
+                out.push(json!({"type": "function", "function": function}));
+            }
+            other => {
+                let other = other.unwrap_or("(none)");
+                return Err(ApiError::invalid(
+                    format!("tools[{i}]: tools of type {other:?} are not served: toolrouter routes function tools"),
+                    Some("tools"),
+                ));
+            }
+        }
+    }
+    Ok(Value::Array(out))
+}
+
+/// `tool_choice`: the modes as they are, a named function in chat's shape.
+fn tool_choice(value: &Value) -> Result<Value, ApiError> {
+    match value {
+        Value::String(_) => Ok(value.clone()),
+        Value::Object(choice) if choice.get("type").and_then(Value::as_str) == Some("function") => {
+            let name = choice.get("name").and_then(Value::as_str).ok_or_else(|| {
+                ApiError::invalid("`tool_choice` of type function needs a `name`", Some("tool_choice"))
+            })?;
+            Ok(json!({"type": "function", "function": {"name": name}}))
+        }
+        _ => Err(ApiError::invalid(
+            "`tool_choice` must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"name\": …}",
+            Some("tool_choice"),
+        )),
+    }
+}
+
+/// `text.format` as chat's `response_format` (`None`: plain text).
+fn response_format(text: &Value) -> Result<Option<Value>, ApiError> {
+    let Some(format) = text.get("format").filter(|f| !f.is_null()) else { return Ok(None) };
+    match format.get("type").and_then(Value::as_str) {
+        Some("text") => Ok(None),
+        Some("json_object") => Ok(Some(json!({"type": "json_object"}))),
+        Some("json_schema") => {
+            let mut schema = format.as_object().cloned().unwrap_or_default();
+            schema.remove("type");
+            Ok(Some(json!({"type": "json_schema", "json_schema": schema})))
+        }
+        other => {
+            let other = other.unwrap_or("(none)");
+            Err(ApiError::invalid(format!("text.format of type {other:?} is not served"), Some("text")))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_responses_request_becomes_a_chat_request() {
+        let body = json!({
+            "model": "m", "instructions": "Be brief.", "max_output_tokens": 50, "store": true, "temperature": 0.2,
+            "input": [
+                {"role": "user", "content": "Weather in Paris?"},
+                {"type": "reasoning", "id": "rs_1", "summary": []},
+                {"type": "function_call", "call_id": "c1", "name": "weather", "arguments": "{\"city\":\"Paris\"}"},
+                {"type": "function_call", "call_id": "c2", "name": "time", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c1", "output": "Sunny"},
+                {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Use Celsius."},
+                    {"type": "input_image", "image_url": "data:image/png;base64,AA=="}]},
+            ],
+            "tools": [{"type": "function", "name": "weather", "parameters": {"type": "object"}, "strict": true}],
+            "tool_choice": {"type": "function", "name": "weather"},
+            "text": {"format": {"type": "json_schema", "name": "w", "schema": {"type": "object"}}},
+            "reasoning": {"effort": "low"}, "stream": true, "toolrouter": {"mode": "route"}, "x_custom": 1,
+        });
+        let chat = to_chat(&body).unwrap();
+        assert_eq!(
+            chat,
+            json!({
+                "messages": [
+                    {"role": "system", "content": "Be brief."},
+                    {"role": "user", "content": "Weather in Paris?"},
+                    {"role": "assistant", "content": null, "tool_calls": [
+                        {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Paris\"}"}},
+                        {"id": "c2", "type": "function", "function": {"name": "time", "arguments": "{}"}}]},
+                    {"role": "tool", "tool_call_id": "c1", "content": "Sunny"},
+                    {"role": "system", "content": [{"type": "text", "text": "Use Celsius."},
+                        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}}]},
+                ],
+                "model": "m", "max_tokens": 50, "temperature": 0.2,
+                "tools": [{"type": "function", "function": {"name": "weather", "parameters": {"type": "object"}, "strict": true}}],
+                "tool_choice": {"type": "function", "function": {"name": "weather"}},
+                "response_format": {"type": "json_schema", "json_schema": {"name": "w", "schema": {"type": "object"}}},
+                "reasoning_effort": "low", "stream": true, "stream_options": {"include_usage": true},
+                "toolrouter": {"mode": "route"}, "x_custom": 1,
+            })
+        );
+        assert_eq!(
+            to_chat(&json!({"model": "m", "input": "hi"})).unwrap()["messages"],
+            json!([{"role": "user", "content": "hi"}])
+        );
+    }
+
+    #[test]
+    fn what_cannot_be_carried_is_refused_by_name() {
+        for (body, says) in [
+            (json!([]), "must be a JSON object"),
+            (json!({"model": "m"}), "`input` is required"),
+            (json!({"model": "m", "input": 3}), "string or a list"),
+            (
+                json!({"model": "m", "input": "x", "previous_response_id": "resp_1"}),
+                "`previous_response_id` is not supported",
+            ),
+            (
+                json!({"model": "m", "input": "x", "tools": [{"type": "web_search"}]}),
+                "tools[0]: tools of type \"web_search\"",
+            ),
+            (
+                json!({"model": "m", "input": [{"type": "function_call", "name": "f"}]}),
+                "input[0]: a `function_call` needs",
+            ),
+            (
+                json!({"model": "m", "input": [{"type": "file_search_call"}]}),
+                "input[0]: items of type \"file_search_call\"",
+            ),
+            (json!({"model": "m", "input": "x", "tool_choice": {"type": "file_search"}}), "`tool_choice` must be"),
+            (json!({"model": "m", "input": "x", "text": {"format": {"type": "grammar"}}}), "text.format"),
+        ] {
+            let error = to_chat(&body).unwrap_err();
+            assert!(error.message.contains(says), "{body}: {}", error.message);
+            assert_eq!(error.status, axum::http::StatusCode::BAD_REQUEST);
+        }
+        assert!(to_chat(&json!({"model": "m", "input": "x", "background": false})).is_ok(), "false is the default");
+    }
+}
