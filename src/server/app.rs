@@ -247,6 +247,12 @@ pub fn router(app: Arc<App>) -> axum::Router {
         .route("/v1/graph/apis/{function}", get(graph_api))
         .route("/metrics", get(metrics))
         .layer(axum::middleware::from_fn_with_state(app.clone(), admit));
+    // Anthropic's routes answer every error, the middleware's too, in its shape.
+    let anthropic = axum::Router::new()
+        .route("/v1/messages", axum::routing::post(super::anthropic::messages))
+        .route("/v1/messages/count_tokens", axum::routing::post(super::anthropic::count_tokens))
+        .layer(axum::middleware::from_fn_with_state(app.clone(), admit))
+        .layer(axum::middleware::map_response(super::anthropic::anthropic_errors));
     axum::Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
@@ -254,6 +260,7 @@ pub fn router(app: Arc<App>) -> axum::Router {
         .route("/ui/", get(super::console::page))
         .route("/ui/{*path}", get(super::console::asset))
         .merge(protected)
+        .merge(anthropic)
         .fallback(|| async { ApiError::status(StatusCode::NOT_FOUND, "no such route").into_response() })
         .layer(axum::middleware::from_fn_with_state(app.clone(), observe))
         .layer(axum::extract::DefaultBodyLimit::max(app.config.server.max_body_bytes))

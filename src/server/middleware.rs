@@ -76,14 +76,15 @@ async fn refused(app: &App, request: &mut Request) -> Option<Response> {
         };
         return limited(app, &client).await;
     }
-    let key = request
-        .headers()
+    // `Authorization: Bearer KEY` (OpenAI's clients), else `x-api-key: KEY` (Anthropic's).
+    let headers = request.headers();
+    let bearer = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-        .map(str::trim);
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")));
+    let key = bearer.or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok())).map(str::trim);
     let Some(key) = key else {
-        let missing = "missing API key: send `Authorization: Bearer KEY`";
+        let missing = "missing API key: send `Authorization: Bearer KEY` or `x-api-key: KEY`";
         return Some(ApiError::status(StatusCode::UNAUTHORIZED, missing).into_response());
     };
     let hash = hash_key(key);

@@ -8,10 +8,13 @@
 //! * [`conn`]: accepting connections, with header-read and idle timeouts;
 //! * [`openai`]: the OpenAI-compatible face (one file per mode and per
 //!   handler);
+//! * [`anthropic`]: the Anthropic Messages face (`/v1/messages`), served
+//!   by translation through the OpenAI face's chat pipeline;
 //! * [`mcp`]: the MCP face (rmcp; stdio and `/mcp`);
 //! * [`replay_server`]: recorded API responses over HTTP in RapidAPI's
 //!   request shape (`toolrouter replay`).
 
+pub mod anthropic;
 pub mod app;
 pub mod conn;
 pub mod console;

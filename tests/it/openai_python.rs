@@ -10,7 +10,10 @@
 //! equal to /v1/tools/call's); and execute
 //! mode (`tests/python/openai_execute_check.py`) against the replay
 //! upstream: one task, streaming, parallel and dependent sub-tasks,
-//! argument completion, a question for the user, traces, a failing model.
+//! argument completion, a question for the user, traces, a failing model;
+//! the Responses API (`openai_responses_check.py`) and the Anthropic face
+//! with the official `anthropic` SDK (`anthropic_check.py`) on the same
+//! server.
 
 use crate::common;
 
@@ -85,6 +88,16 @@ fn openai_sdk_and_langchain_in_route_plan_and_execute_mode() {
     let out = Command::new(&python)
         .arg(scripts.join("openai_execute_check.py"))
         .args([&url, key, OTHER_KEY])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.contains("ok"), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+
+    // The Anthropic face, with the official `anthropic` SDK, on the same server.
+    let Some(anthropic) = python_env("py-anthropic", "bin/python") else { return };
+    let out = Command::new(&anthropic)
+        .arg(scripts.join("anthropic_check.py"))
+        .args([&url, &model_url, key])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);

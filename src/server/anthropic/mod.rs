@@ -1,0 +1,142 @@
+//! The Anthropic face: `POST /v1/messages` (Anthropic's Messages API, what
+//! Claude Code, the Anthropic SDKs and `ChatAnthropic` speak), served by
+//! translation as the Responses API is: the request becomes the
+//! chat-completions request it means ([`request::to_chat`]) and is served
+//! exactly as one (route, plan and execute modes, the `toolrouter` field
+//! and `x-toolrouter-mode` header, checks and repairs, limits); the answer
+//! becomes a `message` ([`output`]) or, streamed, Anthropic's event stream
+//! ([`events`]). Every error of these routes, the middleware's too, is
+//! rewritten into Anthropic's shape ([`anthropic_errors`]). Keys come as
+//! `x-api-key` or `Authorization: Bearer`; `anthropic-version` is accepted
+//! and not needed. What cannot be carried: docs/anthropic.md.
+
+mod events;
+mod output;
+mod request;
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use serde_json::Value;
+
+use crate::server::app::App;
+use crate::server::mcp::ClientId;
+use crate::server::middleware::{Arrived, unreadable};
+
+/// The most a whole chat answer read back here may hold.
+const MAX_ANSWER_BYTES: usize = 256 << 20;
+/// The most an error body rewritten here may hold.
+const MAX_ERROR_BYTES: usize = 1 << 20;
+
+fn invalid(message: impl Into<String>) -> Response {
+    let status = StatusCode::BAD_REQUEST;
+    (status, axum::Json(output::error_body(status, &message.into()))).into_response()
+}
+
+pub(crate) async fn messages(
+    State(app): State<Arc<App>>,
+    client: Option<axum::Extension<ClientId>>,
+    arrived: Option<axum::Extension<Arrived>>,
+    headers: axum::http::HeaderMap,
+    body: Result<axum::body::Bytes, BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => return unreadable(e),
+    };
+    let parsed: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => return invalid(format!("the request body is not valid JSON: {e}")),
+    };
+    let chat = match request::to_chat(&parsed) {
+        Ok(chat) => chat,
+        Err(e) => return invalid(e),
+    };
+    let model = parsed.get("model").cloned().unwrap_or(Value::Null);
+    let gap = std::time::Duration::from_millis(app.config.server.request_timeout_ms.max(1));
+    let chat_body = axum::body::Bytes::from(chat.to_string());
+    let answer =
+        crate::server::openai::chat::chat_completions(State(app), client, arrived, headers, Ok(chat_body)).await;
+    if answer.status() != StatusCode::OK {
+        return answer; // rewritten by `anthropic_errors`
+    }
+    let streamed = answer
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    if streamed {
+        return stream(model, answer, gap);
+    }
+    let failed = |e: String| {
+        let status = StatusCode::BAD_GATEWAY;
+        (status, axum::Json(output::error_body(status, &e))).into_response()
+    };
+    match axum::body::to_bytes(answer.into_body(), MAX_ANSWER_BYTES).await {
+        Ok(bytes) => match output::from_completion(&bytes, &model) {
+            Ok(message) => axum::Json(message).into_response(),
+            Err(e) => failed(e),
+        },
+        Err(e) => failed(e.to_string()),
+    }
+}
+
+/// `POST /v1/messages/count_tokens`: refused clearly (the model behind is a
+/// chat-completions server; toolrouter has no tokenizer of it to count with).
+pub(crate) async fn count_tokens() -> Response {
+    invalid(
+        "count_tokens is not served: the model behind toolrouter is an OpenAI-compatible server whose \
+         tokenizer toolrouter does not have; the usage of each answer gives the tokens counted",
+    )
+}
+
+/// The chat answer's event stream, translated as it comes.
+fn stream(model: Value, answer: Response, gap: std::time::Duration) -> Response {
+    let bytes = answer.into_body().into_data_stream().map(|r| r.map_err(|e| Box::new(e) as crate::llm::sse::BoxError));
+    let chunks = crate::llm::sse::events(Box::pin(bytes), gap, MAX_ANSWER_BYTES);
+    let mut translator = events::Translator::new(model);
+    let start = translator.start();
+    let rest = futures_util::stream::unfold(Some((translator, Box::pin(chunks))), |state| async move {
+        let (mut t, mut chunks) = state?;
+        match chunks.next().await {
+            Some(Ok(chunk)) => Some((t.chunk(&chunk), Some((t, chunks)))),
+            Some(Err(e)) => Some((t.fail(&e.to_string()), None)),
+            None => Some((t.end(), None)),
+        }
+    });
+    let events = futures_util::stream::iter([start])
+        .chain(rest)
+        .flat_map(|batch| futures_util::stream::iter(batch.into_iter().map(Ok::<_, std::convert::Infallible>)));
+    let mut response = axum::body::Body::from_stream(events).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// Rewrites an error of the Anthropic routes (OpenAI's shape, as the
+/// middleware and the chat pipeline answer) into Anthropic's, keeping its
+/// status and headers (`Retry-After`).
+pub(crate) async fn anthropic_errors(response: Response) -> Response {
+    if response.status().is_success() {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, MAX_ERROR_BYTES).await.unwrap_or_default();
+    let parsed: Option<Value> = serde_json::from_slice(&bytes).ok();
+    if parsed.as_ref().is_some_and(|v| v["type"] == "error") {
+        return Response::from_parts(parts, axum::body::Body::from(bytes)); // already Anthropic's
+    }
+    let message = parsed
+        .as_ref()
+        .and_then(|v| v["error"]["message"].as_str().map(str::to_string))
+        .unwrap_or_else(|| String::from_utf8_lossy(&bytes).trim().to_string());
+    let body = output::error_body(parts.status, &message).to_string();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    Response::from_parts(parts, axum::body::Body::from(body))
+}
