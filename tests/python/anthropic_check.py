@@ -72,6 +72,15 @@ body = json.loads(r.http_response.text)
 call = next((b for b in body["content"] if b["type"] == "tool_use"), None)
 check(body["toolrouter"]["mode"] == "plan" and call and call["name"] == "weather_forecast_for_open_meteo_forecast", f"plan: {body}")
 
+# Execute mode: toolrouter calls the replay upstream and answers; streamed too.
+SNOW = "How many ecoweather Schneetage snow days at lat 789.012 lon 123.456 since 2022-09-01?"
+execute = {"toolrouter": {"mode": "execute"}}
+m = client.messages.create(model=MODEL, max_tokens=500, messages=user(SNOW), extra_body=execute, timeout=60)
+check("days with snow" in m.content[0].text and m.stop_reason == "end_turn", f"execute: {m}")
+with client.messages.stream(model=MODEL, max_tokens=500, messages=user(SNOW), extra_body=execute, timeout=60) as stream:
+    text = "".join(stream.text_stream)
+check("days with snow" in text, f"streamed execute: {text!r}")
+
 # Errors in Anthropic's shape, the middleware's too.
 headers = {"x-api-key": key, "anthropic-version": "2023-06-01"}
 for payload, says in [

@@ -82,6 +82,16 @@ body = json.loads(r.text)
 call = next((o for o in body["output"] if o["type"] == "function_call"), None)
 check(body["toolrouter"]["mode"] == "plan" and call and call["name"] == "weather_forecast_for_open_meteo_forecast", f"plan mode: {body}")
 
+# Execute mode: toolrouter calls the replay upstream and answers; streamed too.
+SNOW = "How many ecoweather Schneetage snow days at lat 789.012 lon 123.456 since 2022-09-01?"
+r = client.responses.with_raw_response.create(model=MODEL, input=SNOW, extra_body={"toolrouter": {"mode": "execute"}}, timeout=60)
+body = json.loads(r.text)
+text = body["output"][0]["content"][0]["text"]
+check(body["toolrouter"]["status"] == "answered" and "days with snow" in text, f"execute: {body}")
+events = list(client.responses.create(model=MODEL, input=SNOW, stream=True, extra_body={"toolrouter": {"mode": "execute"}}, timeout=60))
+text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+check(events[-1].type == "response.completed" and "days with snow" in text, f"streamed execute: {[e.type for e in events]} {text!r}")
+
 # What cannot be carried is refused, in OpenAI's error shape.
 headers = {"Authorization": f"Bearer {key}"}
 for payload, says in [
