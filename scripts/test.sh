@@ -6,7 +6,7 @@
 # tests drive (scripts/python-env.sh, from PyPI). Tests over the real ToolBench data use
 # $TOOLBENCH_DIR, else ../shared/datasets/toolbench beside the repository.
 # Tests whose inputs are missing (no data, no model) print SKIPPED and
-# pass; CI provides both.
+# pass, except with CI=true (.ci/run sets it), where a skip fails the test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! scripts/fetch-models.sh; then

@@ -25,7 +25,7 @@ fn free_port() -> u16 {
 /// without the program.
 pub(crate) fn redis_server() -> Option<(common::Killed, u16)> {
     if Command::new("redis-server").arg("--version").output().is_err() {
-        eprintln!("SKIPPED: no redis-server (apt-get install redis-server)");
+        crate::common::skipped("no redis-server (apt-get install redis-server)");
         return None;
     }
     let port = free_port();
@@ -310,7 +310,7 @@ fn the_cluster_demo_runs() {
     for tool in ["redis-server", "haproxy", "curl"] {
         if Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().map_or(true, |o| !o.status.success())
         {
-            eprintln!("SKIPPED: no {tool}");
+            crate::common::skipped("no {tool}");
             return;
         }
     }

@@ -18,7 +18,7 @@ pub fn toolbench_dir() -> Option<PathBuf> {
     if sibling.join("tools").is_dir() {
         return Some(sibling);
     }
-    eprintln!("SKIPPED: no ToolBench data (set TOOLBENCH_DIR); this test needs ../shared/datasets/toolbench");
+    skipped("no ToolBench data (set TOOLBENCH_DIR); this test needs ../shared/datasets/toolbench");
     None
 }
 
@@ -34,6 +34,15 @@ pub fn toolbench_catalog() -> Option<&'static Catalog> {
         .as_ref()
 }
 
+/// Says a test cannot run here and why (`SKIPPED: …`, and the test
+/// passes), except in CI (`CI=true`), where `.ci/run` installs every test's
+/// data and tools: there a skip is a broken install and fails the test.
+pub fn skipped(why: &str) {
+    eprintln!("SKIPPED: {why}");
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    assert!(!ci, "a test was skipped in CI ({why}): .ci/run should have installed what it needs");
+}
+
 /// The path of the built `toolrouter` binary.
 pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_toolrouter"))
@@ -46,7 +55,7 @@ pub fn model_available() -> bool {
     let config = toolrouter::config::EmbeddingConfig::default();
     let ok = config.model_dir().join("model.onnx").is_file() && config.onnxruntime().is_file();
     if !ok {
-        eprintln!("SKIPPED: no embedding model (run scripts/fetch-models.sh)");
+        skipped("no embedding model (run scripts/fetch-models.sh)");
     }
     ok
 }
@@ -108,7 +117,7 @@ pub fn python_env(env: &str, program: &str) -> Option<PathBuf> {
     if path.exists() {
         return Some(path);
     }
-    eprintln!("SKIPPED: no {} (run scripts/python-env.sh)", path.display());
+    skipped(&format!("no {} (run scripts/python-env.sh)", path.display()));
     None
 }
 

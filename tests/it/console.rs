@@ -39,7 +39,7 @@ fn the_console_renders_real_data_in_a_browser_and_escapes_what_it_shows() {
     let Some(browser_python) = common::python_env("py-browser", "bin/python") else { return };
     let Some(model_python) = common::python_env("py-openai", "bin/python") else { return };
     if !std::path::Path::new("/usr/bin/chromedriver").exists() {
-        eprintln!("SKIPPED: no /usr/bin/chromedriver (apt-get install chromium chromium-driver)");
+        crate::common::skipped("no /usr/bin/chromedriver (apt-get install chromium chromium-driver)");
         return;
     }
     let extra = tempfile::tempdir().unwrap();

@@ -1,7 +1,8 @@
 //! The integration tests, in one binary (one link of the crate instead of
 //! one per file): each module drives the built `toolrouter` binary, the
 //! library, or real clients (the Python SDKs, the MCP Inspector) over loopback. Tests
-//! over the ToolBench data say SKIPPED without it; CI provides it.
+//! over the ToolBench data say SKIPPED without it, and fail so in CI
+//! (`CI=true`, [`common::skipped`]), which provides it.
 
 mod common;
 

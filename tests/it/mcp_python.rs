@@ -313,7 +313,7 @@ fn inspector(url: &str, key: &str, args: &[&str]) -> Value {
 fn the_mcp_inspector_cli_lists_and_calls_tools_over_http() {
     let Some(data) = common::toolbench_dir() else { return };
     if Command::new("npx").arg("--version").output().is_err() {
-        eprintln!("SKIPPED: no npx (Node.js) for the MCP Inspector");
+        crate::common::skipped("no npx (Node.js) for the MCP Inspector");
         return;
     }
     let state = tempfile::tempdir().unwrap();

@@ -50,7 +50,7 @@ fn openai_sdk_and_langchain_in_route_plan_and_execute_mode() {
     let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets/toolbench");
     let data = std::env::var_os("TOOLBENCH_DIR").map(PathBuf::from).unwrap_or(data);
     if !data.join("tools").is_dir() {
-        eprintln!("SKIPPED: no ToolBench data for plan mode and tools/call");
+        crate::common::skipped("no ToolBench data for plan mode and tools/call");
         return;
     }
     serve

@@ -71,7 +71,7 @@ fn bfcl_cases() -> Option<Vec<std::path::PathBuf>> {
         .filter(|f| f.is_file())
         .collect();
     if files.len() < 2 {
-        eprintln!("SKIPPED: no BFCL route cases in {} (run scripts/fetch-bfcl.sh)", dir.display());
+        crate::common::skipped(&format!("no BFCL route cases in {} (run scripts/fetch-bfcl.sh)", dir.display()));
         return None;
     }
     Some(files)
@@ -144,7 +144,7 @@ fn every_bfcl_function_schema_is_read_and_checked() {
         .flatten()
         .collect();
     if files.len() < 6 {
-        eprintln!("SKIPPED: no BFCL route cases in {} (run scripts/fetch-bfcl.sh)", dir.display());
+        crate::common::skipped(&format!("no BFCL route cases in {} (run scripts/fetch-bfcl.sh)", dir.display()));
         return;
     }
     let mut seen = std::collections::HashSet::new();
