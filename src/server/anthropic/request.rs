@@ -17,7 +17,7 @@ pub type Invalid = String;
 /// The chat-completions body of a Messages request body.
 pub fn to_chat(body: &Value) -> Result<Value, Invalid> {
     let fields = body.as_object().ok_or("the request body must be a JSON object")?;
-    if fields.get("max_tokens").and_then(Value::as_u64).is_none() {
+    if fields.get("max_tokens").and_then(Value::as_u64).is_none_or(|n| n == 0) {
         return Err("max_tokens: a positive integer is required".into());
     }
     let mut messages = Vec::new();
@@ -25,13 +25,15 @@ pub fn to_chat(body: &Value) -> Result<Value, Invalid> {
         None | Some(Value::Null) => {}
         Some(Value::String(text)) => messages.push(json!({"role": "system", "content": text})),
         Some(Value::Array(blocks)) => {
-            let texts: Vec<&str> = blocks.iter().filter_map(|b| b.get("text")?.as_str()).collect();
+            let texts: Option<Vec<&str>> = blocks.iter().map(text_block).collect();
+            let texts = texts.ok_or("system: must be a string or a list of text blocks")?;
             messages.push(json!({"role": "system", "content": texts.join("\n")}));
         }
         Some(_) => return Err("system: must be a string or a list of text blocks".into()),
     }
-    let Some(Value::Array(input)) = fields.get("messages") else {
-        return Err("messages: a list of messages is required".into());
+    let input = match fields.get("messages") {
+        Some(Value::Array(input)) if !input.is_empty() => input,
+        _ => return Err("messages: a list of at least one message is required".into()),
     };
     for (i, message) in input.iter().enumerate() {
         messages.extend(chat_messages(message).map_err(|e| format!("messages.{i}: {e}"))?);
@@ -71,6 +73,14 @@ pub fn to_chat(body: &Value) -> Result<Value, Invalid> {
         }
     }
     Ok(Value::Object(chat))
+}
+
+/// The text of a `text` block (`None`: another block).
+fn text_block(block: &Value) -> Option<&str> {
+    match block.get("type").and_then(Value::as_str) {
+        Some("text") => block.get("text").and_then(Value::as_str),
+        _ => None,
+    }
 }
 
 /// One Anthropic message as chat messages.
@@ -255,7 +265,10 @@ mod tests {
         assert!(ok(json!({})).is_ok());
         for (extra, says) in [
             (json!({"max_tokens": null}), "max_tokens"),
+            (json!({"max_tokens": 0}), "max_tokens: a positive integer"),
             (json!({"messages": null}), "messages: a list"),
+            (json!({"messages": []}), "at least one message"),
+            (json!({"system": [[null]]}), "system: must be"),
             (json!({"messages": [{"role": "system", "content": "x"}]}), "messages.0: role \"system\""),
             (
                 json!({"messages": [{"role": "user", "content": [{"type": "document"}]}]}),
