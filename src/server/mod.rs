@@ -11,6 +11,8 @@
 //! * [`anthropic`]: the Anthropic Messages face (`/v1/messages`), served
 //!   by translation through the OpenAI face's chat pipeline;
 //! * [`mcp`]: the MCP face (rmcp; stdio and `/mcp`);
+//! * [`translate`]: what the faces served by translation through the chat
+//!   pipeline share (the Responses API, Anthropic's Messages);
 //! * [`replay_server`]: recorded API responses over HTTP in RapidAPI's
 //!   request shape (`toolrouter replay`).
 
@@ -22,6 +24,7 @@ pub mod mcp;
 pub mod middleware;
 pub mod openai;
 pub mod replay_server;
+pub mod translate;
 
 pub use app::{App, router, serve};
 pub use middleware::hash_key;

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::output;
 use crate::llm::wire::{Chunk, ToolCall};
+use crate::server::translate::Translator;
 
 /// The block being written.
 enum Open {
@@ -19,7 +20,7 @@ enum Open {
 }
 
 /// Turns chat chunks into Anthropic events, in order.
-pub struct Translator {
+pub struct MessageEvents {
     model: Value,
     /// Blocks opened so far (the open one is the last).
     blocks: usize,
@@ -34,49 +35,10 @@ fn event(kind: &str, mut data: Value) -> Bytes {
     Bytes::from(format!("event: {kind}\ndata: {data}\n\n"))
 }
 
-impl Translator {
+impl MessageEvents {
     /// `model`: the request's.
-    pub fn new(model: Value) -> Translator {
-        Translator { model, blocks: 0, open: None, finish: None, usage: None, report: None }
-    }
-
-    /// `message_start` and a `ping`.
-    pub fn start(&mut self) -> Vec<Bytes> {
-        let message = json!({"id": output::new_id("msg_"), "type": "message", "role": "assistant", "model": self.model,
-            "content": [], "stop_reason": null, "stop_sequence": null,
-            "usage": {"input_tokens": 0, "output_tokens": 0}});
-        vec![event("message_start", json!({"message": message})), event("ping", json!({}))]
-    }
-
-    /// The events one chunk brings.
-    pub fn chunk(&mut self, chunk: &Chunk) -> Vec<Bytes> {
-        let mut out = Vec::new();
-        if let Some(report) = chunk.extra.get("toolrouter") {
-            self.report = Some(report.clone());
-        }
-        if chunk.usage.is_some() {
-            self.usage = chunk.usage.clone();
-        }
-        let Some(choice) = chunk.choices.iter().find(|c| c.index.unwrap_or(0) == 0) else { return out };
-        if let Some(delta) = &choice.delta {
-            let text = delta.text();
-            if !text.is_empty() {
-                if !matches!(self.open, Some(Open::Text)) {
-                    self.open_block(Open::Text, json!({"type": "text", "text": ""}), &mut out);
-                }
-                out.push(event(
-                    "content_block_delta",
-                    json!({"index": self.blocks - 1, "delta": {"type": "text_delta", "text": text}}),
-                ));
-            }
-            for call in delta.calls() {
-                self.call_delta(call, &mut out);
-            }
-        }
-        if let Some(finish) = &choice.finish_reason {
-            self.finish = Some(finish.clone());
-        }
-        out
+    pub fn new(model: Value) -> MessageEvents {
+        MessageEvents { model, blocks: 0, open: None, finish: None, usage: None, report: None }
     }
 
     fn call_delta(&mut self, call: &ToolCall, out: &mut Vec<Bytes>) {
@@ -108,9 +70,50 @@ impl Translator {
             out.push(event("content_block_stop", json!({"index": self.blocks - 1})));
         }
     }
+}
+
+impl Translator for MessageEvents {
+    /// `message_start` and a `ping`.
+    fn start(&mut self) -> Vec<Bytes> {
+        let message = json!({"id": output::new_id("msg_"), "type": "message", "role": "assistant", "model": self.model,
+            "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": 0, "output_tokens": 0}});
+        vec![event("message_start", json!({"message": message})), event("ping", json!({}))]
+    }
+
+    /// The events one chunk brings.
+    fn chunk(&mut self, chunk: &Chunk) -> Vec<Bytes> {
+        let mut out = Vec::new();
+        if let Some(report) = chunk.extra.get("toolrouter") {
+            self.report = Some(report.clone());
+        }
+        if chunk.usage.is_some() {
+            self.usage = chunk.usage.clone();
+        }
+        let Some(choice) = chunk.choices.iter().find(|c| c.index.unwrap_or(0) == 0) else { return out };
+        if let Some(delta) = &choice.delta {
+            let text = delta.text();
+            if !text.is_empty() {
+                if !matches!(self.open, Some(Open::Text)) {
+                    self.open_block(Open::Text, json!({"type": "text", "text": ""}), &mut out);
+                }
+                out.push(event(
+                    "content_block_delta",
+                    json!({"index": self.blocks - 1, "delta": {"type": "text_delta", "text": text}}),
+                ));
+            }
+            for call in delta.calls() {
+                self.call_delta(call, &mut out);
+            }
+        }
+        if let Some(finish) = &choice.finish_reason {
+            self.finish = Some(finish.clone());
+        }
+        out
+    }
 
     /// The open block's stop, `message_delta`, `message_stop`.
-    pub fn end(&mut self) -> Vec<Bytes> {
+    fn end(&mut self) -> Vec<Bytes> {
         let mut out = Vec::new();
         self.close(&mut out);
         let mut delta = json!({
@@ -126,7 +129,7 @@ impl Translator {
     }
 
     /// An `error` event carrying `message`.
-    pub fn fail(&mut self, message: &str) -> Vec<Bytes> {
+    fn fail(&mut self, message: &str) -> Vec<Bytes> {
         vec![event("error", json!({"error": {"type": "api_error", "message": message}}))]
     }
 }
@@ -142,7 +145,7 @@ mod tests {
 
     #[test]
     fn text_then_a_tool_call_stream_as_anthropic_events() {
-        let mut t = Translator::new(json!("claude"));
+        let mut t = MessageEvents::new(json!("claude"));
         let mut out = t.start();
         out.extend(t.chunk(&chunk(Message::text_delta("Look"), None)));
         out.extend(t.chunk(&chunk(Message::text_delta("ing."), None)));

@@ -20,15 +20,13 @@ use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use futures_util::StreamExt;
 use serde_json::Value;
 
 use crate::server::app::App;
 use crate::server::mcp::ClientId;
 use crate::server::middleware::{Arrived, unreadable};
+use crate::server::translate;
 
-/// The most a whole chat answer read back here may hold.
-const MAX_ANSWER_BYTES: usize = 256 << 20;
 /// The most an error body rewritten here may hold.
 const MAX_ERROR_BYTES: usize = 1 << 20;
 
@@ -64,19 +62,14 @@ pub(crate) async fn messages(
     if answer.status() != StatusCode::OK {
         return answer; // rewritten by `anthropic_errors`
     }
-    let streamed = answer
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/event-stream"));
-    if streamed {
-        return stream(model, answer, gap);
+    if translate::is_event_stream(&answer) {
+        return translate::event_stream(events::MessageEvents::new(model), answer, gap);
     }
     let failed = |e: String| {
         let status = StatusCode::BAD_GATEWAY;
         (status, axum::Json(output::error_body(status, &e))).into_response()
     };
-    match axum::body::to_bytes(answer.into_body(), MAX_ANSWER_BYTES).await {
+    match axum::body::to_bytes(answer.into_body(), translate::MAX_ANSWER_BYTES).await {
         Ok(bytes) => match output::from_completion(&bytes, &model) {
             Ok(message) => axum::Json(message).into_response(),
             Err(e) => failed(e),
@@ -92,30 +85,6 @@ pub(crate) async fn count_tokens() -> Response {
         "count_tokens is not served: the model behind toolrouter is an OpenAI-compatible server whose \
          tokenizer toolrouter does not have; the usage of each answer gives the tokens counted",
     )
-}
-
-/// The chat answer's event stream, translated as it comes.
-fn stream(model: Value, answer: Response, gap: std::time::Duration) -> Response {
-    let bytes = answer.into_body().into_data_stream().map(|r| r.map_err(|e| Box::new(e) as crate::llm::sse::BoxError));
-    let chunks = crate::llm::sse::events(Box::pin(bytes), gap, MAX_ANSWER_BYTES);
-    let mut translator = events::Translator::new(model);
-    let start = translator.start();
-    let rest = futures_util::stream::unfold(Some((translator, Box::pin(chunks))), |state| async move {
-        let (mut t, mut chunks) = state?;
-        match chunks.next().await {
-            Some(Ok(chunk)) => Some((t.chunk(&chunk), Some((t, chunks)))),
-            Some(Err(e)) => Some((t.fail(&e.to_string()), None)),
-            None => Some((t.end(), None)),
-        }
-    });
-    let events = futures_util::stream::iter([start])
-        .chain(rest)
-        .flat_map(|batch| futures_util::stream::iter(batch.into_iter().map(Ok::<_, std::convert::Infallible>)));
-    let mut response = axum::body::Body::from_stream(events).into_response();
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    response
 }
 
 /// Rewrites an error of the Anthropic routes (OpenAI's shape, as the

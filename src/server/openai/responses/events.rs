@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use super::output::{self, Echo};
 use crate::llm::wire::Chunk;
+use crate::server::translate::Translator;
 
 /// One output item as it grows.
 enum Item {
@@ -24,7 +25,7 @@ enum Item {
 }
 
 /// Turns chat chunks into Responses events, in order.
-pub struct Translator {
+pub struct ResponseEvents {
     echo: Echo,
     seq: u64,
     model: Option<String>,
@@ -39,9 +40,9 @@ pub struct Translator {
     report: Option<Value>,
 }
 
-impl Translator {
-    pub fn new(echo: Echo) -> Translator {
-        Translator {
+impl ResponseEvents {
+    pub fn new(echo: Echo) -> ResponseEvents {
+        ResponseEvents {
             echo,
             seq: 0,
             model: None,
@@ -71,42 +72,6 @@ impl Translator {
             response["toolrouter"] = report.clone();
         }
         response
-    }
-
-    /// `response.created`, `response.in_progress`.
-    pub fn start(&mut self) -> Vec<Bytes> {
-        let response = self.response("in_progress");
-        vec![
-            self.event("response.created", json!({"response": response})),
-            self.event("response.in_progress", json!({"response": response})),
-        ]
-    }
-
-    /// The events one chunk brings.
-    pub fn chunk(&mut self, chunk: &Chunk) -> Vec<Bytes> {
-        let mut out = Vec::new();
-        self.model = chunk.model.clone().or(self.model.take());
-        if let Some(report) = chunk.extra.get("toolrouter") {
-            self.report = Some(report.clone());
-        }
-        if let Some(usage) = &chunk.usage {
-            self.usage = Some(output::usage(usage));
-        }
-        // Responses have one output: the first choice's.
-        let Some(choice) = chunk.choices.iter().find(|c| c.index.unwrap_or(0) == 0) else { return out };
-        if let Some(delta) = &choice.delta {
-            let text = delta.text();
-            if !text.is_empty() {
-                self.text_delta(&text, &mut out);
-            }
-            for call in delta.calls() {
-                self.call_delta(call, &mut out);
-            }
-        }
-        if let Some(finish) = &choice.finish_reason {
-            self.finish = Some(finish.clone());
-        }
-        out
     }
 
     fn text_delta(&mut self, text: &str, out: &mut Vec<Bytes>) {
@@ -169,10 +134,48 @@ impl Translator {
             json!({"item_id": id, "output_index": at, "delta": piece}),
         ));
     }
+}
+
+impl Translator for ResponseEvents {
+    /// `response.created`, `response.in_progress`.
+    fn start(&mut self) -> Vec<Bytes> {
+        let response = self.response("in_progress");
+        vec![
+            self.event("response.created", json!({"response": response})),
+            self.event("response.in_progress", json!({"response": response})),
+        ]
+    }
+
+    /// The events one chunk brings.
+    fn chunk(&mut self, chunk: &Chunk) -> Vec<Bytes> {
+        let mut out = Vec::new();
+        self.model = chunk.model.clone().or(self.model.take());
+        if let Some(report) = chunk.extra.get("toolrouter") {
+            self.report = Some(report.clone());
+        }
+        if let Some(usage) = &chunk.usage {
+            self.usage = Some(output::usage(usage));
+        }
+        // Responses have one output: the first choice's.
+        let Some(choice) = chunk.choices.iter().find(|c| c.index.unwrap_or(0) == 0) else { return out };
+        if let Some(delta) = &choice.delta {
+            let text = delta.text();
+            if !text.is_empty() {
+                self.text_delta(&text, &mut out);
+            }
+            for call in delta.calls() {
+                self.call_delta(call, &mut out);
+            }
+        }
+        if let Some(finish) = &choice.finish_reason {
+            self.finish = Some(finish.clone());
+        }
+        out
+    }
 
     /// The `.done` events of every part and item, then `response.completed`
     /// (or `response.incomplete`).
-    pub fn end(&mut self) -> Vec<Bytes> {
+    fn end(&mut self) -> Vec<Bytes> {
         let mut out = Vec::new();
         for at in 0..self.items.len() {
             let done = done_item(&self.items[at], "completed");
@@ -206,7 +209,7 @@ impl Translator {
     }
 
     /// `response.failed`, carrying `message`.
-    pub fn fail(&mut self, message: &str) -> Vec<Bytes> {
+    fn fail(&mut self, message: &str) -> Vec<Bytes> {
         let mut response = self.response("failed");
         response["error"] = json!({"code": "server_error", "message": message});
         vec![self.event("response.failed", json!({"response": response}))]
@@ -249,7 +252,7 @@ mod tests {
 
     #[test]
     fn text_and_a_tool_call_stream_as_responses_events() {
-        let mut t = Translator::new(Echo::new(&json!({"model": "m", "input": "hi"})));
+        let mut t = ResponseEvents::new(Echo::new(&json!({"model": "m", "input": "hi"})));
         let mut out = t.start();
         out.extend(t.chunk(&chunk(Message::text_delta("Hel"), None)));
         out.extend(t.chunk(&chunk(Message::text_delta("lo"), None)));
@@ -306,7 +309,7 @@ mod tests {
     }
 
     fn events_of_failure() -> Value {
-        let mut t = Translator::new(Echo::new(&json!({"model": "m", "input": "hi"})));
+        let mut t = ResponseEvents::new(Echo::new(&json!({"model": "m", "input": "hi"})));
         t.start();
         events(&t.fail("the model server broke off")).remove(0)
     }

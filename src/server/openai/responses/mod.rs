@@ -16,18 +16,15 @@ use std::sync::Arc;
 
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use futures_util::StreamExt;
 use serde_json::Value;
 
 use super::ApiError;
 use crate::server::app::App;
 use crate::server::mcp::ClientId;
 use crate::server::middleware::{Arrived, unreadable};
-
-/// The most a whole chat answer read back here may hold.
-const MAX_ANSWER_BYTES: usize = 256 << 20;
+use crate::server::translate;
 
 pub(crate) async fn responses(
     State(app): State<Arc<App>>,
@@ -55,15 +52,10 @@ pub(crate) async fn responses(
     if answer.status() != StatusCode::OK {
         return answer; // OpenAI's error shape, which the Responses API shares
     }
-    let streamed = answer
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/event-stream"));
-    if streamed {
-        return stream(echo, answer, gap);
+    if translate::is_event_stream(&answer) {
+        return translate::event_stream(events::ResponseEvents::new(echo), answer, gap);
     }
-    let bytes = match axum::body::to_bytes(answer.into_body(), MAX_ANSWER_BYTES).await {
+    let bytes = match axum::body::to_bytes(answer.into_body(), translate::MAX_ANSWER_BYTES).await {
         Ok(bytes) => bytes,
         Err(e) => return ApiError::server(StatusCode::BAD_GATEWAY, "upstream_error", e.to_string()).into_response(),
     };
@@ -71,28 +63,4 @@ pub(crate) async fn responses(
         Ok(response) => axum::Json(response).into_response(),
         Err(e) => ApiError::server(StatusCode::BAD_GATEWAY, "upstream_error", e).into_response(),
     }
-}
-
-/// The chat answer's event stream, translated as it comes.
-fn stream(echo: output::Echo, answer: Response, gap: std::time::Duration) -> Response {
-    let bytes = answer.into_body().into_data_stream().map(|r| r.map_err(|e| Box::new(e) as crate::llm::sse::BoxError));
-    let chunks = crate::llm::sse::events(Box::pin(bytes), gap, MAX_ANSWER_BYTES);
-    let mut translator = events::Translator::new(echo);
-    let start = translator.start();
-    let rest = futures_util::stream::unfold(Some((translator, Box::pin(chunks))), |state| async move {
-        let (mut t, mut chunks) = state?;
-        match chunks.next().await {
-            Some(Ok(chunk)) => Some((t.chunk(&chunk), Some((t, chunks)))),
-            Some(Err(e)) => Some((t.fail(&e.to_string()), None)),
-            None => Some((t.end(), None)),
-        }
-    });
-    let events = futures_util::stream::iter([start])
-        .chain(rest)
-        .flat_map(|batch| futures_util::stream::iter(batch.into_iter().map(Ok::<_, std::convert::Infallible>)));
-    let mut response = axum::body::Body::from_stream(events).into_response();
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    response
 }
