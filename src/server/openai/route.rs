@@ -222,9 +222,13 @@ impl Learning {
 
 /// Turns tool-call `arguments` sent as a JSON object (some
 /// OpenAI-compatible servers do) into JSON text, as OpenAI sends them and
-/// clients parse them; absent arguments become `""`.
+/// clients parse them; absent arguments become `""`. A call without an id
+/// gets one (`call_…`): the client answers it by that id.
 pub fn normalize_tool_calls(message: &mut Message) {
     for call in message.tool_calls.iter_mut().flatten() {
+        if call.id.as_deref().is_none_or(str::is_empty) {
+            call.id = Some(format!("call_{:016x}{:08x}", fastrand::u64(..), fastrand::u32(..)));
+        }
         let text = call.arguments();
         if let Some(function) = &mut call.function {
             function.arguments = Some(Value::String(text));
@@ -471,6 +475,22 @@ pub async fn complete(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Arguments sent as an object become JSON text; a call without an id
+    /// gets one, a call with one keeps it.
+    #[test]
+    fn tool_calls_are_normalized() {
+        use crate::llm::wire::ToolCall;
+        let mut object = ToolCall::function("", "weather", "");
+        object.function.as_mut().unwrap().arguments = Some(json!({"city": "Oslo"}));
+        let mut message = Message::calling(vec![object, ToolCall::function("call_7", "time", "{}")]);
+        message.tool_calls.as_mut().unwrap()[0].id = None;
+        normalize_tool_calls(&mut message);
+        let calls = message.calls();
+        assert_eq!(calls[0].function.as_ref().unwrap().arguments, Some(json!("{\"city\":\"Oslo\"}")));
+        assert!(calls[0].id().starts_with("call_") && calls[0].id().len() > 10, "{:?}", calls[0].id);
+        assert_eq!(calls[1].id(), "call_7");
+    }
 
     fn tool(name: &str, description: &str) -> Arc<ClientTool> {
         let schema = json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]});
