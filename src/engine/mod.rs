@@ -39,6 +39,19 @@ pub use world::World;
 /// Largest serialized arguments accepted by [`Engine::call`].
 pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
 
+/// Results of one search when the request does not say, and at most (the
+/// same rule on every face: `search_k`).
+pub const DEFAULT_SEARCH_RESULTS: usize = 5;
+pub const MAX_SEARCH_RESULTS: usize = 50;
+
+/// How many results a search asked for `k` returns, or why `k` is refused.
+pub fn search_k(k: Option<usize>) -> Result<usize, String> {
+    match k.unwrap_or(DEFAULT_SEARCH_RESULTS) {
+        k @ 1..=MAX_SEARCH_RESULTS => Ok(k),
+        k => Err(format!("`k` must be 1 to {MAX_SEARCH_RESULTS}, got {k}")),
+    }
+}
+
 /// Errors of the engine's operations (not of an API call: see [`Called`]).
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {

@@ -88,6 +88,9 @@ async def exercise(session, changed):
     check(not attr(found, "isError"), f"search_tools succeeds: {text_of(found)}")
     results = attr(found, "structuredContent")["results"]
     check(any(r["name"] == SNOW for r in results), f"{SNOW} found: {[r['name'] for r in results]}")
+    check(json.loads(found.content[-1].text) == attr(found, "structuredContent"), "the structured results also come as JSON text")
+    too_many = await session.call_tool("search_tools", {"query": "snow days", "k": 999})
+    check(attr(too_many, "isError") and "`k` must be 1 to 50" in text_of(too_many), f"k past the schema: {text_of(too_many)}")
     snow = next(r for r in results if r["name"] == SNOW)
     check("lat" in snow["input_schema"]["properties"] and 0 <= snow["availability"] <= 1, f"schema and availability: {snow}")
     for _ in range(50):

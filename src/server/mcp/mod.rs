@@ -87,11 +87,13 @@ impl McpServer {
 }
 
 fn text_result(text: String, structured: Option<Value>, is_error: bool) -> CallToolResult {
-    let mut r = if is_error {
-        CallToolResult::error(vec![ContentBlock::text(text)])
-    } else {
-        CallToolResult::success(vec![ContentBlock::text(text)])
-    };
+    let mut content = vec![ContentBlock::text(text)];
+    // The spec asks that structured content also come as JSON text, for
+    // clients that read text only.
+    if let Some(structured) = &structured {
+        content.push(ContentBlock::text(structured.to_string()));
+    }
+    let mut r = if is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
     r.structured_content = structured;
     r
 }
@@ -116,7 +118,7 @@ impl Ready {
     async fn search(&self, args: &serde_json::Map<String, Value>) -> Result<CallToolResult, String> {
         tools::unknown(args, &["query", "k", "category"])?;
         let query = tools::string(args, "query")?;
-        let k = tools::integer(args, "k")?.unwrap_or(tools::DEFAULT_K).clamp(1, tools::MAX_K);
+        let k = crate::engine::search_k(tools::integer(args, "k")?)?;
         let category = tools::optional_string(args, "category")?;
         let found = match self.engine.search(&query, k, category).await {
             Ok(found) => found,

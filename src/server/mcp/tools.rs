@@ -5,9 +5,7 @@ use std::sync::Arc;
 use rmcp::model::Tool;
 use serde_json::{Map, Value, json};
 
-/// `search_tools` results by default, and at most.
-pub const DEFAULT_K: usize = 5;
-pub const MAX_K: usize = 20;
+use crate::engine::{DEFAULT_SEARCH_RESULTS, MAX_SEARCH_RESULTS};
 
 fn tool(name: &'static str, description: &'static str, schema: Value) -> Tool {
     let Value::Object(schema) = schema else { unreachable!("schemas are objects") };
@@ -23,7 +21,8 @@ pub fn fixed() -> Vec<Tool> {
              of this session.",
             json!({"type": "object", "properties": {
                 "query": {"type": "string", "description": "What you need, in plain words."},
-                "k": {"type": "integer", "minimum": 1, "maximum": MAX_K, "description": "How many APIs (default 5)."},
+                "k": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_RESULTS,
+                    "description": format!("How many APIs (default {DEFAULT_SEARCH_RESULTS}).")},
                 "category": {"type": "string", "description": "Only this category (e.g. Weather, Finance)."}},
                 "required": ["query"], "additionalProperties": false}),
         ),

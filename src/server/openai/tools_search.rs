@@ -18,11 +18,6 @@ use crate::engine::EngineError;
 use crate::server::app::App;
 use crate::server::middleware::body_and_engine;
 
-/// Most results one search returns.
-pub const MAX_RESULTS: usize = 50;
-/// Results when the request does not say.
-pub const DEFAULT_RESULTS: usize = 5;
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SearchRequest {
@@ -50,10 +45,10 @@ pub(crate) async fn tools_search(
             return ApiError::invalid(message, None).into_response();
         }
     };
-    let k = request.k.unwrap_or(DEFAULT_RESULTS);
-    if !(1..=MAX_RESULTS).contains(&k) {
-        return ApiError::invalid(format!("`k` must be 1 to {MAX_RESULTS}, got {k}"), Some("k")).into_response();
-    }
+    let k = match crate::engine::search_k(request.k) {
+        Ok(k) => k,
+        Err(message) => return ApiError::invalid(message, Some("k")).into_response(),
+    };
     let found = match engine.search_explained(&request.query, k, request.category.as_deref()).await {
         Ok(found) => found,
         Err(EngineError::BadInput(message)) => return ApiError::invalid(message, Some("query")).into_response(),
