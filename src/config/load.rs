@@ -52,7 +52,18 @@ impl Config {
         let mut env: Vec<(String, String)> = env.into_iter().filter(|(k, _)| k.starts_with(ENV_PREFIX)).collect();
         env.sort();
         for (var, raw) in env {
-            if var == RAPIDAPI_KEY_ENV || var == LLM_KEY_ENV || var == CONFIG_ENV || var == super::REDIS_PASSWORD_ENV {
+            // Secrets, the config file's path, and the variables of the
+            // scripts (`TOOLROUTER_MODELS`: where models are; `TOOLROUTER_PYENVS`:
+            // the test clients) are read where they are used, not keys.
+            let not_keys = [
+                RAPIDAPI_KEY_ENV,
+                LLM_KEY_ENV,
+                CONFIG_ENV,
+                super::REDIS_PASSWORD_ENV,
+                "TOOLROUTER_MODELS",
+                "TOOLROUTER_PYENVS",
+            ];
+            if not_keys.contains(&var.as_str()) {
                 continue;
             }
             let Some((section, key, default)) = find_key(defaults, &var[ENV_PREFIX.len()..]) else {

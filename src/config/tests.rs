@@ -55,6 +55,10 @@ fn unknown_environment_variables_are_warned_about() {
     let (_, warnings) = Config::load_with_env(None, env(&[("TOOLROUTER_ARGS_STRICTT", "true")])).unwrap();
     assert_eq!(warnings.len(), 1);
     assert!(warnings[0].contains("TOOLROUTER_ARGS_STRICTT"));
+    // The scripts' own variables are documented, not keys, and not warned about.
+    let documented = [("TOOLROUTER_MODELS", "/models"), ("TOOLROUTER_PYENVS", "/envs")];
+    let (_, warnings) = Config::load_with_env(None, env(&documented)).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
 }
 
 #[test]
