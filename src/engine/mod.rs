@@ -55,10 +55,31 @@ pub fn search_k(k: Option<usize>) -> Result<usize, String> {
 /// Errors of the engine's operations (not of an API call: see [`Called`]).
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
+    /// The request's fault (an empty query): faces answer 400.
     #[error("{0}")]
     BadInput(String),
+    /// The search index or the embedding model failed (faces answer 503;
+    /// what to do about it is in the server's log, not in the answer).
+    #[error("{0}")]
+    Unavailable(String),
     #[error("{0}")]
     Internal(String),
+}
+
+impl From<crate::retrieval::RetrievalError> for EngineError {
+    /// Only an empty query is the client's fault; an index or a model that
+    /// fails is the server's, logged with the fix (`toolrouter index`…).
+    fn from(e: crate::retrieval::RetrievalError) -> EngineError {
+        match e {
+            crate::retrieval::RetrievalError::EmptyQuery => EngineError::BadInput(e.to_string()),
+            e => {
+                tracing::error!(error = %e, "search failed");
+                EngineError::Unavailable(
+                    "the search index or the embedding model failed; the server's log says why".into(),
+                )
+            }
+        }
+    }
 }
 
 /// One search hit.
@@ -342,7 +363,7 @@ impl Engine {
             let world = engine.world();
             let retriever = world.retriever()?;
             let options = retriever.options();
-            let mut prepared = retriever.prepare(&query, options).map_err(|e| EngineError::BadInput(e.to_string()))?;
+            let mut prepared = retriever.prepare(&query, options)?;
             if let Some(vector) = prepared.vectors.first() {
                 let examples = engine.memory().examples(vector, engine.config.planner.hints);
                 prepared.remembered = crate::planner::remembered(&examples, &world.catalog);
@@ -392,9 +413,7 @@ impl Engine {
             }
             let (graph, memory, world) = (engine.graph(), engine.memory(), engine.world());
             let planner = Planner::new(world.retriever()?, Some(&graph), Some(&memory), settings);
-            runtime
-                .block_on(planner.run(&query, &DeterministicDecider::default(), &DryRun))
-                .map_err(|e| EngineError::BadInput(e.to_string()))
+            Ok(runtime.block_on(planner.run(&query, &DeterministicDecider::default(), &DryRun))?)
         })
         .await
         .map_err(|e| EngineError::Internal(e.to_string()))?
@@ -417,16 +436,13 @@ impl Engine {
         let (retriever_world, text) = (world.clone(), task.to_string());
         let prepared = tokio::task::spawn_blocking(move || {
             let retriever = retriever_world.retriever()?;
-            retriever.prepare(&text, retriever.options()).map_err(|e| EngineError::BadInput(e.to_string()))
+            Ok::<_, EngineError>(retriever.prepare(&text, retriever.options())?)
         })
         .await
         .map_err(|e| EngineError::Internal(e.to_string()))??;
         let (graph, memory) = (self.graph(), self.memory());
         let planner = Planner::new(world.retriever()?, Some(&graph), Some(&memory), settings).with_outputs(outputs);
-        planner
-            .run_prepared(task, &prepared, started, decider, caller)
-            .await
-            .map_err(|e| EngineError::BadInput(e.to_string()))
+        Ok(planner.run_prepared(task, &prepared, started, decider, caller).await?)
     }
 
     /// The one call pipeline: resolves the name (unknown: the closest
@@ -555,5 +571,20 @@ mod tests {
         assert!(matches!(engine.search("public holidays", 3, None).await, Err(EngineError::Internal(_))));
         assert!(matches!(engine.plan("public holidays in Germany", None).await, Err(EngineError::Internal(_))));
         assert!(engine.embedder().is_none());
+    }
+
+    /// Only an empty query is the client's fault; a failed index or model
+    /// is the server's, and its fix stays in the log, not in the answer.
+    #[test]
+    fn retrieval_failures_are_the_servers_not_the_clients() {
+        use crate::retrieval::RetrievalError;
+        assert!(matches!(EngineError::from(RetrievalError::EmptyQuery), EngineError::BadInput(_)));
+        let io = RetrievalError::Io { context: "reading /state/index".into(), source: std::io::Error::other("gone") };
+        let EngineError::Unavailable(message) = EngineError::from(io) else {
+            panic!("an unreadable index is the server's")
+        };
+        assert!(!message.contains("/state") && !message.contains("toolrouter index"), "{message}");
+        let api = crate::server::openai::ApiError::from_engine(EngineError::Unavailable(message), "query");
+        assert_eq!((api.status.as_u16(), api.kind), (503, "server_error"));
     }
 }

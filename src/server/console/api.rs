@@ -17,7 +17,6 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::engine::EngineError;
 use crate::server::app::App;
 use crate::server::mcp::ClientId;
 use crate::server::middleware::{Operator, body_and_engine, not_ready, operator_only};
@@ -89,10 +88,7 @@ pub(crate) async fn plan(State(app): State<Arc<App>>, body: Result<axum::body::B
     }
     match engine.plan(&request.query, request.max_steps).await {
         Ok(run) => axum::Json(run).into_response(),
-        Err(EngineError::BadInput(message)) => ApiError::invalid(message, Some("query")).into_response(),
-        Err(EngineError::Internal(message)) => {
-            ApiError::server(axum::http::StatusCode::INTERNAL_SERVER_ERROR, "internal_error", message).into_response()
-        }
+        Err(e) => ApiError::from_engine(e, "query").into_response(),
     }
 }
 

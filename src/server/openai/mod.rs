@@ -173,6 +173,23 @@ impl IntoResponse for ApiError {
     }
 }
 
+impl ApiError {
+    /// An engine error on a request whose `param` is `param`: the client's
+    /// fault 400, a failed index or model 503, anything else 500.
+    pub fn from_engine(e: crate::engine::EngineError, param: &str) -> ApiError {
+        use crate::engine::EngineError;
+        match e {
+            EngineError::BadInput(message) => ApiError::invalid(message, Some(param)),
+            EngineError::Unavailable(message) => {
+                ApiError::server(StatusCode::SERVICE_UNAVAILABLE, "search_unavailable", message)
+            }
+            EngineError::Internal(message) => {
+                ApiError::server(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", message)
+            }
+        }
+    }
+}
+
 impl From<LlmError> for ApiError {
     fn from(e: LlmError) -> ApiError {
         let message = e.to_string();

@@ -28,9 +28,8 @@ pub async fn offer(
     let query = latest_request(req)?
         .filter(|q| !q.trim().is_empty())
         .ok_or_else(|| ApiError::invalid("plan mode needs a user message to plan for", Some("messages")))?;
-    let run = engine.plan(&query, None).await.map_err(|e| ApiError::invalid(e.to_string(), Some("messages")))?;
-    let found =
-        engine.search(&query, max, None).await.map_err(|e| ApiError::invalid(e.to_string(), Some("messages")))?;
+    let run = engine.plan(&query, None).await.map_err(|e| ApiError::from_engine(e, "messages"))?;
+    let found = engine.search(&query, max, None).await.map_err(|e| ApiError::from_engine(e, "messages"))?;
     let mut names: Vec<String> = run.steps.iter().map(|s| s.function.clone()).collect();
     for f in found {
         if !names.contains(&f.function) {

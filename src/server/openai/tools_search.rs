@@ -14,7 +14,6 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::ApiError;
-use crate::engine::EngineError;
 use crate::server::app::App;
 use crate::server::middleware::body_and_engine;
 
@@ -51,11 +50,7 @@ pub(crate) async fn tools_search(
     };
     let found = match engine.search_explained(&request.query, k, request.category.as_deref()).await {
         Ok(found) => found,
-        Err(EngineError::BadInput(message)) => return ApiError::invalid(message, Some("query")).into_response(),
-        Err(EngineError::Internal(message)) => {
-            return ApiError::server(axum::http::StatusCode::INTERNAL_SERVER_ERROR, "internal_error", message)
-                .into_response();
-        }
+        Err(e) => return ApiError::from_engine(e, "query").into_response(),
     };
     let catalog = engine.catalog();
     let data: Vec<Value> = found
