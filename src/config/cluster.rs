@@ -85,7 +85,17 @@ impl ClusterConfig {
         if self.enabled() {
             let url = url::Url::parse(&self.redis_url)
                 .map_err(|e| ("cluster.redis_url".to_string(), format!("not a URL ({e})")))?;
-            if !matches!(url.scheme(), "redis" | "rediss") || url.host_str().is_none() {
+            // The Redis client is built without TLS (no rustls features of
+            // `redis`): a rediss:// URL would fail at the first connection.
+            if url.scheme() == "rediss" {
+                return Err((
+                    "cluster.redis_url".into(),
+                    "rediss:// (TLS) is not supported by this build; use redis:// on a private network, or a \
+                     local TLS tunnel (stunnel, a sidecar) and point redis:// at it"
+                        .into(),
+                ));
+            }
+            if url.scheme() != "redis" || url.host_str().is_none() {
                 return Err(("cluster.redis_url".into(), "must be redis://host:port[/db]".into()));
             }
             if url.password().is_some() {
@@ -105,5 +115,27 @@ impl ClusterConfig {
             return Err(("cluster.key_prefix".into(), "must be a non-empty word".into()));
         }
         self.redis_password().map(|_| ()).map_err(|message| ("cluster.redis_password_file".into(), message))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A URL the Redis client could not use is refused at start, naming why.
+    #[test]
+    fn redis_urls_are_checked() {
+        let check = |url: &str| ClusterConfig { redis_url: url.into(), ..ClusterConfig::default() }.validate();
+        assert!(check("").is_ok(), "off");
+        assert!(check("redis://127.0.0.1:6379/0").is_ok());
+        for (url, says) in [
+            ("rediss://cache.internal:6380", "rediss:// (TLS) is not supported"),
+            ("http://cache.internal", "must be redis://"),
+            ("redis://:secret@cache.internal", "must not hold the password"),
+            ("not a url", "not a URL"),
+        ] {
+            let (key, problem) = check(url).unwrap_err();
+            assert!(key == "cluster.redis_url" && problem.contains(says), "{url}: {problem}");
+        }
     }
 }
