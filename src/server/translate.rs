@@ -3,6 +3,7 @@
 //! request, has it served, and turns the answer back; a streamed answer's
 //! chunks go through a [`Translator`] into the face's own event stream.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::{HeaderValue, header};
@@ -11,6 +12,9 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 
 use crate::llm::wire::Chunk;
+use crate::server::app::App;
+use crate::server::mcp::ClientId;
+use crate::server::middleware::Arrived;
 
 /// The most a chat answer read back may hold.
 pub const MAX_ANSWER_BYTES: usize = 256 << 20;
@@ -27,8 +31,42 @@ pub trait Translator: Send + 'static {
     fn fail(&mut self, message: &str) -> Vec<Bytes>;
 }
 
+/// What the chat pipeline answered a translated request.
+pub enum ChatAnswer {
+    /// Not 200: an error in OpenAI's shape, as it came.
+    Refused(Response),
+    /// An event stream, for [`event_stream`]; the longest wait for a chunk.
+    Streamed(Response, Duration),
+    /// A whole chat completion's JSON, or why it could not be read.
+    Whole(Result<Bytes, String>),
+}
+
+/// Serves `chat` (a chat-completions body) exactly as
+/// `POST /v1/chat/completions` would, with the request's client, arrival
+/// and headers.
+pub(crate) async fn serve_as_chat(
+    app: Arc<App>,
+    client: Option<axum::Extension<ClientId>>,
+    arrived: Option<axum::Extension<Arrived>>,
+    headers: axum::http::HeaderMap,
+    chat: &serde_json::Value,
+) -> ChatAnswer {
+    let gap = Duration::from_millis(app.config.server.request_timeout_ms.max(1));
+    let body = Bytes::from(chat.to_string());
+    let answer =
+        crate::server::openai::chat::chat_completions(axum::extract::State(app), client, arrived, headers, Ok(body))
+            .await;
+    if answer.status() != axum::http::StatusCode::OK {
+        return ChatAnswer::Refused(answer);
+    }
+    if is_event_stream(&answer) {
+        return ChatAnswer::Streamed(answer, gap);
+    }
+    ChatAnswer::Whole(axum::body::to_bytes(answer.into_body(), MAX_ANSWER_BYTES).await.map_err(|e| e.to_string()))
+}
+
 /// Whether `answer` is an event stream (a streamed chat answer).
-pub fn is_event_stream(answer: &Response) -> bool {
+fn is_event_stream(answer: &Response) -> bool {
     answer
         .headers()
         .get(header::CONTENT_TYPE)

@@ -25,7 +25,7 @@ use serde_json::Value;
 use crate::server::app::App;
 use crate::server::mcp::ClientId;
 use crate::server::middleware::{Arrived, unreadable};
-use crate::server::translate;
+use crate::server::translate::{self, ChatAnswer};
 
 /// The most an error body rewritten here may hold.
 const MAX_ERROR_BYTES: usize = 1 << 20;
@@ -55,26 +55,19 @@ pub(crate) async fn messages(
         Err(e) => return invalid(e),
     };
     let model = parsed.get("model").cloned().unwrap_or(Value::Null);
-    let gap = std::time::Duration::from_millis(app.config.server.request_timeout_ms.max(1));
-    let chat_body = axum::body::Bytes::from(chat.to_string());
-    let answer =
-        crate::server::openai::chat::chat_completions(State(app), client, arrived, headers, Ok(chat_body)).await;
-    if answer.status() != StatusCode::OK {
-        return answer; // rewritten by `anthropic_errors`
-    }
-    if translate::is_event_stream(&answer) {
-        return translate::event_stream(events::MessageEvents::new(model), answer, gap);
-    }
-    let failed = |e: String| {
-        let status = StatusCode::BAD_GATEWAY;
-        (status, axum::Json(output::error_body(status, &e))).into_response()
+    let whole = match translate::serve_as_chat(app, client, arrived, headers, &chat).await {
+        ChatAnswer::Refused(answer) => return answer, // rewritten by `anthropic_errors`
+        ChatAnswer::Streamed(answer, gap) => {
+            return translate::event_stream(events::MessageEvents::new(model), answer, gap);
+        }
+        ChatAnswer::Whole(whole) => whole,
     };
-    match axum::body::to_bytes(answer.into_body(), translate::MAX_ANSWER_BYTES).await {
-        Ok(bytes) => match output::from_completion(&bytes, &model) {
-            Ok(message) => axum::Json(message).into_response(),
-            Err(e) => failed(e),
-        },
-        Err(e) => failed(e.to_string()),
+    match whole.and_then(|bytes| output::from_completion(&bytes, &model)) {
+        Ok(message) => axum::Json(message).into_response(),
+        Err(e) => {
+            let status = StatusCode::BAD_GATEWAY;
+            (status, axum::Json(output::error_body(status, &e))).into_response()
+        }
     }
 }
 

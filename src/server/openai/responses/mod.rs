@@ -24,7 +24,7 @@ use super::ApiError;
 use crate::server::app::App;
 use crate::server::mcp::ClientId;
 use crate::server::middleware::{Arrived, unreadable};
-use crate::server::translate;
+use crate::server::translate::{self, ChatAnswer};
 
 pub(crate) async fn responses(
     State(app): State<Arc<App>>,
@@ -46,20 +46,14 @@ pub(crate) async fn responses(
         Err(e) => return e.into_response(),
     };
     let echo = output::Echo::new(&parsed);
-    let chat_body = axum::body::Bytes::from(chat.to_string());
-    let gap = std::time::Duration::from_millis(app.config.server.request_timeout_ms.max(1));
-    let answer = super::chat::chat_completions(State(app), client, arrived, headers, Ok(chat_body)).await;
-    if answer.status() != StatusCode::OK {
-        return answer; // OpenAI's error shape, which the Responses API shares
-    }
-    if translate::is_event_stream(&answer) {
-        return translate::event_stream(events::ResponseEvents::new(echo), answer, gap);
-    }
-    let bytes = match axum::body::to_bytes(answer.into_body(), translate::MAX_ANSWER_BYTES).await {
-        Ok(bytes) => bytes,
-        Err(e) => return ApiError::server(StatusCode::BAD_GATEWAY, "upstream_error", e.to_string()).into_response(),
+    let whole = match translate::serve_as_chat(app, client, arrived, headers, &chat).await {
+        ChatAnswer::Refused(answer) => return answer, // OpenAI's error shape, which the Responses API shares
+        ChatAnswer::Streamed(answer, gap) => {
+            return translate::event_stream(events::ResponseEvents::new(echo), answer, gap);
+        }
+        ChatAnswer::Whole(whole) => whole,
     };
-    match output::from_completion(&echo, &bytes) {
+    match whole.and_then(|bytes| output::from_completion(&echo, &bytes)) {
         Ok(response) => axum::Json(response).into_response(),
         Err(e) => ApiError::server(StatusCode::BAD_GATEWAY, "upstream_error", e).into_response(),
     }
