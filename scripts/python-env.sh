@@ -6,7 +6,8 @@
 #   ~/.cache/toolrouter/py-mcp2   mcp 2.x (the current SDK)
 #   ~/.cache/toolrouter/py-mcp1   mcp 1.x (older clients)
 #   ~/.cache/toolrouter/py-langchain, py-openai   LangChain, the openai SDK
-#   ~/.cache/toolrouter/py-anthropic   the anthropic SDK
+#   ~/.cache/toolrouter/py-anthropic   the anthropic SDK, LangChain's ChatAnthropic
+#   ~/.cache/toolrouter/py-agents   the OpenAI Agents SDK
 #   ~/.cache/toolrouter/py-schemathesis   schemathesis (openapi/toolrouter.yaml
 #                                         against a running server)
 #   ~/.cache/toolrouter/py-browser   selenium (the console in Debian's Chromium
@@ -32,6 +33,7 @@ make_env py-mcp2 "mcp==2.3.0"
 make_env py-mcp1 "mcp==1.30.0"
 make_env py-langchain "langchain-mcp-adapters==0.3.2" "mcp==1.30.0"
 make_env py-openai "openai==3.54.0" "langchain-openai==1.7.3"
-make_env py-anthropic "anthropic==2.10.0"
+make_env py-anthropic "anthropic==2.10.0" "langchain-anthropic==1.7.10"
+make_env py-agents "openai-agents==0.24.0"
 make_env py-schemathesis "schemathesis==4.32.5"
 make_env py-browser "selenium==4.50.0"

@@ -11,9 +11,10 @@
 //! mode (`tests/python/openai_execute_check.py`) against the replay
 //! upstream: one task, streaming, parallel and dependent sub-tasks,
 //! argument completion, a question for the user, traces, a failing model;
-//! the Responses API (`openai_responses_check.py`) and the Anthropic face
-//! with the official `anthropic` SDK (`anthropic_check.py`) on the same
-//! server.
+//! the Responses API (`openai_responses_check.py`), an OpenAI Agents SDK
+//! agent with two tools on both its models (`openai_agents_check.py`) and
+//! the Anthropic face with the official `anthropic` SDK and LangChain's
+//! `ChatAnthropic` (`anthropic_check.py`) on the same server.
 
 use crate::common;
 
@@ -90,6 +91,12 @@ fn openai_sdk_and_langchain_in_route_plan_and_execute_mode() {
         .args([&url, key, OTHER_KEY])
         .output()
         .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.contains("ok"), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+
+    // An OpenAI Agents SDK agent with two tools, on its Responses and its Chat Completions model.
+    let Some(agents) = python_env("py-agents", "bin/python") else { return };
+    let out = Command::new(&agents).arg(scripts.join("openai_agents_check.py")).args([&url, key]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && stdout.contains("ok"), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
 

@@ -2,7 +2,8 @@
 official `anthropic` SDK, against the scripted model server: plain,
 streamed (raw events and the stream helper), a tool round trip with
 `tool_use` and `tool_result` blocks, 300 tools narrowed, plan mode, keys
-as `x-api-key`, and errors in Anthropic's shape.
+as `x-api-key`, errors in Anthropic's shape; LangChain's `ChatAnthropic`
+with a bound tool.
 
     python anthropic_check.py TOOLROUTER_URL SCRIPTED_MODEL_URL API_KEY
 """
@@ -101,4 +102,18 @@ try:
     check(False, "count_tokens is refused")
 except anthropic.BadRequestError as e:
     check("count_tokens is not served" in str(e), f"{e}")
-print("ok (anthropic", anthropic.__version__ + ")")
+# LangChain's ChatAnthropic with a bound tool: the call, its result, the answer; streamed.
+from langchain_anthropic import ChatAnthropic
+from langchain_core.messages import HumanMessage, ToolMessage
+
+llm = ChatAnthropic(base_url=base, api_key=key, model=MODEL, max_retries=0, max_tokens=100)
+bound = llm.bind_tools([WEATHER])
+asked = HumanMessage("Weather in Berlin?")
+msg = bound.invoke([asked])
+check(msg.tool_calls and msg.tool_calls[0]["name"] == "get_weather" and msg.tool_calls[0]["args"] == {"city": "Berlin"},
+      f"langchain tool call: {msg}")
+done = bound.invoke([asked, msg, ToolMessage("Sunny, 21 C", tool_call_id=msg.tool_calls[0]["id"])])
+check("Sunny, 21 C" in done.text, f"langchain round trip: {done}")
+streamed = "".join(c.text for c in llm.stream("hello"))
+check(streamed == HELLO, f"langchain stream: {streamed!r}")
+print("ok (anthropic", anthropic.__version__ + ", langchain ChatAnthropic)")

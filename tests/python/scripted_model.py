@@ -9,6 +9,9 @@ POST /v1/chat/completions answers from the conversation (non-streaming):
 - the user says "invalid-then-valid" or "always-invalid" -> a call whose
   `city` is a number (invalid), to the first tool named like "weather"
 - a tool named like "weather" offered -> a valid call to it
+- the user says "weather-and-time" -> after the weather tool's result, a
+  call to the first tool named like "time"; after both, "The tools said: "
+  and both results
 - otherwise                         -> "Hello from the scripted model."
 Execute mode's requests (recognised by their instructions or tools):
 - "Split the user's request..."      -> sub-tasks: precipitation and snow
@@ -223,6 +226,14 @@ def answer(body):
         message = call({"latitude": 52.52, "longitude": 13.41, "city": "Berlin"}, exact=True)
     elif shown_error:
         message = call({"city": 5} if "always-invalid" in user else {"city": "Berlin"})
+    elif last.get("role") == "tool" and "weather-and-time" in user:
+        results = [text(m.get("content")) for m in messages if m.get("role") == "tool"]
+        clock = next((t for t in tools if "time" in t), None)
+        if len(results) == 1 and clock:
+            message = {"role": "assistant", "content": None, "tool_calls": [{"id": f"call_{len(SEEN)}", "type": "function",
+                       "function": {"name": clock, "arguments": json.dumps({"city": "Berlin"})}}]}
+        else:
+            message = {"role": "assistant", "content": "The tools said: " + " | ".join(results)}
     elif last.get("role") == "tool":
         message = {"role": "assistant", "content": f"The tool said: {text(last.get('content'))}"}
     elif weather and ("invalid-then-valid" in user or "always-invalid" in user or "repair-to-text" in user):
