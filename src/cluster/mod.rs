@@ -105,27 +105,46 @@ impl Cluster {
         ttl: Duration,
         max_bytes: usize,
     ) -> bool {
-        let text = serde_json::json!({"owner": owner, "trace": trace}).to_string();
-        if text.len() > max_bytes {
-            tracing::info!(id, bytes = text.len(), "a trace larger than cluster.max_trace_bytes stays on this replica");
-            return false;
-        }
-        let mut connection = self.connection.clone();
-        let mut command = redis::cmd("SET");
-        command.arg(self.key("trace", id)).arg(text).arg("EX").arg(ttl.as_secs().max(1));
-        self.run(command.query_async::<()>(&mut connection)).await.is_ok()
+        self.put_owned("trace", id, owner, trace, ttl, max_bytes).await
     }
 
     /// A trace another replica (or this one) shared: its owner and itself.
     pub async fn get_trace(&self, id: &str) -> Option<(Option<String>, serde_json::Value)> {
+        self.get_owned("trace", id).await
+    }
+
+    /// Keeps `value` of `kind` (`trace`, `response`) under `id` for every
+    /// replica for `ttl`, with the key that may read it; a value over
+    /// `max_bytes` is not shared. Whether it was.
+    pub async fn put_owned(
+        &self,
+        kind: &str,
+        id: &str,
+        owner: Option<&str>,
+        value: &serde_json::Value,
+        ttl: Duration,
+        max_bytes: usize,
+    ) -> bool {
+        let text = serde_json::json!({"owner": owner, "value": value}).to_string();
+        if text.len() > max_bytes {
+            tracing::info!(kind, id, bytes = text.len(), "too large to share: it stays on this replica");
+            return false;
+        }
+        let mut connection = self.connection.clone();
+        let mut command = redis::cmd("SET");
+        command.arg(self.key(kind, id)).arg(text).arg("EX").arg(ttl.as_secs().max(1));
+        self.run(command.query_async::<()>(&mut connection)).await.is_ok()
+    }
+
+    /// A value of `kind` shared by [`Cluster::put_owned`]: its owner and itself.
+    pub async fn get_owned(&self, kind: &str, id: &str) -> Option<(Option<String>, serde_json::Value)> {
         let mut connection = self.connection.clone();
         let mut command = redis::cmd("GET");
-        command.arg(self.key("trace", id));
+        command.arg(self.key(kind, id));
         let text: Option<String> = self.run(command.query_async(&mut connection)).await.ok()?;
-        let text = text?;
-        let mut kept: serde_json::Value = serde_json::from_str(&text).ok()?;
+        let mut kept: serde_json::Value = serde_json::from_str(&text?).ok()?;
         let owner = kept["owner"].as_str().map(str::to_string);
-        Some((owner, kept["trace"].take()))
+        Some((owner, kept["value"].take()))
     }
 
     /// Asks Redis whether it is there (updating the health).

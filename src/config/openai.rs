@@ -34,6 +34,12 @@ pub const DEFAULT_MAX_RUNS: usize = 16;
 pub const DEFAULT_KEEP_ALIVE_MS: u64 = 15_000;
 /// `openai.traces`: execute traces kept in memory for `GET /v1/traces/{id}` (oldest dropped).
 pub const DEFAULT_TRACES_KEPT: usize = 1_000;
+/// `openai.responses_ttl_s`: how long a stored response stays usable as
+/// `previous_response_id` (30 days, as OpenAI keeps them).
+pub const DEFAULT_RESPONSES_TTL_S: u64 = 30 * 24 * 3600;
+/// `openai.responses_mb`: the stored responses' conversations kept at most
+/// (the oldest dropped first; 0: keep none).
+pub const DEFAULT_RESPONSES_MB: usize = 256;
 
 /// How a chat-completions request is served (docs/architecture.md §9).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,6 +85,8 @@ pub struct OpenAiConfig {
     pub tool_cache_mb: usize,
     /// Requests whose tool calls route mode remembers (0: it learns nothing).
     pub tool_memory_requests: usize,
+    pub responses_ttl_s: u64,
+    pub responses_mb: usize,
 }
 
 impl OpenAiConfig {
@@ -92,6 +100,7 @@ impl OpenAiConfig {
             ("openai.keep_alive_ms", self.keep_alive_ms),
             ("openai.tool_cache_entries", self.tool_cache_entries as u64),
             ("openai.tool_cache_mb", self.tool_cache_mb as u64),
+            ("openai.responses_ttl_s", self.responses_ttl_s),
         ] {
             if n == 0 {
                 return Err((key.to_string(), "must be at least 1".to_string()));
@@ -118,6 +127,8 @@ impl Default for OpenAiConfig {
             tool_cache_entries: DEFAULT_TOOL_CACHE_ENTRIES,
             tool_cache_mb: DEFAULT_TOOL_CACHE_MB,
             tool_memory_requests: DEFAULT_TOOL_MEMORY_REQUESTS,
+            responses_ttl_s: DEFAULT_RESPONSES_TTL_S,
+            responses_mb: DEFAULT_RESPONSES_MB,
         }
     }
 }

@@ -46,6 +46,7 @@ use super::openai::chat::chat_completions;
 use super::openai::execute::Runner;
 use super::openai::graph::{graph_api, graph_summary};
 use super::openai::models::models;
+use super::openai::responses::store::ResponseStore;
 use super::openai::route::Narrowing;
 use super::openai::tools::ToolLists;
 use super::openai::tools_call::tools_call;
@@ -94,6 +95,8 @@ pub struct App {
     /// The embedding model route mode uses when no engine is loaded (the
     /// overhead bench's server).
     pub(super) route_embedder: OnceLock<Arc<crate::retrieval::Embedder>>,
+    /// Responses kept for `previous_response_id`.
+    pub(super) responses: Arc<ResponseStore>,
 }
 
 impl App {
@@ -114,6 +117,7 @@ impl App {
             None
         });
         let runner = llm.clone().map(|llm| Arc::new(Runner::new(llm, config, cluster.clone())));
+        let cluster_for_responses = cluster.clone();
         let share = if cluster.is_some() { f64::from(config.cluster.replicas.max(1)) } else { 1.0 };
         let limiter = (config.server.client_rate > 0.0)
             .then(|| governor::Quota::with_period(Duration::from_secs_f64(share / config.server.client_rate)))
@@ -135,6 +139,12 @@ impl App {
             cut_off: tokio::sync::watch::Sender::new(false),
             tool_lists: ToolLists::new(config.args.strict),
             route_embedder: OnceLock::new(),
+            responses: Arc::new(ResponseStore::open(
+                Some(config.state.dir()),
+                Duration::from_secs(config.openai.responses_ttl_s),
+                config.openai.responses_mb << 20,
+                cluster_for_responses,
+            )),
         })
     }
 

@@ -27,6 +27,11 @@ pub trait Translator: Send + 'static {
     fn chunk(&mut self, chunk: &Chunk) -> Vec<Bytes>;
     /// After the last chunk.
     fn end(&mut self) -> Vec<Bytes>;
+    /// Work to finish before [`Translator::end`] when the stream ended
+    /// well (the Responses API keeps the response there).
+    fn finishing(&mut self) -> Option<futures_util::future::BoxFuture<'static, ()>> {
+        None
+    }
     /// The stream failed with `message`; nothing follows.
     fn fail(&mut self, message: &str) -> Vec<Bytes>;
 }
@@ -85,7 +90,12 @@ pub fn event_stream<T: Translator>(mut translator: T, answer: Response, gap: Dur
         match chunks.next().await {
             Some(Ok(chunk)) => Some((t.chunk(&chunk), Some((t, chunks)))),
             Some(Err(e)) => Some((t.fail(&e.to_string()), None)),
-            None => Some((t.end(), None)),
+            None => {
+                if let Some(finishing) = t.finishing() {
+                    finishing.await;
+                }
+                Some((t.end(), None))
+            }
         }
     });
     let events = futures_util::stream::iter([start])

@@ -337,3 +337,30 @@ fn the_cluster_demo_runs() {
         assert!(!line.contains("served 0") && line.contains("toolrouter_cluster_up 1"), "{stdout}");
     }
 }
+
+/// `previous_response_id` works on any replica: a response kept by one
+/// (the state directory and Redis) is continued on the other, plain and
+/// streamed, by its key only (`tests/python/responses_replicas_check.py`,
+/// the official `openai` SDK against the scripted model).
+#[test]
+fn a_response_kept_on_one_replica_is_continued_on_another() {
+    let Some(python) = common::python_env("py-openai", "bin/python") else { return };
+    let Some((_redis, redis_port)) = redis_server() else { return };
+    let (_model, model_url) = common::scripted_model(&python);
+    let redis_url = format!("redis://127.0.0.1:{redis_port}");
+    let (key, other) = ("replica-key", "replica-other-key");
+    let hashes = format!("[\"{}\", \"{}\"]", toolrouter::server::hash_key(key), toolrouter::server::hash_key(other));
+    let llm = format!("{model_url}/v1");
+    let env = [
+        ("TOOLROUTER_CLUSTER_REDIS_URL", redis_url.as_str()),
+        ("TOOLROUTER_CLUSTER_REPLICAS", "2"),
+        ("TOOLROUTER_LLM_BASE_URL", llm.as_str()),
+        ("TOOLROUTER_SERVER_API_KEY_HASHES", hashes.as_str()),
+    ];
+    let (_a, url_a) = common::serve(&env);
+    let (_b, url_b) = common::serve(&env);
+    let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/responses_replicas_check.py");
+    let out = Command::new(&python).arg(script).args([&url_a, &url_b, &model_url, key, other]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.contains("ok"), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+}

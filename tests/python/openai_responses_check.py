@@ -95,13 +95,15 @@ check(events[-1].type == "response.completed" and "days with snow" in text, f"st
 # What cannot be carried is refused, in OpenAI's error shape.
 headers = {"Authorization": f"Bearer {key}"}
 for payload, says in [
-    ({"model": MODEL, "input": "x", "previous_response_id": "resp_1"}, "previous_response_id"),
+    ({"model": MODEL, "input": "x", "conversation": "conv_1"}, "conversation"),
     ({"model": MODEL, "input": "x", "tools": [{"type": "web_search"}]}, "web_search"),
     ({"model": MODEL}, "`input` is required"),
     ({"model": MODEL, "input": [{"type": "computer_call"}]}, "computer_call"),
 ]:
     r = httpx.post(f"{base}/v1/responses", json=payload, headers=headers)
     check(r.status_code == 400 and says in r.json()["error"]["message"], f"{payload}: {r.status_code} {r.text}")
+r = httpx.post(f"{base}/v1/responses", json={"model": MODEL, "input": "x", "previous_response_id": "resp_1"}, headers=headers)
+check(r.status_code == 404 and r.json()["error"]["code"] == "previous_response_not_found", f"unknown previous: {r.text}")
 r = httpx.post(f"{base}/v1/responses", content=b"{oops", headers=headers)
 check(r.status_code == 400 and r.json()["error"]["type"] == "invalid_request_error", f"malformed JSON: {r.text}")
 try:

@@ -10,11 +10,14 @@
 //! `sequence_number`, as OpenAI's do.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 use serde_json::{Value, json};
 
 use super::output::{self, Echo};
+use super::store::Keeper;
 use crate::llm::wire::Chunk;
 use crate::server::translate::Translator;
 
@@ -38,11 +41,18 @@ pub struct ResponseEvents {
     usage: Option<Value>,
     /// toolrouter's report, carried into the final response.
     report: Option<Value>,
+    /// Keeps the response when the stream ends well (`store`).
+    keeper: Option<Keeper>,
+    /// Whether it was kept.
+    kept: Arc<AtomicBool>,
 }
 
 impl ResponseEvents {
-    pub fn new(echo: Echo) -> ResponseEvents {
+    /// The events of the response `echo` describes, kept by `keeper` at the end.
+    pub fn new(echo: Echo, keeper: Option<Keeper>) -> ResponseEvents {
         ResponseEvents {
+            keeper,
+            kept: Arc::new(AtomicBool::new(false)),
             echo,
             seq: 0,
             model: None,
@@ -173,9 +183,18 @@ impl Translator for ResponseEvents {
         out
     }
 
+    /// Keeps the response (`store`), before `response.completed` tells it.
+    fn finishing(&mut self) -> Option<futures_util::future::BoxFuture<'static, ()>> {
+        let keeper = self.keeper.take()?;
+        let output: Vec<Value> = self.items.iter().map(|item| done_item(item, "completed")).collect();
+        let (id, kept) = (self.echo.id.clone(), self.kept.clone());
+        Some(Box::pin(async move { kept.store(keeper.keep(id, &output).await, Ordering::Relaxed) }))
+    }
+
     /// The `.done` events of every part and item, then `response.completed`
     /// (or `response.incomplete`).
     fn end(&mut self) -> Vec<Bytes> {
+        self.echo.store = self.kept.load(Ordering::Relaxed);
         let mut out = Vec::new();
         for at in 0..self.items.len() {
             let done = done_item(&self.items[at], "completed");
@@ -210,6 +229,7 @@ impl Translator for ResponseEvents {
 
     /// `response.failed`, carrying `message`.
     fn fail(&mut self, message: &str) -> Vec<Bytes> {
+        self.echo.store = false;
         let mut response = self.response("failed");
         response["error"] = json!({"code": "server_error", "message": message});
         vec![self.event("response.failed", json!({"response": response}))]
@@ -252,7 +272,7 @@ mod tests {
 
     #[test]
     fn text_and_a_tool_call_stream_as_responses_events() {
-        let mut t = ResponseEvents::new(Echo::new(&json!({"model": "m", "input": "hi"})));
+        let mut t = ResponseEvents::new(Echo::new(&json!({"model": "m", "input": "hi"})), None);
         let mut out = t.start();
         out.extend(t.chunk(&chunk(Message::text_delta("Hel"), None)));
         out.extend(t.chunk(&chunk(Message::text_delta("lo"), None)));
@@ -309,7 +329,7 @@ mod tests {
     }
 
     fn events_of_failure() -> Value {
-        let mut t = ResponseEvents::new(Echo::new(&json!({"model": "m", "input": "hi"})));
+        let mut t = ResponseEvents::new(Echo::new(&json!({"model": "m", "input": "hi"})), None);
         t.start();
         events(&t.fail("the model server broke off")).remove(0)
     }

@@ -7,10 +7,15 @@
 //! ([`output`]) or, streamed, the Responses event stream ([`events`]).
 //! Errors keep OpenAI's shape, which the Responses API shares. What cannot
 //! be carried is listed in docs/openai.md.
+//!
+//! Responses are kept unless `store: false` ([`store`]): a request naming
+//! `previous_response_id` is answered on that response's conversation
+//! followed by its own `input` (its `instructions` alone, as OpenAI does).
 
 mod events;
 mod output;
 mod request;
+pub mod store;
 
 use std::sync::Arc;
 
@@ -25,6 +30,7 @@ use crate::server::app::App;
 use crate::server::mcp::ClientId;
 use crate::server::middleware::{Arrived, unreadable};
 use crate::server::translate::{self, ChatAnswer};
+use store::{Keeper, ResponseStore};
 
 pub(crate) async fn responses(
     State(app): State<Arc<App>>,
@@ -37,24 +43,68 @@ pub(crate) async fn responses(
         Ok(b) => b,
         Err(e) => return unreadable(e),
     };
-    let parsed: Value = match serde_json::from_slice(&body) {
+    let mut parsed: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
         Err(e) => return ApiError::invalid(format!("the request body is not valid JSON: {e}"), None).into_response(),
     };
+    let owner = client.as_ref().map(|c| c.0.0.clone());
+    let conversation = match conversation(&app.responses, &parsed, owner.as_deref()).await {
+        Ok(items) => items,
+        Err(e) => return e.into_response(),
+    };
+    let wanted = match parsed.get("store") {
+        None | Some(Value::Null | Value::Bool(true)) => app.responses.enabled(),
+        Some(Value::Bool(false)) => false,
+        Some(_) => return ApiError::invalid("`store` must be true or false", Some("store")).into_response(),
+    };
+    let keeper = wanted.then(|| Keeper { store: app.responses.clone(), owner, items: conversation.clone() });
+    let mut echo = output::Echo::new(&parsed);
+    echo.store = wanted;
+    if let Some(fields) = parsed.as_object_mut() {
+        fields.insert("input".into(), Value::Array(conversation));
+    }
     let chat = match request::to_chat(&parsed) {
         Ok(chat) => chat,
         Err(e) => return e.into_response(),
     };
-    let echo = output::Echo::new(&parsed);
+    drop(parsed);
     let whole = match translate::serve_as_chat(app, client, arrived, headers, &chat).await {
         ChatAnswer::Refused(answer) => return answer, // OpenAI's error shape, which the Responses API shares
         ChatAnswer::Streamed(answer, gap) => {
-            return translate::event_stream(events::ResponseEvents::new(echo), answer, gap);
+            return translate::event_stream(events::ResponseEvents::new(echo, keeper), answer, gap);
         }
         ChatAnswer::Whole(whole) => whole,
     };
-    match whole.and_then(|bytes| output::from_completion(&echo, &bytes)) {
-        Ok(response) => axum::Json(response).into_response(),
-        Err(e) => ApiError::server(StatusCode::BAD_GATEWAY, "upstream_error", e).into_response(),
+    let mut response = match whole.and_then(|bytes| output::from_completion(&echo, &bytes)) {
+        Ok(response) => response,
+        Err(e) => return ApiError::server(StatusCode::BAD_GATEWAY, "upstream_error", e).into_response(),
+    };
+    if let Some(keeper) = keeper {
+        let output = response["output"].as_array().cloned().unwrap_or_default();
+        response["store"] = Value::Bool(keeper.keep(echo.id.clone(), &output).await);
     }
+    axum::Json(response).into_response()
+}
+
+/// The conversation a request is answered on: the kept conversation of its
+/// `previous_response_id` (the client's own), then its `input`.
+async fn conversation(store: &ResponseStore, body: &Value, owner: Option<&str>) -> Result<Vec<Value>, ApiError> {
+    let mut items = match body.get("previous_response_id") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(id)) => match store.get(id, owner).await {
+            Some(kept) => kept.items.clone(),
+            None => {
+                let message = format!(
+                    "Previous response with id '{id}' not found: responses are kept for openai.responses_ttl_s, \
+                     per key, unless sent with `store: false`"
+                );
+                return Err(ApiError::not_found("previous_response_not_found", message, Some("previous_response_id")));
+            }
+        },
+        Some(_) => {
+            return Err(ApiError::invalid("`previous_response_id` must be a string", Some("previous_response_id")));
+        }
+    };
+    items.extend(request::input_items(body)?);
+    Ok(items)
 }

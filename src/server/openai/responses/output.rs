@@ -18,16 +18,20 @@ pub fn new_id(prefix: &str) -> String {
 pub struct Echo {
     pub id: String,
     pub created_at: u64,
-    /// The Responses request body.
+    /// The Responses request body's settings (all but `input`).
     request: Map<String, Value>,
+    /// Whether the response is kept for `previous_response_id`.
+    pub store: bool,
 }
 
 impl Echo {
     pub fn new(request: &Value) -> Echo {
+        let settings = request.as_object().map(|fields| fields.iter().filter(|(k, _)| *k != "input"));
         Echo {
             id: new_id("resp_"),
             created_at: crate::metrics::unix_ms() / 1000,
-            request: request.as_object().cloned().unwrap_or_default(),
+            request: settings.map(|s| s.map(|(k, v)| (k.clone(), v.clone())).collect()).unwrap_or_default(),
+            store: false,
         }
     }
 
@@ -52,9 +56,9 @@ impl Echo {
             "model": model,
             "output": output,
             "parallel_tool_calls": get("parallel_tool_calls", Value::Bool(true)),
-            "previous_response_id": null,
+            "previous_response_id": get("previous_response_id", Value::Null),
             "reasoning": get("reasoning", json!({"effort": null, "summary": null})),
-            "store": false,
+            "store": self.store,
             "temperature": get("temperature", Value::Null),
             "text": get("text", json!({"format": {"type": "text"}})),
             "tool_choice": get("tool_choice", Value::from("auto")),

@@ -4,9 +4,11 @@
 //! `tool_choice` in chat's shape, `max_output_tokens`, `text.format` and
 //! `reasoning.effort` under their chat names. Fields the Responses API has
 //! and chat does not are refused when honouring them silently differently
-//! would mislead (`previous_response_id`, `background`, tools other than
+//! would mislead (`conversation`, `background`, tools other than
 //! functions), dropped when they only tune OpenAI's own service (listed in
 //! [`DROPPED`], docs/openai.md); any other field is passed on as it came.
+//! `previous_response_id` is resolved before (the handler puts the kept
+//! conversation in front of `input`, [`input_items`]).
 
 use serde_json::{Map, Value, json};
 
@@ -30,8 +32,10 @@ pub fn to_chat(body: &Value) -> Result<Value, ApiError> {
         return Err(ApiError::invalid("the request body must be a JSON object", None));
     };
     for (field, why) in [
-        ("previous_response_id", "toolrouter keeps no responses yet: send the whole conversation in `input`"),
-        ("conversation", "toolrouter keeps no conversations yet: send the whole conversation in `input`"),
+        (
+            "conversation",
+            "conversation objects are not served: use `previous_response_id` or send the whole conversation in `input`",
+        ),
         ("background", "background responses are not served: leave `background` out"),
         ("prompt", "stored prompt templates are not served: send `instructions` and `input`"),
     ] {
@@ -90,6 +94,16 @@ pub fn to_chat(body: &Value) -> Result<Value, ApiError> {
         }
     }
     Ok(Value::Object(chat))
+}
+
+/// The items of `input`: a string is one user message.
+pub fn input_items(body: &Value) -> Result<Vec<Value>, ApiError> {
+    match body.get("input") {
+        Some(Value::String(text)) => Ok(vec![json!({"type": "message", "role": "user", "content": text})]),
+        Some(Value::Array(items)) => Ok(items.clone()),
+        Some(_) => Err(ApiError::invalid("`input` must be a string or a list of items", Some("input"))),
+        None => Err(ApiError::invalid("`input` is required", Some("input"))),
+    }
 }
 
 /// The messages of `input` items: messages (with `type: message` or just
@@ -310,10 +324,7 @@ mod tests {
             (json!([]), "must be a JSON object"),
             (json!({"model": "m"}), "`input` is required"),
             (json!({"model": "m", "input": 3}), "string or a list"),
-            (
-                json!({"model": "m", "input": "x", "previous_response_id": "resp_1"}),
-                "`previous_response_id` is not supported",
-            ),
+            (json!({"model": "m", "input": "x", "conversation": "conv_1"}), "`conversation` is not supported"),
             (
                 json!({"model": "m", "input": "x", "tools": [{"type": "web_search"}]}),
                 "tools[0]: tools of type \"web_search\"",
