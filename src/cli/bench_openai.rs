@@ -30,7 +30,7 @@ use super::CliError;
 use crate::config::Config;
 use crate::eval::retrieval::Latency;
 use crate::retrieval::Embedder;
-use crate::server::openai::tools::{ClientTool, client_tool};
+use crate::server::chat::tools::{ClientTool, client_tool};
 use crate::server::{App, hash_key, router};
 
 /// The API key the bench's client presents.

@@ -584,7 +584,7 @@ mod tests {
             panic!("an unreadable index is the server's")
         };
         assert!(!message.contains("/state") && !message.contains("toolrouter index"), "{message}");
-        let api = crate::server::openai::ApiError::from_engine(EngineError::Unavailable(message), "query");
+        let api = crate::server::error::ApiError::from_engine(EngineError::Unavailable(message), "query");
         assert_eq!((api.status.as_u16(), api.kind), (503, "server_error"));
     }
 }

@@ -1,16 +1,16 @@
-//! `toolrouter serve`: the HTTP listener the faces share, its routes and
-//! its life (start, housekeeping, graceful shutdown).
+//! `toolrouter serve`: the HTTP listener the faces share, the state they
+//! share, their routes joined ([`router`]) and its life (start,
+//! housekeeping, graceful shutdown).
 //!
 //! * `GET /healthz`: 200 while the process runs;
 //! * `GET /readyz`: 200 once the engine (catalog, index, graph) is loaded,
 //!   503 before (saying how far loading has got);
-//! * `/mcp`: the MCP face over streamable HTTP (POST, GET for the event
-//!   stream, DELETE to close a session);
 //! * `GET /metrics`: Prometheus counters ([`crate::metrics`]);
-//! * `POST /v1/chat/completions`, `GET /v1/models`: the OpenAI face
-//!   ([`crate::server::openai`]); `POST /v1/tools/call`: a catalog API called for
-//!   the client; `POST /v1/tools/search`: the catalog's search for clients
-//!   that load tools on demand; `GET /v1/traces/{id}`: an execute run's trace.
+//! * each face's `routes()`: the OpenAI face's ([`crate::server::openai`]:
+//!   chat completions, Responses, models, toolrouter's tools, graph and
+//!   traces endpoints), the Anthropic face's ([`crate::server::anthropic`],
+//!   its errors in Anthropic's shape), the MCP face's (`/mcp`, streamable
+//!   HTTP) and the console's ([`crate::server::console`]).
 //!
 //! The listener opens at once and the engine loads in the background
 //! ([`crate::engine::loading`]), so health checks and MCP's `initialize` answer
@@ -38,20 +38,12 @@ use axum::routing::get;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
+use super::chat::execute::Runner;
+use super::chat::route::Narrowing;
+use super::chat::tools::ToolLists;
+use super::error::ApiError;
 use super::mcp::McpServer;
-use super::mcp::http::mcp;
 use super::middleware::{admit, not_ready, observe};
-use super::openai::ApiError;
-use super::openai::chat::chat_completions;
-use super::openai::execute::Runner;
-use super::openai::graph::{graph_api, graph_summary};
-use super::openai::models::models;
-use super::openai::responses::store::ResponseStore;
-use super::openai::route::Narrowing;
-use super::openai::tools::ToolLists;
-use super::openai::tools_call::tools_call;
-use super::openai::tools_search::tools_search;
-use super::openai::traces::trace;
 use crate::config::Config;
 use crate::downstream::{Health, ServerState};
 use crate::engine::Engine;
@@ -95,8 +87,6 @@ pub struct App {
     /// The embedding model route mode uses when no engine is loaded (the
     /// overhead bench's server).
     pub(super) route_embedder: OnceLock<Arc<crate::retrieval::Embedder>>,
-    /// Responses kept for `previous_response_id`.
-    pub(super) responses: Arc<ResponseStore>,
 }
 
 impl App {
@@ -117,7 +107,6 @@ impl App {
             None
         });
         let runner = llm.clone().map(|llm| Arc::new(Runner::new(llm, config, cluster.clone())));
-        let cluster_for_responses = cluster.clone();
         let share = if cluster.is_some() { f64::from(config.cluster.replicas.max(1)) } else { 1.0 };
         let limiter = (config.server.client_rate > 0.0)
             .then(|| governor::Quota::with_period(Duration::from_secs_f64(share / config.server.client_rate)))
@@ -139,12 +128,6 @@ impl App {
             cut_off: tokio::sync::watch::Sender::new(false),
             tool_lists: ToolLists::new(config.args.strict),
             route_embedder: OnceLock::new(),
-            responses: Arc::new(ResponseStore::open(
-                Some(config.state.dir()),
-                Duration::from_secs(config.openai.responses_ttl_s),
-                config.openai.responses_mb << 20,
-                cluster_for_responses,
-            )),
         })
     }
 
@@ -241,36 +224,19 @@ async fn follow_tool_memory(cluster: Arc<crate::cluster::Cluster>, ranker: std::
 
 /// The router of `toolrouter serve`.
 pub fn router(app: Arc<App>) -> axum::Router {
-    let protected = axum::Router::new()
-        .route("/mcp", axum::routing::any(mcp))
-        .route("/v1/models", get(models))
-        .route("/v1/chat/completions", axum::routing::post(chat_completions))
-        .route("/v1/responses", axum::routing::post(super::openai::responses::responses))
-        .route("/v1/tools/call", axum::routing::post(tools_call))
-        .route("/v1/tools/search", axum::routing::post(tools_search))
-        .route("/v1/traces/{id}", get(trace))
-        .route("/v1/traces", get(super::console::api::traces))
-        .route("/v1/plan", axum::routing::post(super::console::api::plan))
-        .route("/v1/apis/{function}", get(super::console::api::api))
-        .route("/v1/console/overview", get(super::console::api::overview))
-        .route("/v1/graph", get(graph_summary))
-        .route("/v1/graph/apis/{function}", get(graph_api))
+    let admit = axum::middleware::from_fn_with_state(app.clone(), admit);
+    let (console, console_api) = super::console::routes();
+    let protected = super::openai::routes(&app)
+        .merge(super::mcp::routes())
+        .merge(console_api)
         .route("/metrics", get(metrics))
-        .layer(axum::middleware::from_fn_with_state(app.clone(), admit));
-    // Anthropic's routes answer every error, the middleware's too, in its shape.
-    let anthropic = axum::Router::new()
-        .route("/v1/messages", axum::routing::post(super::anthropic::messages))
-        .route("/v1/messages/count_tokens", axum::routing::post(super::anthropic::count_tokens))
-        .layer(axum::middleware::from_fn_with_state(app.clone(), admit))
-        .layer(axum::middleware::map_response(super::anthropic::anthropic_errors));
+        .layer(admit.clone());
     axum::Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
-        .route("/ui", get(super::console::page))
-        .route("/ui/", get(super::console::page))
-        .route("/ui/{*path}", get(super::console::asset))
+        .merge(console)
         .merge(protected)
-        .merge(anthropic)
+        .merge(super::anthropic::routes(admit))
         .fallback(|| async { ApiError::status(StatusCode::NOT_FOUND, "no such route").into_response() })
         .layer(axum::middleware::from_fn_with_state(app.clone(), observe))
         .layer(axum::extract::DefaultBodyLimit::max(app.config.server.max_body_bytes))

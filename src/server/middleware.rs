@@ -15,12 +15,17 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
+/// The client on whose behalf an HTTP request runs (set by the auth layer
+/// as a request extension): rate limits, traces and stored responses are
+/// kept per client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientId(pub String);
+
 /// The header of request ids.
 const X_REQUEST_ID: &str = "x-request-id";
 
 use super::app::App;
-use super::mcp::ClientId;
-use super::openai::ApiError;
+use super::error::ApiError;
 use crate::cluster::limits::{Cell, Verdict};
 use crate::engine::loading::NotReady;
 

@@ -1,25 +1,39 @@
 //! Everything that speaks a protocol: thin adapters between the wire and
-//! the engine.
+//! the engine, on a floor they share.
 //!
-//! * [`app`]: `toolrouter serve`: the listener's routes, its start,
-//!   housekeeping and graceful shutdown;
-//! * [`middleware`]: request ids, time limits, log lines, API keys, client
-//!   rates and body limits, before any handler;
+//! The floor:
+//!
+//! * [`app`]: `toolrouter serve`: the state the faces share, each face's
+//!   routes joined under the middleware, start, housekeeping and graceful
+//!   shutdown;
+//! * [`middleware`]: request ids, time limits, log lines, API keys (the
+//!   client's identity, [`middleware::ClientId`]), client rates and body
+//!   limits, before any handler;
 //! * [`conn`]: accepting connections, with header-read and idle timeouts;
-//! * [`openai`]: the OpenAI-compatible face (one file per mode and per
-//!   handler);
-//! * [`anthropic`]: the Anthropic Messages face (`/v1/messages`), served
-//!   by translation through the OpenAI face's chat pipeline;
-//! * [`mcp`]: the MCP face (rmcp; stdio and `/mcp`);
+//! * [`error`]: the error every face answers with (OpenAI's shape; each
+//!   face may rewrite it into its own);
+//! * [`chat`]: the chat pipeline (route, plan and execute modes on a
+//!   chat-completions request), which every chat-speaking face is served by;
 //! * [`translate`]: what the faces served by translation through the chat
-//!   pipeline share (the Responses API, Anthropic's Messages);
+//!   pipeline share (the Responses API, Anthropic's Messages).
+//!
+//! The faces, each a folder with its own `routes()`, importing the floor
+//! and never each other:
+//!
+//! * [`openai`]: the OpenAI-compatible face (chat completions, Responses,
+//!   models) and toolrouter's own REST endpoints;
+//! * [`anthropic`]: the Anthropic Messages face (`/v1/messages`);
+//! * [`mcp`]: the MCP face (rmcp; stdio and `/mcp`);
+//! * [`console`]: the operator's web console;
 //! * [`replay_server`]: recorded API responses over HTTP in RapidAPI's
-//!   request shape (`toolrouter replay`).
+//!   request shape (`toolrouter replay`, a server of its own).
 
 pub mod anthropic;
 pub mod app;
+pub mod chat;
 pub mod conn;
 pub mod console;
+pub mod error;
 pub mod mcp;
 pub mod middleware;
 pub mod openai;

@@ -13,8 +13,8 @@ use futures_util::StreamExt;
 
 use crate::llm::wire::Chunk;
 use crate::server::app::App;
-use crate::server::mcp::ClientId;
 use crate::server::middleware::Arrived;
+use crate::server::middleware::ClientId;
 
 /// The most a chat answer read back may hold.
 pub const MAX_ANSWER_BYTES: usize = 256 << 20;
@@ -59,8 +59,7 @@ pub(crate) async fn serve_as_chat(
     let gap = Duration::from_millis(app.config.server.request_timeout_ms.max(1));
     let body = Bytes::from(chat.to_string());
     let answer =
-        crate::server::openai::chat::chat_completions(axum::extract::State(app), client, arrived, headers, Ok(body))
-            .await;
+        crate::server::chat::chat_completions(axum::extract::State(app), client, arrived, headers, Ok(body)).await;
     if answer.status() != axum::http::StatusCode::OK {
         return ChatAnswer::Refused(answer);
     }

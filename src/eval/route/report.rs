@@ -13,7 +13,7 @@ use super::{
     WORDS_ONLY,
 };
 use crate::eval::retrieval::Latency;
-use crate::server::openai::tools::ClientTool;
+use crate::server::chat::tools::ClientTool;
 
 /// Recall and all-kept share of one method.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]

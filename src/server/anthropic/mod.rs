@@ -23,7 +23,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use crate::server::app::App;
-use crate::server::mcp::ClientId;
+use crate::server::middleware::ClientId;
 use crate::server::middleware::{Arrived, unreadable};
 use crate::server::translate::{self, ChatAnswer};
 
@@ -33,6 +33,24 @@ const MAX_ERROR_BYTES: usize = 1 << 20;
 fn invalid(message: impl Into<String>) -> Response {
     let status = StatusCode::BAD_REQUEST;
     (status, axum::Json(output::error_body(status, &message.into()))).into_response()
+}
+
+/// The Anthropic face's routes, admitted by `admit` (the floor's keys and
+/// limits), every answer that is an error (the floor's too) rewritten into
+/// Anthropic's shape.
+pub fn routes<L>(admit: L) -> axum::Router<Arc<App>>
+where
+    L: tower::Layer<axum::routing::Route> + Clone + Send + Sync + 'static,
+    L::Service:
+        tower::Service<axum::extract::Request, Error = std::convert::Infallible> + Clone + Send + Sync + 'static,
+    <L::Service as tower::Service<axum::extract::Request>>::Response: IntoResponse + 'static,
+    <L::Service as tower::Service<axum::extract::Request>>::Future: Send + 'static,
+{
+    axum::Router::new()
+        .route("/v1/messages", axum::routing::post(messages))
+        .route("/v1/messages/count_tokens", axum::routing::post(count_tokens))
+        .layer(admit)
+        .layer(axum::middleware::map_response(anthropic_errors))
 }
 
 pub(crate) async fn messages(

@@ -18,9 +18,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::server::app::App;
-use crate::server::mcp::ClientId;
+use crate::server::error::ApiError;
+use crate::server::middleware::ClientId;
 use crate::server::middleware::{Operator, body_and_engine, not_ready, operator_only};
-use crate::server::openai::ApiError;
 
 /// Most traces one listing returns.
 pub const MAX_TRACES: usize = 200;

@@ -19,7 +19,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::server::app::App;
-use crate::server::openai::ApiError;
+use crate::server::error::ApiError;
 
 /// The console's files: path under `/ui/`, content type, bytes.
 const ASSETS: &[(&str, &str, &[u8])] = &[
@@ -48,6 +48,19 @@ const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsa
                    connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
 /// `GET /ui`: the page.
+/// The console's page and assets (no key: the page asks for one) and its
+/// API (keys and limits are the floor's, around them).
+pub fn routes() -> (axum::Router<Arc<App>>, axum::Router<Arc<App>>) {
+    use axum::routing::{get, post};
+    let open = axum::Router::new().route("/ui", get(page)).route("/ui/", get(page)).route("/ui/{*path}", get(asset));
+    let api = axum::Router::new()
+        .route("/v1/traces", get(api::traces))
+        .route("/v1/plan", post(api::plan))
+        .route("/v1/apis/{function}", get(api::api))
+        .route("/v1/console/overview", get(api::overview));
+    (open, api)
+}
+
 pub(crate) async fn page() -> Response {
     asset_response("index.html")
 }

@@ -14,8 +14,8 @@ use serde_json::json;
 
 use crate::engine::loading::NotReady;
 use crate::server::app::App;
+use crate::server::error::ApiError;
 use crate::server::middleware::not_ready;
-use crate::server::openai::ApiError;
 
 pub(crate) async fn mcp(State(app): State<Arc<App>>, request: Request) -> Response {
     let Some(service) = app.mcp.get() else {

@@ -31,6 +31,7 @@ mod tools;
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
+use crate::server::middleware::ClientId;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
     PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
@@ -43,6 +44,12 @@ use crate::engine::loading::{Loading, NotReady};
 use crate::engine::{CallRequest, Called, Engine};
 pub use session::Session;
 
+/// The MCP face's route over streamable HTTP (keys and limits are the
+/// floor's, around it).
+pub fn routes() -> axum::Router<Arc<crate::server::app::App>> {
+    axum::Router::new().route("/mcp", axum::routing::any(http::mcp))
+}
+
 /// The tools every session has.
 const FIXED: [&str; 3] = ["search_tools", "plan", "call_api"];
 /// How long a call waits for an engine that is loading (not building its index).
@@ -52,11 +59,6 @@ const LOAD_PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
 const INSTRUCTIONS: &str = "toolrouter reaches thousands of real REST APIs and the tools of its MCP servers. \
 Call `search_tools` (or `plan` for a multi-step request) to find the APIs you need; then call them by name \
 (they also appear as tools of your session), or through `call_api`.";
-
-/// The client on whose behalf an HTTP request runs (set by the server's
-/// auth layer as a request extension): rate limits are kept per client.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClientId(pub String);
 
 /// One MCP session's handler. It answers at once, even while the engine
 /// is still loading: the tools then say how far loading has got.

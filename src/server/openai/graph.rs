@@ -12,8 +12,8 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::ApiError;
 use crate::server::app::App;
+use crate::server::error::ApiError;
 use crate::server::middleware::not_ready;
 
 /// Links shown each way when the request does not say.

@@ -6,8 +6,8 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use super::ApiError;
 use crate::server::app::App;
+use crate::server::error::ApiError;
 
 /// `GET /v1/models`: the names of `openai.models`; without a map, the
 /// upstream model server's own list (so model pickers fill).

@@ -10,10 +10,10 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use super::ApiError;
 use crate::engine::{CallRequest, Called};
 use crate::server::app::App;
-use crate::server::mcp::ClientId;
+use crate::server::error::ApiError;
+use crate::server::middleware::ClientId;
 use crate::server::middleware::body_and_engine;
 use crate::upstream::{CallError, ErrorClass};
 

@@ -13,8 +13,8 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::ApiError;
 use crate::server::app::App;
+use crate::server::error::ApiError;
 use crate::server::middleware::body_and_engine;
 
 #[derive(Deserialize)]

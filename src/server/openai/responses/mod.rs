@@ -1,7 +1,7 @@
 //! `POST /v1/responses`: OpenAI's Responses API, served by translation. The
 //! request becomes the chat-completions request it means
 //! ([`request::to_chat`]) and is served exactly as one
-//! ([`super::chat::chat_completions`]: route, plan and execute modes, the
+//! ([`crate::server::chat::chat_completions`]: route, plan and execute modes, the
 //! `toolrouter` field and the `x-toolrouter-mode` header, tool-call checks
 //! and repairs, limits and errors); its answer becomes a response object
 //! ([`output`]) or, streamed, the Responses event stream ([`events`]).
@@ -25,15 +25,16 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
-use super::ApiError;
 use crate::server::app::App;
-use crate::server::mcp::ClientId;
+use crate::server::error::ApiError;
+use crate::server::middleware::ClientId;
 use crate::server::middleware::{Arrived, unreadable};
 use crate::server::translate::{self, ChatAnswer};
 use store::{Keeper, ResponseStore};
 
 pub(crate) async fn responses(
     State(app): State<Arc<App>>,
+    axum::Extension(kept): axum::Extension<Arc<ResponseStore>>,
     client: Option<axum::Extension<ClientId>>,
     arrived: Option<axum::Extension<Arrived>>,
     headers: axum::http::HeaderMap,
@@ -48,16 +49,16 @@ pub(crate) async fn responses(
         Err(e) => return ApiError::invalid(format!("the request body is not valid JSON: {e}"), None).into_response(),
     };
     let owner = client.as_ref().map(|c| c.0.0.clone());
-    let conversation = match conversation(&app.responses, &parsed, owner.as_deref()).await {
+    let conversation = match conversation(&kept, &parsed, owner.as_deref()).await {
         Ok(items) => items,
         Err(e) => return e.into_response(),
     };
     let wanted = match parsed.get("store") {
-        None | Some(Value::Null | Value::Bool(true)) => app.responses.enabled(),
+        None | Some(Value::Null | Value::Bool(true)) => kept.enabled(),
         Some(Value::Bool(false)) => false,
         Some(_) => return ApiError::invalid("`store` must be true or false", Some("store")).into_response(),
     };
-    let keeper = wanted.then(|| Keeper { store: app.responses.clone(), owner, items: conversation.clone() });
+    let keeper = wanted.then(|| Keeper { store: kept.clone(), owner, items: conversation.clone() });
     let mut echo = output::Echo::new(&parsed);
     echo.store = wanted;
     if let Some(fields) = parsed.as_object_mut() {

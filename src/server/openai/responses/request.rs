@@ -12,7 +12,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::server::openai::ApiError;
+use crate::server::error::ApiError;
 
 /// Responses fields with no chat counterpart that change nothing a
 /// chat-completions model server does: dropped.

@@ -17,7 +17,6 @@ use axum::response::{IntoResponse, Response};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::ApiError;
 use super::request::{self, ChatRequest};
 use super::tools::ClientTool;
 use crate::config::OpenAiConfig;
@@ -28,6 +27,7 @@ use crate::retrieval::tool_list::{
     self, Conversation, Dense, Kept, ListVectors, ListWeights, QueryVectors, ToolListRanker, ToolSet,
 };
 use crate::retrieval::tool_memory::Recalled;
+use crate::server::error::ApiError;
 
 /// What narrowing reads of a conversation, owned.
 pub struct Asked {
@@ -501,9 +501,7 @@ mod tests {
                 &json!({"type": "function", "function": {"name": name, "parameters": schema.clone()}}),
             )
             .unwrap(),
-            check: crate::server::openai::tools::Check::Schema(crate::server::openai::tools::Schema::new(
-                &schema, true,
-            )),
+            check: crate::server::chat::tools::Check::Schema(crate::server::chat::tools::Schema::new(&schema, true)),
         })
     }
 

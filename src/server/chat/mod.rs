@@ -1,7 +1,26 @@
-//! `POST /v1/chat/completions`: the request parsed and checked, then
-//! handed to its mode — execute ([`super::execute`]), plan
-//! ([`super::plan`], then answered as route mode is), route
-//! ([`super::route`], [`super::stream`]).
+//! The chat pipeline every chat-speaking face is served by: a
+//! chat-completions request (OpenAI's `POST /v1/chat/completions` as it
+//! comes, the Responses API and Anthropic's Messages translated into one,
+//! [`crate::server::translate`]) parsed and checked ([`request`], the
+//! client's tools in [`tools`]), then handed to its mode: route (a request
+//! with `tools`, [`route`], streamed by [`stream`]: the client's tools
+//! narrowed to the `openai.max_tools` most relevant, the request sent to
+//! the upstream model, returned `tool_calls` checked against the original
+//! schemas and repaired through the model); plan ([`plan`]: the planner's
+//! and retrieval's catalog APIs offered as the tools, then answered as
+//! route mode is; the client executes the calls with `POST
+//! /v1/tools/call`); execute ([`execute`]: toolrouter runs the request
+//! itself and answers, its trace kept in [`traces`]). A route request
+//! without `tools` is forwarded unchanged. Answers and errors are chat
+//! completions' and OpenAI's.
+
+pub mod execute;
+pub mod plan;
+pub mod request;
+pub mod route;
+pub mod stream;
+pub mod tools;
+pub mod traces;
 
 use std::sync::Arc;
 
@@ -9,11 +28,11 @@ use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::response::{IntoResponse, Response};
 
-use super::ApiError;
-use super::request::Mode;
 use crate::server::app::App;
-use crate::server::mcp::ClientId;
+use crate::server::error::ApiError;
+use crate::server::middleware::ClientId;
 use crate::server::middleware::{Arrived, not_ready, unreadable};
+use request::Mode;
 
 /// Of `server.request_timeout_ms`, what a request's model requests leave
 /// for answering.
@@ -35,11 +54,10 @@ pub(crate) async fn chat_completions(
     // retries and repairs fit and the answer says why (504), not `observe`.
     let spent = arrived.map_or(0, |a| a.0.0.elapsed().as_millis() as u64);
     let budget = app.config.server.request_timeout_ms.saturating_sub(BUDGET_MARGIN_MS + spent).max(1);
-    let mut request =
-        match crate::server::openai::request::parse(&body, &app.config.openai, header_mode, &app.tool_lists, budget) {
-            Ok(r) => r,
-            Err(e) => return e.into_response(),
-        };
+    let mut request = match request::parse(&body, &app.config.openai, header_mode, &app.tool_lists, budget) {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
     let Some(llm) = &app.llm else {
         return ApiError::from(crate::llm::LlmError::NotConfigured).into_response();
     };
@@ -52,7 +70,7 @@ pub(crate) async fn chat_completions(
             Err(e) => return not_ready(e),
         };
         let client = client.map(|c| c.0.0);
-        return crate::server::openai::execute::respond(engine, runner.clone(), request, client, &app.config.openai)
+        return crate::server::chat::execute::respond(engine, runner.clone(), request, client, &app.config.openai)
             .await
             .unwrap_or_else(IntoResponse::into_response);
     }
@@ -62,7 +80,7 @@ pub(crate) async fn chat_completions(
             Ok(engine) => engine,
             Err(e) => return not_ready(e),
         };
-        match crate::server::openai::plan::offer(engine, &request, app.config.openai.max_tools).await {
+        match crate::server::chat::plan::offer(engine, &request, app.config.openai.max_tools).await {
             Ok((tools, steps)) => {
                 request.tools = tools.into();
                 planned = Some(steps);
@@ -86,10 +104,9 @@ pub(crate) async fn chat_completions(
         narrowing.weight = Arc::new(move |from: &str, to: &str| engine.transition_weight(from, to));
     }
     let result = if request.stream {
-        crate::server::openai::stream::stream(request, llm.clone(), app.config.openai.clone(), &narrowing, planned)
-            .await
+        crate::server::chat::stream::stream(request, llm.clone(), app.config.openai.clone(), &narrowing, planned).await
     } else {
-        crate::server::openai::route::complete(request, llm.as_ref(), &app.config.openai, &narrowing, planned).await
+        crate::server::chat::route::complete(request, llm.as_ref(), &app.config.openai, &narrowing, planned).await
     };
     match result {
         Ok(r) => r,

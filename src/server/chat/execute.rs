@@ -13,7 +13,6 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::ApiError;
 use super::request::ChatRequest;
 use super::stream::{data, done, event_stream};
 use super::traces::Traces;
@@ -23,6 +22,7 @@ use crate::engine::Engine;
 use crate::engine::solve::{self, Solution};
 use crate::llm::wire::{Choice, Chunk, ChunkChoice, Completion, Fields, Message};
 use crate::llm::{ChatModel, LlmError};
+use crate::server::error::ApiError;
 
 /// What execute runs share: the upstream model, the kept traces and the
 /// cap on runs in flight.

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::ApiError;
 use super::request::ChatRequest;
 use super::tools::{ClientTool, catalog_tool};
 use crate::engine::Engine;
 use crate::llm::wire::Message;
+use crate::server::error::ApiError;
 
 /// The text of the latest user message that has some.
 fn latest_request(req: &ChatRequest) -> Result<Option<String>, ApiError> {

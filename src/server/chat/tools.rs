@@ -32,10 +32,10 @@ use lru::LruCache;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::ApiError;
 use super::request::unparsable;
 use crate::args;
 use crate::catalog::Api;
+use crate::server::error::ApiError;
 
 /// A tool offered to the model: one of the client's, or a catalog API (plan mode).
 #[derive(Debug)]

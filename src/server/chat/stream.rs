@@ -27,7 +27,6 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::ApiError;
 use super::request::ChatRequest;
 use super::route::{Narrowed, Narrowing, Repaired, normalize_tool_calls, prepare, repaired, report};
 use crate::config::OpenAiConfig;
@@ -35,6 +34,7 @@ use crate::llm::wire::{
     Choice, Chunk, ChunkChoice, Completion, CompletionUsage, Content, FunctionCall, Message, ToolCall,
 };
 use crate::llm::{ChatModel, Usage};
+use crate::server::error::ApiError;
 
 /// Events buffered between the model and a slow client.
 const BUFFER: usize = 64;

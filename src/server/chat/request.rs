@@ -13,10 +13,10 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::ApiError;
 use super::tools::{ClientTool, ToolLists};
 use crate::config::OpenAiConfig;
 use crate::llm::wire::{Message, RequestBody};
+use crate::server::error::ApiError;
 
 /// A checked request.
 pub struct ChatRequest {
@@ -235,7 +235,7 @@ mod tests {
     use axum::http::StatusCode;
 
     use super::*;
-    use crate::server::openai::tools::*;
+    use crate::server::chat::tools::*;
     use serde_json::json;
 
     fn body(tools: &[Value]) -> Vec<u8> {
