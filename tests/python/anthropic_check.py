@@ -102,6 +102,16 @@ try:
     check(False, "count_tokens is refused")
 except anthropic.BadRequestError as e:
     check("count_tokens is not served" in str(e), f"{e}")
+# The models, as Anthropic's SDK reads them (the same route OpenAI's SDK reads).
+models = client.models.list()
+check([m.id for m in models.data] == ["scripted"] and models.data[0].type == "model", f"models: {models}")
+check(client.models.retrieve("scripted").display_name == "scripted", "one model")
+try:
+    client.models.retrieve("no-such-model")
+    check(False, "an unknown model must be 404")
+except anthropic.NotFoundError:
+    pass
+
 # LangChain's ChatAnthropic with a bound tool: the call, its result, the answer; streamed.
 from langchain_anthropic import ChatAnthropic
 from langchain_core.messages import HumanMessage, ToolMessage

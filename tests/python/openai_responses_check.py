@@ -112,6 +112,10 @@ try:
 except openai.AuthenticationError as e:
     check(e.status_code == 401, f"{e}")
 
+# The models, as OpenAI's SDK reads them (the same route Anthropic's SDK reads).
+check([m.id for m in client.models.list().data] == ["scripted"], "models")
+check(client.models.retrieve("scripted").owned_by, "one model")
+
 # LangChain over the Responses API.
 from langchain_openai import ChatOpenAI
 

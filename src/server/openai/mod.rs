@@ -32,6 +32,7 @@ pub fn routes(app: &App) -> axum::Router<Arc<App>> {
     let responses = post(responses::responses).layer(axum::Extension(Arc::new(kept)));
     axum::Router::new()
         .route("/v1/models", get(models::models))
+        .route("/v1/models/{id}", get(models::model))
         .route("/v1/chat/completions", post(crate::server::chat::chat_completions))
         .route("/v1/responses", responses)
         .route("/v1/tools/call", post(tools_call::tools_call))
