@@ -16,6 +16,25 @@ use crate::server::app::App;
 use crate::server::middleware::Arrived;
 use crate::server::middleware::ClientId;
 
+/// The id of the first `tool` message in `messages` (chat messages) that
+/// answers no earlier assistant tool call: a model server refuses such a
+/// conversation, so a translated face says which result is wrong first.
+pub fn unanswerable_result(messages: &[serde_json::Value]) -> Option<String> {
+    let mut called = std::collections::HashSet::new();
+    for message in messages {
+        if let Some(calls) = message.get("tool_calls").and_then(serde_json::Value::as_array) {
+            called.extend(calls.iter().filter_map(|c| c.get("id")?.as_str()));
+        }
+        if message.get("role").and_then(serde_json::Value::as_str) == Some("tool") {
+            let id = message.get("tool_call_id").and_then(serde_json::Value::as_str).unwrap_or_default();
+            if !called.contains(id) {
+                return Some(id.to_string());
+            }
+        }
+    }
+    None
+}
+
 /// The most a chat answer read back may hold.
 pub const MAX_ANSWER_BYTES: usize = 256 << 20;
 

@@ -39,6 +39,11 @@ pub fn to_chat(body: &Value) -> Result<Value, Invalid> {
         messages.extend(chat_messages(message).map_err(|e| format!("messages.{i}: {e}"))?);
     }
     let mut chat = Map::new();
+    if let Some(id) = crate::server::translate::unanswerable_result(&messages) {
+        return Err(format!(
+            "messages: a `tool_result` for `{id}`, which no earlier `tool_use` block has (each result answers a call of the conversation)"
+        ));
+    }
     chat.insert("messages".into(), Value::Array(messages));
     for (key, value) in fields {
         match key.as_str() {
@@ -277,6 +282,10 @@ mod tests {
             (
                 json!({"messages": [{"role": "user", "content": [{"type": "tool_use", "id": "a", "name": "b"}]}]}),
                 "in a user message",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_9"}]}]}),
+                "a `tool_result` for `toolu_9`, which no earlier `tool_use` block has",
             ),
             (
                 json!({"tools": [{"type": "web_search_20250305", "name": "web_search"}]}),

@@ -57,6 +57,13 @@ pub fn to_chat(body: &Value) -> Result<Value, ApiError> {
         Some(_) => return Err(ApiError::invalid("`input` must be a string or a list of items", Some("input"))),
         None => return Err(ApiError::invalid("`input` is required", Some("input"))),
     }
+    if let Some(id) = crate::server::translate::unanswerable_result(&messages) {
+        let message = format!(
+            "input: a `function_call_output` for `{id}`, which no earlier `function_call` has \
+             (send the call too, or continue the response that made it with `previous_response_id`)"
+        );
+        return Err(ApiError::invalid(message, Some("input")));
+    }
     chat.insert("messages".into(), Value::Array(messages));
     for (key, value) in fields {
         match key.as_str() {
@@ -338,6 +345,10 @@ mod tests {
                 "input[0]: items of type \"file_search_call\"",
             ),
             (json!({"model": "m", "input": "x", "tool_choice": {"type": "file_search"}}), "`tool_choice` must be"),
+            (
+                json!({"model": "m", "input": [{"type": "function_call_output", "call_id": "c9", "output": "x"}]}),
+                "a `function_call_output` for `c9`, which no earlier `function_call` has",
+            ),
             (json!({"model": "m", "input": "x", "text": {"format": {"type": "grammar"}}}), "text.format"),
         ] {
             let error = to_chat(&body).unwrap_err();
