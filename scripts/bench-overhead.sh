@@ -16,6 +16,12 @@
 #             embedded), 400 KB body
 #   sat       saturation (closed loop, 32 connections, 10 s): the mock
 #             alone, toolrouter with body.json, and without `tools`
+#   faces     compare.sh at 1,000 req/s for each face with the same request:
+#             chat completions (body.json), the Responses API (store: false,
+#             then stored: an fsync'd journal line each) and Anthropic's
+#             Messages, each against the mock's chat completions with
+#             body.json (a copy of the harness that posts to the face's path
+#             and sends body.json to the mock)
 #
 # toolrouter runs `serve` as a user would start it: the release build, the
 # embedded catalog, the default `log.level` (info, one line per request,
@@ -33,7 +39,7 @@ mock_port="${MOCK_PORT:-18080}" port="${PORT:-18081}"
 results="${RESULTS_DIR:-$HOME/.cache/toolrouter/bench/overhead-$(date +%Y%m%d-%H%M)}"
 duration="${DURATION:-15}" rounds="${ROUNDS:-3}"
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(rate1k rate5k stream tools1k sat)
+[ ${#steps[@]} -gt 0 ] || steps=(rate1k rate5k stream tools1k sat faces)
 command -v oha >/dev/null || [ -x "$HOME/.cargo/bin/oha" ] || { echo "needs oha: cargo install oha --locked" >&2; exit 1; }
 [ -x "$bin" ] || { echo "needs $bin: cargo build --release" >&2; exit 1; }
 mkdir -p "$results"
@@ -76,11 +82,38 @@ for i in range(len(tools), 1000):
         "parameters": {"type": "object", "properties": {c: {"type": "string", "description": f"the {c}"},
                        "limit": {"type": "integer"}}, "required": [c]}}})
 json.dump(dict(body, tools=tools), open(f"{out}/tools1k.json", "w"))
+# The same request for the Responses API and Anthropic's Messages.
+system, user = body["messages"][0]["content"], body["messages"][1]["content"]
+functions = [t["function"] for t in body["tools"]]
+responses = {"model": body["model"], "instructions": system, "input": user, "temperature": body["temperature"],
+             "max_output_tokens": body["max_tokens"], "tool_choice": "auto",
+             "tools": [dict(f, type="function") for f in functions]}
+json.dump(dict(responses, store=False), open(f"{out}/responses.json", "w"))
+json.dump(responses, open(f"{out}/responses-store.json", "w"))
+json.dump({"model": body["model"], "system": system, "messages": [{"role": "user", "content": user}],
+           "max_tokens": body["max_tokens"], "temperature": body["temperature"], "tool_choice": {"type": "auto"},
+           "tools": [{"name": f["name"], "description": f["description"], "input_schema": f["parameters"]}
+                     for f in functions]}, open(f"{out}/messages.json", "w"))
 PY
+
+# The harness, copied to post to any face's path (run.sh takes only
+# .../chat/completions) with body.json for the mock (DIRECT_BODY).
+faces_harness="$work/harness"
+mkdir -p "$faces_harness"
+cp -r "$harness/run.sh" "$harness/compare.sh" "$harness/lib" "$faces_harness/"
+sed -i 's|^  \*/chat/completions) URL="\$TARGET" ;;|  */chat/completions\|*/responses\|*/messages) URL="$TARGET" ;;|' "$faces_harness/run.sh"
+sed -i 's|then url="\$MOCK"; key="\$DIRECT_KEY"; pids="\${MOCK_PIDS:-}"|then url="$MOCK"; key="$DIRECT_KEY"; pids="${MOCK_PIDS:-}"; body="${DIRECT_BODY:-$BODY}"|; s|else url="\$GW"; key="\${GATEWAY_KEY:-}"; pids="\${GATEWAY_PIDS:-}"; fi|else url="$GW"; key="${GATEWAY_KEY:-}"; pids="${GATEWAY_PIDS:-}"; body="$BODY"; fi|; s|  LABEL="\$tag" API_KEY="\$key"|  LABEL="$tag" BODY="$body" API_KEY="$key"|' "$faces_harness/compare.sh"
+grep -q 'responses|\*/messages' "$faces_harness/run.sh" && grep -q 'BODY="$body"' "$faces_harness/compare.sh" \
+  || { echo "the harness changed: the faces step's copy could not be adapted" >&2; exit 1; }
 
 compare() { # LABEL RATE BODY
   LABEL="$1" BODY="$3" RESULTS_DIR="$results" GATEWAY_PIDS="$gw_pid" MOCK_PIDS="$mock_pid" \
     "$harness/compare.sh" "http://127.0.0.1:$port" "http://127.0.0.1:$mock_port" "$2" "$duration" "$rounds"
+}
+face() { # LABEL PATH BODY
+  LABEL="$1" BODY="$3" DIRECT_BODY="$harness/body.json" RESULTS_DIR="$results" GATEWAY_PIDS="$gw_pid" \
+    MOCK_PIDS="$mock_pid" "$faces_harness/compare.sh" "http://127.0.0.1:$port$2" "http://127.0.0.1:$mock_port" \
+    1000 "$duration" "$rounds"
 }
 saturate() { # LABEL URL BODY
   LABEL="$1" BODY="$3" SUMMARY_OUT="$results/sat-$1.json" "$harness/run.sh" "$2" max 10
@@ -101,6 +134,11 @@ for step in "${steps[@]}"; do
       saturate mock "http://127.0.0.1:$mock_port" "$harness/body.json"
       saturate toolrouter "http://127.0.0.1:$port" "$harness/body.json"
       saturate toolrouter-no-tools "http://127.0.0.1:$port" "$work/no-tools.json" ;;
+    faces)
+      face chat /v1/chat/completions "$harness/body.json"
+      face responses /v1/responses "$work/responses.json"
+      face responses-stored /v1/responses "$work/responses-store.json"
+      face messages /v1/messages "$work/messages.json" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done
