@@ -281,18 +281,43 @@ impl LlmClient {
         let response = self.send(body.to_json(true).into(), deadline).await?;
         let content_type =
             response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
-        if !content_type.starts_with("text/event-stream") {
-            return self.not_a_stream(response, &content_type).await;
-        }
         let gap = Duration::from_millis(self.config.timeout_ms);
         let cap = self.config.max_response_bytes;
-        let bytes = http_body_util::BodyDataStream::new(response.into_body());
-        let events = sse::events(bytes.map(|item| item.map_err(sse::BoxError::from)).boxed(), gap, cap);
+        let mut bytes = http_body_util::BodyDataStream::new(response.into_body())
+            .map(|item| item.map_err(sse::BoxError::from))
+            .boxed();
+        if !content_type.starts_with("text/event-stream") {
+            // Some servers label their event streams `application/json`:
+            // the body, not the label, says what it is.
+            let start = self.body_start(&mut bytes).await?;
+            if !looks_like_events(&start) {
+                return self.not_a_stream(start, bytes, &content_type).await;
+            }
+            bytes = futures_util::stream::iter([Ok(Bytes::from(start))]).chain(bytes).boxed();
+        }
+        let events = sse::events(bytes, gap, cap);
         Ok(Box::pin(events.inspect(|item| {
             if let Err(e) = item {
                 tracing::warn!("model stream failed: {e}");
             }
         })))
+    }
+
+    /// The body's first bytes, enough to tell JSON from events (past white
+    /// space, a field name's length), or all of it, within the model's timeout.
+    async fn body_start(&self, bytes: &mut sse::Bytes<Bytes>) -> Result<Vec<u8>, LlmError> {
+        let timeout = Duration::from_millis(self.config.timeout_ms);
+        let mut start = Vec::new();
+        let told = |start: &[u8]| start.iter().filter(|b| !b.is_ascii_whitespace()).count() >= 6;
+        while !told(&start) && start.len() <= self.config.max_response_bytes {
+            match tokio::time::timeout(timeout, bytes.next()).await {
+                Err(_) => return Err(LlmError::Timeout(self.config.timeout_ms)),
+                Ok(None) => break,
+                Ok(Some(Err(e))) => return Err(LlmError::Connect(format!("reading the answer: {e}"))),
+                Ok(Some(Ok(piece))) => start.extend_from_slice(&piece),
+            }
+        }
+        Ok(start)
     }
 
     /// A whole answer's body, within the model's timeout and size cap.
@@ -303,11 +328,22 @@ impl LlmClient {
             .map_err(|_| LlmError::Timeout(self.config.timeout_ms))?
     }
 
-    /// The answer to a streamed request that is not an event stream: one
-    /// JSON completion (a server that ignores `stream`) becomes its chunks;
-    /// anything else is malformed.
-    async fn not_a_stream(&self, response: transport::Response, kind: &str) -> Result<Chunks, LlmError> {
-        let bytes = self.read_answer(response).await?;
+    /// The answer to a streamed request that is not an event stream (its
+    /// first bytes `start`, then `rest`): one JSON completion (a server
+    /// that ignores `stream`) becomes its chunks; anything else is malformed.
+    async fn not_a_stream(&self, start: Vec<u8>, rest: sse::Bytes<Bytes>, kind: &str) -> Result<Chunks, LlmError> {
+        let cap = self.config.max_response_bytes;
+        let timeout = Duration::from_millis(self.config.timeout_ms);
+        let read = rest.fold(Ok(start), |all: Result<Vec<u8>, LlmError>, piece| async move {
+            let mut all = all?;
+            all.extend_from_slice(&piece.map_err(|e| LlmError::Connect(format!("reading the answer: {e}")))?);
+            match all.len() > cap {
+                true => Err(LlmError::Malformed(format!("the answer is larger than {cap} bytes"))),
+                false => Ok(all),
+            }
+        });
+        let bytes =
+            tokio::time::timeout(timeout, read).await.map_err(|_| LlmError::Timeout(self.config.timeout_ms))??;
         let completion = serde_json::from_slice::<Completion>(&bytes).ok().filter(Completion::has_messages);
         let Some(completion) = completion else {
             return Err(LlmError::Malformed(format!(
@@ -318,6 +354,14 @@ impl LlmClient {
         let chunks: Vec<Result<Chunk, LlmError>> = chunks_of(&completion).into_iter().map(Ok).collect();
         Ok(Box::pin(futures_util::stream::iter(chunks)))
     }
+}
+
+/// Whether a body starting with `start` is server-sent events (a field
+/// name and a colon, or a comment), whatever its label.
+fn looks_like_events(start: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(start);
+    let text = text.trim_start();
+    ["data:", "event:", "id:", "retry:", ":"].iter().any(|field| text.starts_with(field))
 }
 
 /// An error status's [`LlmError::Status`]: the server's message (its

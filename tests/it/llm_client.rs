@@ -40,6 +40,11 @@ fn finish(index: u64) -> String {
 }
 
 fn sse(events: Vec<String>, then_hang: bool) -> Response {
+    labelled(events, then_hang, "text/event-stream")
+}
+
+/// An event stream sent with the content type `label`.
+fn labelled(events: Vec<String>, then_hang: bool, label: &'static str) -> Response {
     let stream = futures_util::stream::iter(events.into_iter().map(Ok::<_, std::io::Error>)).chain(
         futures_util::stream::once(async move {
             if then_hang {
@@ -48,7 +53,7 @@ fn sse(events: Vec<String>, then_hang: bool) -> Response {
             Ok(String::new())
         }),
     );
-    ([("content-type", "text/event-stream")], Body::from_stream(stream)).into_response()
+    ([("content-type", label)], Body::from_stream(stream)).into_response()
 }
 
 /// The scripted model: the first path segment names the scenario.
@@ -79,6 +84,14 @@ async fn model(State(seen): State<Seen>, Path(scenario): Path<String>, headers: 
             sse(vec![chunk("a"), format!("data: {}\n\n", json!({"error": {"message": "overloaded"}}))], false)
         }
         "stream-stall" => sse(vec![chunk("a")], true),
+        // Some servers label their streams as JSON; the first piece splits a field name.
+        "stream-as-json" => {
+            let events =
+                vec!["\nda".into(), format!("ta: {}\n\n", &chunk("a")[6..]), chunk("b"), "data: [DONE]\n\n".into()];
+            labelled(events, false, "application/json")
+        }
+        "stream-json-answer" => labelled(vec![completion("whole").to_string()], false, "application/json"),
+        "stream-html" => labelled(vec!["<html><body>502</body></html>".into()], false, "text/html"),
         "stream-early-eof" => sse(vec![chunk("a"), chunk("b"), chunk("c")], false),
         "stream-finish-eof" => sse(vec![chunk("a"), finish(0)], false),
         "stream-finish-hang" => sse(vec![chunk("a"), finish(0)], true),
@@ -222,6 +235,17 @@ async fn streams_chunks_errors_and_stalls() {
         chunks.iter().map(|c| c.as_ref().unwrap().choices[0].delta.as_ref().unwrap().text()).collect();
     assert_eq!(texts, ["a", "b", "c"]);
     assert_eq!(seen.lock().unwrap()["stream"][0].0["stream"], true);
+
+    // The body, not the label: an event stream labelled JSON is read as one,
+    // a JSON completion as its chunks, a page as what it is.
+    let chunks: Vec<_> = client(&base, "stream-as-json").stream(&request(), later()).await.unwrap().collect().await;
+    let texts: Vec<String> =
+        chunks.iter().map(|c| c.as_ref().unwrap().choices[0].delta.as_ref().unwrap().text()).collect();
+    assert_eq!(texts, ["a", "b"]);
+    let chunks: Vec<_> = client(&base, "stream-json-answer").stream(&request(), later()).await.unwrap().collect().await;
+    assert!(chunks.iter().all(Result::is_ok) && !chunks.is_empty(), "{chunks:?}");
+    let page = client(&base, "stream-html").stream(&request(), later()).await.err();
+    assert!(matches!(&page, Some(LlmError::Malformed(m)) if m.contains("text/html")), "{page:?}");
 
     let items: Vec<_> = client(&base, "stream-error").stream(&request(), later()).await.unwrap().collect().await;
     assert_eq!(items.len(), 2);
