@@ -133,20 +133,66 @@ async fn refresh(context: &Context, peer: &Peer<RoleClient>, description: &str) 
     Ok(())
 }
 
-/// Every page of `tools/list`, as catalog entries.
+/// Every page of `tools/list`, as catalog entries. A tool the protocol's
+/// types cannot read (an `inputSchema` that is not an object…) is left out
+/// with a warning; the rest are kept.
 async fn list(peer: &Peer<RoleClient>, server: &str, description: &str) -> Result<McpServerTools, String> {
-    let tools = peer.list_all_tools().await.map_err(|e| format!("tools/list failed: {e}"))?;
-    let tools = tools
-        .into_iter()
-        .map(|t| McpTool {
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let (page, next) = list_page(peer, server, cursor.take()).await?;
+        tools.extend(page.into_iter().map(|t| McpTool {
             name: t.name.to_string(),
             title: t.title.clone(),
             description: t.description.as_deref().unwrap_or_default().to_string(),
             input_schema: serde_json::Value::Object((*t.input_schema).clone()),
             annotations: t.annotations.as_ref().and_then(|a| serde_json::to_value(a).ok()),
-        })
-        .collect();
+        }));
+        match next {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
     Ok(McpServerTools { server: server.to_string(), description: description.to_string(), tools })
+}
+
+/// One page of `tools/list` and the next page's cursor. Sent as a custom
+/// request: rmcp's typed `list_tools` fails the whole page on one tool it
+/// cannot read, while its untyped answer lets each tool be read alone.
+async fn list_page(
+    peer: &Peer<RoleClient>,
+    server: &str,
+    cursor: Option<String>,
+) -> Result<(Vec<rmcp::model::Tool>, Option<String>), String> {
+    use rmcp::model::{ClientRequest, CustomRequest, ServerResult};
+    let params = cursor.map(|c| serde_json::json!({"cursor": c}));
+    let request = ClientRequest::CustomRequest(CustomRequest::new("tools/list", params));
+    let answer = peer.send_request(request).await.map_err(|e| format!("tools/list failed: {e}"))?;
+    match answer {
+        ServerResult::ListToolsResult(page) => Ok((page.tools, page.next_cursor)),
+        ServerResult::CustomResult(rmcp::model::CustomResult(value)) => {
+            let Some(listed) = value.get("tools").and_then(serde_json::Value::as_array) else {
+                return Err("tools/list failed: the answer has no `tools` list".into());
+            };
+            let mut tools = Vec::new();
+            for (i, tool) in listed.iter().enumerate() {
+                match serde_json::from_value::<rmcp::model::Tool>(tool.clone()) {
+                    Ok(tool) => tools.push(tool),
+                    Err(e) => {
+                        let name = tool.get("name").and_then(serde_json::Value::as_str).unwrap_or("(no name)");
+                        tracing::warn!(server, tool = %crate::text::clip(name, 100), index = i, error = %e,
+                            "a tool of a downstream MCP server cannot be read and is left out");
+                    }
+                }
+            }
+            let next = value.get("nextCursor").and_then(serde_json::Value::as_str).map(str::to_string);
+            Ok((tools, next))
+        }
+        other => Err(format!(
+            "tools/list failed: an answer of another kind ({})",
+            crate::text::clip(&format!("{other:?}"), 200)
+        )),
+    }
 }
 
 /// What a server says of itself: its instructions, else its name and version.

@@ -3,7 +3,8 @@
 //! `@modelcontextprotocol/server-everything` from npm over stdio and over
 //! streamable HTTP) and a fixture server on the official `mcp` SDK
 //! (`tests/python/downstream_fixture.py`) for what the public servers
-//! cannot be made to do: hang, answer huge, list a bad schema, add tools at
+//! cannot be made to do: hang, answer huge, list a bad schema (and, by hand,
+//! a tool whose schema is not an object), add tools at
 //! run time, flood `list_changed`, die. `scripts/mcp-servers.sh` installs
 //! the public servers; without them the test says SKIPPED.
 
@@ -264,8 +265,14 @@ name = "silent"
 command = "{python}"
 args = ["-c", "import time; time.sleep(60)"]
 connect_timeout_ms = 1500
+
+[[catalog.mcp_servers]]
+name = "malformed"
+command = "{python}"
+args = ["{malformed}"]
 "#,
-        python = python.display()
+        python = python.display(),
+        malformed = python_dir().join("malformed_tools_server.py").display()
     );
     let run = |config: &str| {
         let path = dir.path().join("toolrouter.toml");
@@ -288,6 +295,12 @@ connect_timeout_ms = 1500
     assert!(metrics.contains("toolrouter_mcp_server_up{server=\"fixture\"} 1"), "{metrics}");
     let (status, body) = call(&url, "fixture__echo", json!({"text": "the rest works"}));
     assert_eq!((status, &body["response"]), (200, &json!("the rest works")), "{body}");
+    // One tool it cannot read leaves the server up with its other tools.
+    assert!(!ready.contains("`malformed`"), "{ready}");
+    let (status, body) = call(&url, "malformed__good", json!({"text": "kept"}));
+    assert_eq!((status, &body["response"]), (200, &json!("kept")), "{body}");
+    let (status, _) = call(&url, "malformed__broken", json!({}));
+    assert_eq!(status, 404, "the unreadable tool is left out");
     drop(first);
     let nodes = graph_nodes(state.path());
     assert!(nodes >= 1, "the call was learned");
