@@ -107,11 +107,15 @@ impl App {
             None
         });
         let runner = llm.clone().map(|llm| Arc::new(Runner::new(llm, config, cluster.clone())));
-        let share = if cluster.is_some() { f64::from(config.cluster.replicas.max(1)) } else { 1.0 };
+        // Without Redis, each replica admits its share of the rate and of the burst.
+        let share = if cluster.is_some() { config.cluster.replicas.max(1) } else { 1 };
+        let burst = config.server.client_burst.max(1).div_ceil(share);
         let limiter = (config.server.client_rate > 0.0)
-            .then(|| governor::Quota::with_period(Duration::from_secs_f64(share / config.server.client_rate)))
+            .then(|| {
+                governor::Quota::with_period(Duration::from_secs_f64(f64::from(share) / config.server.client_rate))
+            })
             .flatten()
-            .map(|q| q.allow_burst(std::num::NonZeroU32::new(config.server.client_burst.max(1)).expect("at least 1")))
+            .map(|q| q.allow_burst(std::num::NonZeroU32::new(burst).expect("at least 1")))
             .map(governor::RateLimiter::keyed);
         Arc::new(App {
             ranker: route_ranker(config, cluster.as_ref()),

@@ -99,18 +99,21 @@ impl Limits {
     }
 
     /// Limits shared through `cluster` by `replicas` replicas: while Redis
-    /// is unreachable, each enforces `1/replicas` of every rate locally.
+    /// is unreachable, each enforces `1/replicas` of every rate and of the
+    /// burst (rounded up) locally, so that together they stay near one burst.
     pub fn shared(config: &UpstreamConfig, cluster: Option<Arc<Cluster>>, replicas: u32) -> Limits {
         let burst = config.burst;
-        let share = if cluster.is_some() { f64::from(replicas.max(1)) } else { 1.0 };
+        let share = if cluster.is_some() { replicas.max(1) } else { 1 };
+        let local_burst = burst.div_ceil(share);
+        let share = f64::from(share);
         Limits {
             cluster,
             intervals: [config.global_rate, config.host_rate, config.api_rate, config.client_rate].map(interval),
             burst,
-            global: quota(config.global_rate / share, burst).map(RateLimiter::direct),
-            host: quota(config.host_rate / share, burst).map(RateLimiter::keyed),
-            api: quota(config.api_rate / share, burst).map(RateLimiter::keyed),
-            client: quota(config.client_rate / share, burst).map(RateLimiter::keyed),
+            global: quota(config.global_rate / share, local_burst).map(RateLimiter::direct),
+            host: quota(config.host_rate / share, local_burst).map(RateLimiter::keyed),
+            api: quota(config.api_rate / share, local_burst).map(RateLimiter::keyed),
+            client: quota(config.client_rate / share, local_burst).map(RateLimiter::keyed),
             slowed: DashMap::new(),
             max_wait: Duration::from_millis(config.max_wait_ms),
             clock: DefaultClock::default(),
