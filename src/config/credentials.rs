@@ -38,6 +38,19 @@ pub struct CredentialConfig {
     pub username: String,
     /// The token, key or password: `{ env = "VAR" }` or `{ file = "path" }`.
     pub secret: SecretRef,
+    /// The host may be (or resolve to) a private, loopback or link-local
+    /// address (an internal service), without `upstream.allow_private`
+    /// opening every host.
+    pub allow_private: bool,
+}
+
+/// The hosts (without their ports) whose credentials allow private addresses.
+pub fn private_hosts(credentials: &[CredentialConfig]) -> Vec<String> {
+    let host = |c: &CredentialConfig| {
+        let url = url::Url::parse(&format!("http://{}/", c.host)).ok()?;
+        Some(url.host_str()?.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase())
+    };
+    credentials.iter().filter(|c| c.allow_private).filter_map(host).collect()
 }
 
 /// Checks every credential and that no host has two, as (key, problem).

@@ -130,6 +130,13 @@ fn read_file(path: &Path) -> Result<Table, ConfigError> {
             resolve_paths(file, base);
         }
     }
+    // The secret files of `[[upstream.credentials]]`.
+    let credentials = table.get_mut("upstream").and_then(|u| u.get_mut("credentials")).and_then(Value::as_array_mut);
+    for credential in credentials.into_iter().flatten() {
+        if let Some(file) = credential.get_mut("secret").and_then(|s| s.get_mut("file")) {
+            resolve_paths(file, base);
+        }
+    }
     Ok(table)
 }
 

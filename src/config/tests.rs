@@ -114,6 +114,20 @@ fn paths_must_exist_and_resolve_against_the_file() {
 }
 
 #[test]
+fn credential_secret_files_resolve_against_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("toolrouter.toml");
+    let text = "[[upstream.credentials]]\nhost = \"api.example.com\"\nsecret = { file = \"secrets/token\" }\n\n\
+        [[catalog.mcp_servers]]\nname = \"a\"\nurl = \"http://h/mcp\"\n\
+        secret_headers = { Authorization = { file = \"secrets/mcp\" } }\n";
+    std::fs::write(&path, text).unwrap();
+    let (config, _) = Config::load_with_env(Some(&path), Vec::new()).unwrap();
+    assert_eq!(config.upstream.credentials[0].secret.file, dir.path().join("secrets/token"));
+    let header = &config.catalog.mcp_servers[0].secret_headers["Authorization"];
+    assert_eq!(header.file, dir.path().join("secrets/mcp"));
+}
+
+#[test]
 fn secrets_are_refused_in_the_file_and_read_from_key_files() {
     let (_, r) = load_text("[upstream]\nrapidapi_key = \"abc\"\n", &[]);
     let err = r.unwrap_err().to_string();

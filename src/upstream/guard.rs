@@ -5,13 +5,15 @@
 //! allowlist (`upstream.allowed_hosts`: `host`, `host:port`, `*.domain`).
 //! Its addresses must not be private, loopback, link-local or otherwise
 //! internal unless `upstream.allow_private` says so (a replay server on
-//! loopback is such a case). The address check runs in the DNS resolver
+//! loopback is such a case), or the host's credential does
+//! (`allow_private` in `[[upstream.credentials]]`: that host alone). The address check runs in the DNS resolver
 //! ([`GuardedResolver`]), so it holds for every connection: redirects and
 //! names that resolve to internal addresses included; IP-literal URLs are
 //! checked by [`Guard::check_url`]. Redirect targets are checked again.
 
 use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 
 use url::Url;
 
@@ -28,6 +30,8 @@ pub struct Guard {
     catalog_hosts: HashSet<String>,
     allowlist: Vec<String>,
     pub allow_private: bool,
+    /// Hosts allowed private addresses (their credentials say so).
+    private_hosts: Arc<HashSet<String>>,
 }
 
 impl Guard {
@@ -43,7 +47,20 @@ impl Guard {
             catalog_hosts,
             allowlist: allowlist.iter().map(|h| h.trim().to_ascii_lowercase()).collect(),
             allow_private,
+            private_hosts: Arc::default(),
         }
+    }
+
+    /// The guard with `hosts` (names or addresses, no port) allowed
+    /// private addresses.
+    pub fn with_private_hosts(mut self, hosts: &[String]) -> Guard {
+        self.private_hosts = Arc::new(hosts.iter().map(|h| normalize(h)).collect());
+        self
+    }
+
+    /// The DNS resolver that holds this guard's address rule.
+    pub fn resolver(&self) -> GuardedResolver {
+        GuardedResolver { allow_private: self.allow_private, private_hosts: self.private_hosts.clone() }
     }
 
     /// Checks a URL before it is requested (and each redirect target).
@@ -65,7 +82,9 @@ impl Guard {
             )));
         }
         let literal = host.trim_start_matches('[').trim_end_matches(']');
-        if let Ok(ip) = literal.parse::<IpAddr>() {
+        if let Ok(ip) = literal.parse::<IpAddr>()
+            && !self.private_hosts.contains(literal)
+        {
             self.check_ip(ip)?;
         }
         Ok(())
@@ -135,12 +154,14 @@ pub fn is_internal(ip: IpAddr) -> bool {
 #[derive(Debug, Clone)]
 pub struct GuardedResolver {
     pub allow_private: bool,
+    /// Names allowed private addresses all the same.
+    pub private_hosts: Arc<HashSet<String>>,
 }
 
 impl reqwest::dns::Resolve for GuardedResolver {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let allow_private = self.allow_private;
         let host = name.as_str().to_string();
+        let allow_private = self.allow_private || self.private_hosts.contains(&normalize(&host));
         Box::pin(async move {
             let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             let kept: Vec<SocketAddr> =
@@ -184,6 +205,31 @@ mod tests {
         assert!(check(&g, "http://127.0.0.1:8765/x").unwrap_err().0.contains("loopback"));
         assert!(check(&guard(&["127.0.0.1:8765"], true), "http://127.0.0.1:8765/x").is_ok());
         assert!(check(&guard(&["127.0.0.1:8765"], true), "http://127.0.0.1:9999/x").is_err());
+    }
+
+    /// A credential's `allow_private` opens its own host's private
+    /// addresses, no other's: by URL literal and through the resolver.
+    #[tokio::test]
+    async fn a_credential_host_alone_may_be_private() {
+        use reqwest::dns::Resolve;
+        let credential = |host: &str, allow_private| crate::config::CredentialConfig {
+            host: host.into(),
+            allow_private,
+            ..Default::default()
+        };
+        let hosts = crate::config::private_hosts(&[
+            credential("127.0.0.1:8765", true),
+            credential("LocalHost", true),
+            credential("10.0.0.9", false),
+        ]);
+        assert_eq!(hosts, ["127.0.0.1", "localhost"]);
+        let g = guard(&["127.0.0.1:8765", "10.0.0.9", "localhost:8765"], false).with_private_hosts(&hosts);
+        assert!(check(&g, "http://127.0.0.1:8765/x").is_ok());
+        assert!(check(&g, "http://10.0.0.9/x").unwrap_err().0.contains("private"), "its credential does not allow it");
+        let resolved = g.resolver().resolve("localhost".parse().unwrap()).await;
+        assert!(resolved.is_ok_and(|mut a| a.next().is_some()), "localhost resolves to loopback, allowed");
+        let strict = guard(&["localhost:8765"], false).resolver();
+        assert!(strict.resolve("localhost".parse().unwrap()).await.is_err(), "without it, refused");
     }
 
     #[test]

@@ -221,7 +221,8 @@ impl Upstream {
     /// The upstream layer of `config` over `catalog` (loads the replay table in replay mode).
     pub fn new(catalog: &Catalog, config: &Config) -> anyhow::Result<Upstream> {
         let c = &config.upstream;
-        let guard = Arc::new(Guard::new(catalog, &c.allowed_hosts, c.allow_private));
+        let private = crate::config::private_hosts(&c.credentials);
+        let guard = Arc::new(Guard::new(catalog, &c.allowed_hosts, c.allow_private).with_private_hosts(&private));
         let credentials = credentials::load(&c.credentials)?;
         let backend = match c.mode {
             UpstreamMode::Replay => Backend::Replay(
@@ -440,6 +441,7 @@ fn is_rapidapi_host(host: &str) -> bool {
 fn client(c: &UpstreamConfig, guard: Arc<Guard>, credential_hosts: HashSet<String>) -> anyhow::Result<reqwest::Client> {
     install_crypto();
     let max_redirects = c.max_redirects;
+    let resolver = guard.resolver();
     let policy = reqwest::redirect::Policy::custom(move |attempt| {
         if attempt.previous().len() > max_redirects {
             return attempt.error(format!("more than {max_redirects} redirects"));
@@ -458,7 +460,7 @@ fn client(c: &UpstreamConfig, guard: Arc<Guard>, credential_hosts: HashSet<Strin
     Ok(reqwest::Client::builder()
         .user_agent(USER_AGENT)
         .redirect(policy)
-        .dns_resolver(Arc::new(guard::GuardedResolver { allow_private: c.allow_private }))
+        .dns_resolver(Arc::new(resolver))
         .connect_timeout(Duration::from_millis(c.timeout_ms))
         .pool_idle_timeout(Duration::from_secs(60))
         .build()?)
