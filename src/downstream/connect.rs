@@ -46,6 +46,22 @@ impl ClientHandler for Handler {
     }
 }
 
+/// Why a handshake failed, in words (rmcp's messages for an unexpected
+/// answer print its Rust types, which `/readyz` would show).
+fn handshake_error(e: &rmcp::service::ClientInitializeError) -> String {
+    use rmcp::service::ClientInitializeError as E;
+    match e {
+        E::ExpectedInitResponse(_) | E::ExpectedInitResult(_) => {
+            "the answer to `initialize` is not an initialize result".into()
+        }
+        E::ConnectionClosed(_) => "the server closed the connection during the handshake".into(),
+        E::JsonRpcError(error) => {
+            format!("the server refused `initialize`: {}", crate::text::clip(&error.message, 300))
+        }
+        other => crate::text::clip(&other.to_string(), 300),
+    }
+}
+
 /// A live connection.
 pub(super) type Connection = RunningService<RoleClient, Handler>;
 
@@ -54,7 +70,7 @@ pub(super) async fn connect(config: &McpServerConfig, handler: Handler) -> Resul
     match config.transport() {
         McpTransport::Stdio => {
             let transport = spawn(config)?;
-            handler.serve(transport).await.map_err(|e| format!("the MCP handshake failed: {e}"))
+            handler.serve(transport).await.map_err(|e| format!("the MCP handshake failed: {}", handshake_error(&e)))
         }
         McpTransport::Http => {
             let headers = headers(config)?;
@@ -66,7 +82,10 @@ pub(super) async fn connect(config: &McpServerConfig, handler: Handler) -> Resul
             let transport_config =
                 StreamableHttpClientTransportConfig::with_uri(config.url.clone()).custom_headers(headers);
             let transport = StreamableHttpClientTransport::with_client(client, transport_config);
-            handler.serve(transport).await.map_err(|e| format!("the MCP handshake with {} failed: {e}", config.url))
+            handler
+                .serve(transport)
+                .await
+                .map_err(|e| format!("the MCP handshake with {} failed: {}", config.url, handshake_error(&e)))
         }
     }
 }

@@ -267,6 +267,12 @@ args = ["-c", "import time; time.sleep(60)"]
 connect_timeout_ms = 1500
 
 [[catalog.mcp_servers]]
+name = "wrong-answer"
+command = "{python}"
+args = ["-c", "print('{{\"jsonrpc\": \"2.0\", \"id\": 0, \"result\": 5}}', flush=True)"]
+connect_timeout_ms = 1500
+
+[[catalog.mcp_servers]]
 name = "malformed"
 command = "{python}"
 args = ["{malformed}"]
@@ -285,9 +291,11 @@ args = ["{malformed}"]
 
     let (first, url) = run(&format!("{fixture}{broken}"));
     let ready = get(&url, "/readyz");
-    for name in ["missing", "garbage", "silent"] {
+    for name in ["missing", "garbage", "silent", "wrong-answer"] {
         assert!(ready.contains(&format!("the MCP server `{name}` is down")), "{ready}");
     }
+    assert!(ready.contains("the answer to `initialize` is not an initialize result"), "{ready}");
+    assert!(!ready.contains("CustomResult") && !ready.contains("Some("), "no Rust type names: {ready}");
     assert!(ready.starts_with("ready, degraded") && !ready.contains("`fixture`"), "{ready}");
     assert!(ready.contains("cannot start `/nonexistent/toolrouter-test-program`"), "{ready}");
     let metrics = get(&url, "/metrics");
