@@ -47,10 +47,15 @@ if message.tool_calls:
                  {"role": "tool", "tool_call_id": call.id, "content": json.dumps({"temperature_c": 21, "sky": "sunny"})}]
     r = client.chat.completions.create(model=model, messages=messages, tools=[weather])
     print("answer:", r.choices[0].message.content)
+else:
+    # The model answered in words (or its call could not be repaired into a valid one).
+    print("no tool call; the model said:", message.content)
 
 # Plan mode: catalog APIs chosen by toolrouter's planner are offered to the model.
 r = client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Weather forecast for Berlin (52.52, 13.41)"}],
                                    extra_body={"toolrouter": {"mode": "plan"}})
+if not r.choices[0].message.tool_calls:
+    print("plan mode: no call; the model said:", r.choices[0].message.content)
 for call in r.choices[0].message.tool_calls or []:
     result = httpx.post(f"{base}/v1/tools/call", headers={"Authorization": f"Bearer {key}"},
                         json={"name": call.function.name, "arguments": json.loads(call.function.arguments)}, timeout=60)
