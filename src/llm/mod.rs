@@ -159,8 +159,10 @@ impl LlmClient {
     }
 
     /// Sends `body` until a response starts, retrying what may be retried
-    /// while the wait fits before `deadline`.
-    async fn send(&self, body: Bytes, deadline: Instant) -> Result<transport::Response, LlmError> {
+    /// while the wait fits before `deadline`; the response, and when its
+    /// attempt's `llm.timeout_ms` (or the deadline) runs out: a whole
+    /// answer's body must come by then, not in a second `timeout_ms`.
+    async fn send(&self, body: Bytes, deadline: Instant) -> Result<(transport::Response, Instant), LlmError> {
         let timeout = Duration::from_millis(self.config.timeout_ms);
         let mut attempt = 0;
         loop {
@@ -170,11 +172,12 @@ impl LlmClient {
                 return Err(LlmError::Deadline);
             }
             let timed_out = if left < timeout { LlmError::Deadline } else { LlmError::Timeout(self.config.timeout_ms) };
+            let attempt_end = Instant::now() + timeout.min(left);
             let error = match tokio::time::timeout(timeout.min(left), self.http.post_completions(body.clone())).await {
                 Err(_) => return Err(timed_out),
                 Ok(Err(e)) if e.timed_out => return Err(timed_out),
                 Ok(Err(e)) => LlmError::Connect(e.text),
-                Ok(Ok(r)) if r.status().is_success() => return Ok(r),
+                Ok(Ok(r)) if r.status().is_success() => return Ok((r, attempt_end)),
                 Ok(Ok(r)) => status_error(r).await,
             };
             let retry_after = match &error {
@@ -240,9 +243,9 @@ impl LlmClient {
     }
 
     async fn complete_once(&self, body: &RequestBody, deadline: Instant) -> Result<Completion, LlmError> {
-        let response = self.send(body.to_json(false).into(), deadline).await?;
+        let (response, attempt_end) = self.send(body.to_json(false).into(), deadline).await?;
         let kind = content_type(&response);
-        let bytes = self.read_answer(response).await?;
+        let bytes = self.read_answer(response, attempt_end).await?;
         // Read straight into the typed answer (no `Value` tree in between:
         // this is every request's path); only a refusal is read again, to
         // say what came instead.
@@ -278,7 +281,8 @@ impl LlmClient {
     }
 
     async fn stream_once(&self, body: &RequestBody, deadline: Instant) -> Result<Chunks, LlmError> {
-        let response = self.send(body.to_json(true).into(), deadline).await?;
+        // A stream's events each have `llm.timeout_ms` from the last.
+        let (response, _) = self.send(body.to_json(true).into(), deadline).await?;
         let content_type =
             response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
         let gap = Duration::from_millis(self.config.timeout_ms);
@@ -320,10 +324,9 @@ impl LlmClient {
         Ok(start)
     }
 
-    /// A whole answer's body, within the model's timeout and size cap.
-    async fn read_answer(&self, response: transport::Response) -> Result<Vec<u8>, LlmError> {
-        let timeout = Duration::from_millis(self.config.timeout_ms);
-        tokio::time::timeout(timeout, read_capped(response, self.config.max_response_bytes))
+    /// A whole answer's body, by `until` (its attempt's end) and within the size cap.
+    async fn read_answer(&self, response: transport::Response, until: Instant) -> Result<Vec<u8>, LlmError> {
+        tokio::time::timeout_at(until.into(), read_capped(response, self.config.max_response_bytes))
             .await
             .map_err(|_| LlmError::Timeout(self.config.timeout_ms))?
     }

@@ -77,6 +77,18 @@ async fn model(State(seen): State<Seen>, Path(scenario): Path<String>, headers: 
             tokio::time::sleep(Duration::from_secs(10)).await;
             axum::Json(completion("late")).into_response()
         }
+        // Each half within llm.timeout_ms (400), the whole not.
+        "slow-head-and-body" => {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            let text = completion("late").to_string();
+            let (head, tail) = text.split_at(text.len() / 2);
+            let (head, tail) = (head.to_string(), tail.to_string());
+            let rest = futures_util::stream::once(async move {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+                Ok::<_, std::io::Error>(tail)
+            });
+            Body::from_stream(futures_util::stream::once(async move { Ok(head) }).chain(rest)).into_response()
+        }
         "garbage" => (StatusCode::OK, "this is not JSON").into_response(),
         "nochoices" => axum::Json(json!({"choices": []})).into_response(),
         "stream" => sse(vec![chunk("a"), chunk("b"), chunk("c"), "data: [DONE]\n\n".into()], false),
@@ -195,6 +207,9 @@ async fn answers_retries_and_errors() {
     assert_eq!(e, LlmError::Timeout(400));
     assert!(started.elapsed() < Duration::from_secs(2), "one attempt of 400 ms, not the server's 10 s");
     assert_eq!(seen.lock().unwrap()["slow"].len(), 1, "a timeout is not retried");
+    // One llm.timeout_ms for the head and the body together, not one each.
+    let e = client(&base, "slow-head-and-body").complete(&request(), later()).await.unwrap_err();
+    assert_eq!(e, LlmError::Timeout(400));
     // A budget shorter than llm.timeout_ms ends the attempt when it runs out.
     let started = Instant::now();
     let e = client(&base, "slow").complete(&request(), Instant::now() + Duration::from_millis(150)).await;
