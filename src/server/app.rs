@@ -24,8 +24,8 @@
 //! limit (`server.request_timeout_ms`, 504). Bodies over
 //! `server.max_body_bytes` get 413. SIGINT/SIGTERM stop accepting and
 //! let in-flight requests finish for up to `server.shutdown_grace_ms`;
-//! those still waiting for their answer then are answered 503 (a stream
-//! already under way ends with the process).
+//! those still waiting for their answer then are answered 503, and a
+//! stream already under way ends with an error event (`shutting_down`).
 
 use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
@@ -398,7 +398,7 @@ pub async fn serve(config: &Config) -> anyhow::Result<()> {
     if tokio::time::timeout(grace, &mut server).await.is_err() {
         tracing::warn!("in-flight requests did not finish within {grace:?}: answering them 503");
         app.cut_off.send_replace(true);
-        // Time to write the 503s; streams already under way are cut.
+        // Time to write the 503s, and the error event that ends each stream under way.
         let _ = tokio::time::timeout(Duration::from_secs(1), &mut server).await;
     }
     Ok(())

@@ -216,7 +216,40 @@ pub(super) async fn observe(State(app): State<Arc<App>>, mut request: Request, n
     tracing::info!(request_id = id.to_str().unwrap_or("-"), %method, path = uri.path(), status,
         ms = (crate::units::ms(started.elapsed()) * 10.0).round() / 10.0, "request");
     response.headers_mut().entry(X_REQUEST_ID).or_insert(id);
+    if is_event_stream(&response) {
+        return ended_at_cut_off(response, app.cut_off.subscribe());
+    }
     response
+}
+
+/// The event that ends a stream still under way when the shutdown grace
+/// is over: `event: error` with an `error` object, which the OpenAI SDKs
+/// (chat and Responses streams) and Anthropic's raise as an API error.
+const CUT_OFF_EVENT: &str = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"code\":\"shutting_down\",\"message\":\"the server is shutting down and its grace period is over; retry on another instance\"}}\n\n";
+
+fn is_event_stream(response: &Response) -> bool {
+    let kind = response.headers().get(axum::http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
+    kind.is_some_and(|v| v.starts_with("text/event-stream"))
+}
+
+/// `response` (an event stream) ended by [`CUT_OFF_EVENT`] if the
+/// shutdown grace runs out before it ends by itself.
+fn ended_at_cut_off(response: Response, mut cut_off: tokio::sync::watch::Receiver<bool>) -> Response {
+    use futures_util::StreamExt;
+    let (parts, body) = response.into_parts();
+    let cut = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let noted = cut.clone();
+    let stop = async move {
+        let reached = cut_off.wait_for(|cut| *cut).await.is_ok();
+        if !reached {
+            std::future::pending::<()>().await; // the server is gone; the stream ends as it will
+        }
+        noted.store(true, std::sync::atomic::Ordering::Relaxed);
+    };
+    let last = futures_util::stream::once(async move { cut.load(std::sync::atomic::Ordering::Relaxed) })
+        .filter_map(|cut| async move { cut.then(|| Ok(bytes::Bytes::from_static(CUT_OFF_EVENT.as_bytes()))) });
+    let body = body.into_data_stream().take_until(stop).chain(last);
+    Response::from_parts(parts, axum::body::Body::from_stream(body))
 }
 
 /// A body that could not be read whole (over `server.max_body_bytes`:

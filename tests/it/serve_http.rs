@@ -107,6 +107,32 @@ fn requests_running_when_the_grace_ends_get_503() {
     assert!(server.0.0.wait().unwrap().success());
 }
 
+/// A stream still under way when the grace ends gets an error event that
+/// the SDKs raise, not a silent cut: an execute run streaming keep-alives
+/// while its (silent) model thinks.
+#[test]
+fn a_stream_under_way_when_the_grace_ends_gets_an_error_event() {
+    let (_model, base) = silent_model();
+    let env = [("TOOLROUTER_LLM_BASE_URL", base.as_str()), ("TOOLROUTER_SERVER_SHUTDOWN_GRACE_MS", "300")];
+    let mut server = common::serve(&env);
+    common::wait_ready(&server.1, None);
+    let chat = r#"{"model": "m", "stream": true, "toolrouter": {"mode": "execute"},
+        "messages": [{"role": "user", "content": "What will the weather be in Berlin tomorrow?"}]}"#;
+    let url = server.1.clone();
+    let streaming =
+        std::thread::spawn(move || common::http(&url, "POST", "/v1/chat/completions", None, chat.as_bytes()));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(server.0.0.id() as i32, libc::SIGTERM) };
+    let (status, head, body) = streaming.join().unwrap();
+    assert_eq!(status, 200, "{head}{body}");
+    // The body as sent (chunked): the run's first chunk, then the error event last.
+    let error = body.find("event: error\ndata: {\"type\":\"error\"").expect(&body);
+    assert!(body[error..].contains("\"code\":\"shutting_down\"") && !body[error..].contains("chatcmpl"), "{body}");
+    assert!(body[..error].contains("chat.completion.chunk"), "{body}");
+    assert!(server.0.0.wait().unwrap().success());
+}
+
 #[test]
 fn an_unknown_function_name_gets_the_closest_names() {
     // The embedded catalog is enough: the engine loads it by default.
