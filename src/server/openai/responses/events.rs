@@ -272,7 +272,7 @@ mod tests {
 
     #[test]
     fn text_and_a_tool_call_stream_as_responses_events() {
-        let mut t = ResponseEvents::new(Echo::new(&json!({"model": "m", "input": "hi"})), None);
+        let mut t = ResponseEvents::new(Echo::new(json!({"model": "m", "input": "hi"})), None);
         let mut out = t.start();
         out.extend(t.chunk(&chunk(Message::text_delta("Hel"), None)));
         out.extend(t.chunk(&chunk(Message::text_delta("lo"), None)));
@@ -329,7 +329,7 @@ mod tests {
     }
 
     fn events_of_failure() -> Value {
-        let mut t = ResponseEvents::new(Echo::new(&json!({"model": "m", "input": "hi"})), None);
+        let mut t = ResponseEvents::new(Echo::new(json!({"model": "m", "input": "hi"})), None);
         t.start();
         events(&t.fail("the model server broke off")).remove(0)
     }

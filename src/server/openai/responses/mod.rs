@@ -59,8 +59,6 @@ pub(crate) async fn responses(
         Some(_) => return ApiError::invalid("`store` must be true or false", Some("store")).into_response(),
     };
     let keeper = wanted.then(|| Keeper { store: kept.clone(), owner, items: conversation.clone() });
-    let mut echo = output::Echo::new(&parsed);
-    echo.store = wanted;
     if let Some(fields) = parsed.as_object_mut() {
         fields.insert("input".into(), Value::Array(conversation));
     }
@@ -68,7 +66,9 @@ pub(crate) async fn responses(
         Ok(chat) => chat,
         Err(e) => return e.into_response(),
     };
-    drop(parsed);
+    let mut echo = output::Echo::new(parsed);
+    echo.store = wanted;
+    let id = echo.id.clone();
     let whole = match translate::serve_as_chat(app, client, arrived, headers, &chat).await {
         ChatAnswer::Refused(answer) => return answer, // OpenAI's error shape, which the Responses API shares
         ChatAnswer::Streamed(answer, gap) => {
@@ -76,13 +76,13 @@ pub(crate) async fn responses(
         }
         ChatAnswer::Whole(whole) => whole,
     };
-    let mut response = match whole.and_then(|bytes| output::from_completion(&echo, &bytes)) {
+    let mut response = match whole.and_then(|bytes| output::from_completion(echo, &bytes)) {
         Ok(response) => response,
         Err(e) => return ApiError::server(StatusCode::BAD_GATEWAY, "upstream_error", e).into_response(),
     };
     if let Some(keeper) = keeper {
         let output = response["output"].as_array().cloned().unwrap_or_default();
-        response["store"] = Value::Bool(keeper.keep(echo.id.clone(), &output).await);
+        response["store"] = Value::Bool(keeper.keep(id, &output).await);
     }
     axum::Json(response).into_response()
 }

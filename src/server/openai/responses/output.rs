@@ -24,51 +24,88 @@ pub struct Echo {
     pub store: bool,
 }
 
+/// The settings a response echoes, with the value it shows when the
+/// request has none.
+fn echoed() -> [(&'static str, Value); 13] {
+    [
+        ("instructions", Value::Null),
+        ("max_output_tokens", Value::Null),
+        ("parallel_tool_calls", Value::Bool(true)),
+        ("previous_response_id", Value::Null),
+        ("reasoning", json!({"effort": null, "summary": null})),
+        ("temperature", Value::Null),
+        ("text", json!({"format": {"type": "text"}})),
+        ("tool_choice", Value::from("auto")),
+        ("tools", json!([])),
+        ("top_p", Value::Null),
+        ("user", Value::Null),
+        ("metadata", json!({})),
+        ("model", Value::Null),
+    ]
+}
+
 impl Echo {
-    pub fn new(request: &Value) -> Echo {
-        let settings = request.as_object().map(|fields| fields.iter().filter(|(k, _)| *k != "input"));
-        Echo {
-            id: new_id("resp_"),
-            created_at: crate::metrics::unix_ms() / 1000,
-            request: settings.map(|s| s.map(|(k, v)| (k.clone(), v.clone())).collect()).unwrap_or_default(),
-            store: false,
-        }
+    /// The echo of `request` (the body, taken: its `input` is dropped).
+    pub fn new(request: Value) -> Echo {
+        let mut request = match request {
+            Value::Object(fields) => fields,
+            _ => Map::new(),
+        };
+        request.remove("input");
+        Echo { id: new_id("resp_"), created_at: crate::metrics::unix_ms() / 1000, request, store: false }
     }
 
     /// The response object: `status`, `output` and `usage` as given, the
-    /// model the answer names (else the request's), the request's settings.
+    /// model the answer names (else the request's), the request's settings
+    /// (cloned: a stream shows them more than once).
     pub fn response(&self, status: &str, model: Option<&str>, output: Vec<Value>, usage: Option<Value>) -> Value {
-        let get = |key: &str, default: Value| self.request.get(key).cloned().unwrap_or(default);
-        let model = model.map(Value::from).unwrap_or_else(|| get("model", Value::Null));
+        let settings = echoed().map(|(key, default)| (key, self.request.get(key).cloned().unwrap_or(default)));
+        self.object(settings, status, model, output, usage)
+    }
+
+    /// [`Echo::response`], the settings moved out of the echo (a whole
+    /// answer shows them once).
+    pub fn into_response(
+        mut self,
+        status: &str,
+        model: Option<&str>,
+        output: Vec<Value>,
+        usage: Option<Value>,
+    ) -> Value {
+        let settings = echoed().map(|(key, default)| (key, self.request.remove(key).unwrap_or(default)));
+        self.object(settings, status, model, output, usage)
+    }
+
+    fn object(
+        &self,
+        settings: [(&'static str, Value); 13],
+        status: &str,
+        model: Option<&str>,
+        output: Vec<Value>,
+        usage: Option<Value>,
+    ) -> Value {
         let incomplete = match status {
             "incomplete" => json!({"reason": "max_output_tokens"}),
             _ => Value::Null,
         };
-        json!({
-            "id": self.id,
-            "object": "response",
-            "created_at": self.created_at,
-            "status": status,
-            "error": null,
-            "incomplete_details": incomplete,
-            "instructions": get("instructions", Value::Null),
-            "max_output_tokens": get("max_output_tokens", Value::Null),
-            "model": model,
-            "output": output,
-            "parallel_tool_calls": get("parallel_tool_calls", Value::Bool(true)),
-            "previous_response_id": get("previous_response_id", Value::Null),
-            "reasoning": get("reasoning", json!({"effort": null, "summary": null})),
-            "store": self.store,
-            "temperature": get("temperature", Value::Null),
-            "text": get("text", json!({"format": {"type": "text"}})),
-            "tool_choice": get("tool_choice", Value::from("auto")),
-            "tools": get("tools", json!([])),
-            "top_p": get("top_p", Value::Null),
-            "truncation": "disabled",
-            "usage": usage.unwrap_or(Value::Null),
-            "user": get("user", Value::Null),
-            "metadata": get("metadata", json!({})),
-        })
+        let mut response = Map::with_capacity(24);
+        response.insert("id".into(), Value::from(self.id.as_str()));
+        response.insert("object".into(), Value::from("response"));
+        response.insert("created_at".into(), Value::from(self.created_at));
+        response.insert("status".into(), Value::from(status));
+        response.insert("error".into(), Value::Null);
+        response.insert("incomplete_details".into(), incomplete);
+        for (key, value) in settings {
+            response.insert(key.into(), value);
+        }
+        if let Some(model) = model {
+            response.insert("model".into(), Value::from(model));
+        }
+        response.insert("output".into(), Value::Array(output));
+        response.insert("store".into(), Value::Bool(self.store));
+        response.insert("truncation".into(), Value::from("disabled")); // nothing is truncated
+        response.insert("usage".into(), usage.unwrap_or(Value::Null));
+        Value::Object(response)
     }
 }
 
@@ -132,14 +169,14 @@ pub fn usage(usage: &CompletionUsage) -> Value {
 
 /// The response object for a whole chat completion (`body`, as JSON), with
 /// toolrouter's report (`toolrouter`) carried over.
-pub fn from_completion(echo: &Echo, body: &[u8]) -> Result<Value, String> {
+pub fn from_completion(echo: Echo, body: &[u8]) -> Result<Value, String> {
     let completion: crate::llm::wire::Completion =
         serde_json::from_slice(body).map_err(|e| format!("the answer is not a chat completion: {e}"))?;
     let choice = completion.choices.first();
     let finish = choice.and_then(|c| c.finish_reason.as_deref());
     let output = items(choice.and_then(|c| c.message.as_ref()));
     let mut response =
-        echo.response(status(finish), completion.model.as_deref(), output, completion.usage.as_ref().map(usage));
+        echo.into_response(status(finish), completion.model.as_deref(), output, completion.usage.as_ref().map(usage));
     if let Some(report) = completion.extra.get("toolrouter") {
         response["toolrouter"] = report.clone();
     }
@@ -154,14 +191,14 @@ mod tests {
     fn a_chat_completion_becomes_a_response() {
         let request = json!({"model": "m", "input": "hi", "instructions": "Be brief.", "max_output_tokens": 5,
             "tools": [{"type": "function", "name": "weather"}]});
-        let echo = Echo::new(&request);
+        let echo = || Echo::new(request.clone());
         let chat = json!({"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m-2024",
             "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": "Let me look.",
                 "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Oslo\"}"}}]}}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 4, "total_tokens": 14,
                 "prompt_tokens_details": {"cached_tokens": 2}},
             "toolrouter": {"mode": "route"}});
-        let response = from_completion(&echo, chat.to_string().as_bytes()).unwrap();
+        let response = from_completion(echo(), chat.to_string().as_bytes()).unwrap();
         assert_eq!(response["object"], "response");
         assert!(response["id"].as_str().unwrap().starts_with("resp_"));
         assert_eq!((response["status"].as_str(), response["model"].as_str()), (Some("completed"), Some("m-2024")));
@@ -179,11 +216,11 @@ mod tests {
         assert_eq!(response["tools"], request["tools"]);
         assert_eq!(response["toolrouter"]["mode"], "route");
         let cut = json!({"choices": [{"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": "Lo"}}]});
-        let response = from_completion(&echo, cut.to_string().as_bytes()).unwrap();
+        let response = from_completion(echo(), cut.to_string().as_bytes()).unwrap();
         assert_eq!(
             (response["status"].as_str(), &response["incomplete_details"]),
             (Some("incomplete"), &json!({"reason": "max_output_tokens"}))
         );
-        assert!(from_completion(&echo, b"<html>").is_err());
+        assert!(from_completion(echo(), b"<html>").is_err());
     }
 }
