@@ -86,6 +86,9 @@
 //!   compression against plain baselines.
 //! * [`cli`]: the `toolrouter` command line, one file per subcommand (the
 //!   binary's `main` only calls it).
+//!
+//! Tests only: `fuzz`, property tests of every parser that reads untrusted
+//! input (proptest).
 
 pub mod args;
 pub mod catalog;
@@ -96,6 +99,8 @@ pub mod config;
 pub mod downstream;
 pub mod engine;
 pub mod eval;
+#[cfg(test)]
+mod fuzz;
 pub mod graph;
 pub mod journal;
 pub mod json_text;

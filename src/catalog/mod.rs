@@ -20,6 +20,8 @@
 pub mod dialect;
 mod embedded;
 mod loader;
+#[cfg(test)]
+pub(crate) use loader::{Notes, parse_json};
 mod mcp;
 pub mod names;
 mod openapi;
