@@ -77,7 +77,15 @@ function chart(id, series, data) {
     charts[id].setData(data);
     return;
   }
-  const opts = { width, height: 180, series: [{}].concat(series), axes: [{}, {}], scales: { x: { time: true } } };
+  // One sample (or none) has no time span: show the minutes around it, not
+  // the 1,000 days uPlot gives a single time in seconds.
+  const around = (u, min, max) => {
+    const xs = u.data[0] || [];
+    if (xs.length > 1) return [min, max];
+    const t = xs.length ? xs[0] : Date.now() / 1000;
+    return [t - 60, t + 60];
+  };
+  const opts = { width, height: 180, series: [{}].concat(series), axes: [{}, {}], scales: { x: { time: true, range: around } } };
   charts[id] = new uPlot(opts, data, target);
 }
 

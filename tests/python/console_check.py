@@ -82,6 +82,15 @@ try:
     apis = int(text("cards").split(" APIs")[0].split()[-1])
     check(apis > 40000, f"the overview shows the full catalog: {apis} APIs")
     wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#overview .uplot")) == 3)
+    # A chart of one sample (a server just started) spans minutes, not years.
+    span = driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "const d = document.createElement('div'); d.id = 'chart-probe'; document.body.appendChild(d);"
+        "chart('chart-probe', [{label: 'x'}], [[1795740000], [1]]);"
+        "setTimeout(() => { const x = charts['chart-probe'].scales.x; d.remove(); done([x.min, x.max]); }, 200)")
+    span = (span[1] - span[0]) if None not in span else None
+    check(span is not None and 0 < span <= 3600, f"the time axis of one sample spans {span} s")
+    check(0 < span <= 3600, f"the time axis of one sample spans {span} s")
     shot("overview")
 
     # The first page's load time, fresh (key already in the tab).
