@@ -231,18 +231,19 @@ pub fn router(app: Arc<App>) -> axum::Router {
     let admit = axum::middleware::from_fn_with_state(app.clone(), admit);
     let (console, console_api) = super::console::routes();
     let protected = super::openai::routes(&app)
+        .merge(super::anthropic::routes())
         .merge(super::mcp::routes())
         .merge(console_api)
         .route("/metrics", get(metrics))
-        .layer(admit.clone());
+        .layer(admit);
     axum::Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .merge(console)
         .merge(protected)
-        .merge(super::anthropic::routes(admit))
         .fallback(|| async { ApiError::status(StatusCode::NOT_FOUND, "no such route").into_response() })
         .layer(axum::middleware::from_fn_with_state(app.clone(), observe))
+        .layer(axum::middleware::from_fn(super::anthropic::errors_in_shape))
         .layer(axum::extract::DefaultBodyLimit::max(app.config.server.max_body_bytes))
         .with_state(app)
 }

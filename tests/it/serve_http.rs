@@ -107,6 +107,36 @@ fn requests_running_when_the_grace_ends_get_503() {
     assert!(server.0.0.wait().unwrap().success());
 }
 
+/// The floor's own errors on the Anthropic face's paths have Anthropic's
+/// shape too: a request past `server.request_timeout_ms`, an unknown path
+/// under `/v1/messages`.
+#[test]
+fn the_floors_errors_on_anthropic_paths_have_anthropics_shape() {
+    let (_model, base) = silent_model();
+    let env = [
+        ("TOOLROUTER_LLM_BASE_URL", base.as_str()),
+        ("TOOLROUTER_SERVER_REQUEST_TIMEOUT_MS", "400"),
+        ("TOOLROUTER_OPENAI_EXECUTE_DEADLINE_MS", "300"),
+    ];
+    let server = common::serve(&env);
+    let body = r#"{"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}"#;
+    for (path, status, kind) in
+        [("/v1/messages", 504, "timeout_error"), ("/v1/messages/batches", 404, "not_found_error")]
+    {
+        let (got, _, text) = request(&server.1, "POST", path, body);
+        let error: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            (got, &error["type"], &error["error"]["type"]),
+            (status, &serde_json::json!("error"), &serde_json::json!(kind)),
+            "{text}"
+        );
+    }
+    let chat = r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}]}"#;
+    let (got, _, text) = request(&server.1, "POST", "/v1/chat/completions", chat);
+    assert_eq!(got, 504, "{text}");
+    assert!(text.contains("\"error\":{\"message\""), "OpenAI's shape elsewhere: {text}");
+}
+
 /// A stream still under way when the grace ends gets an error event that
 /// the SDKs raise, not a silent cut: an execute run streaming keep-alives
 /// while its (silent) model thinks.

@@ -35,22 +35,21 @@ fn invalid(message: impl Into<String>) -> Response {
     (status, axum::Json(output::error_body(status, &message.into()))).into_response()
 }
 
-/// The Anthropic face's routes, admitted by `admit` (the floor's keys and
-/// limits), every answer that is an error (the floor's too) rewritten into
-/// Anthropic's shape.
-pub fn routes<L>(admit: L) -> axum::Router<Arc<App>>
-where
-    L: tower::Layer<axum::routing::Route> + Clone + Send + Sync + 'static,
-    L::Service:
-        tower::Service<axum::extract::Request, Error = std::convert::Infallible> + Clone + Send + Sync + 'static,
-    <L::Service as tower::Service<axum::extract::Request>>::Response: IntoResponse + 'static,
-    <L::Service as tower::Service<axum::extract::Request>>::Future: Send + 'static,
-{
+/// The Anthropic face's routes (keys and limits are the floor's, around
+/// them; [`errors_in_shape`] rewrites every error on their paths).
+pub fn routes() -> axum::Router<Arc<App>> {
     axum::Router::new()
         .route("/v1/messages", axum::routing::post(messages))
         .route("/v1/messages/count_tokens", axum::routing::post(count_tokens))
-        .layer(admit)
-        .layer(axum::middleware::map_response(anthropic_errors))
+}
+
+/// Every error answered on the face's paths, the floor's too (a key, a
+/// rate, a body too large, a time limit, the shutdown), in Anthropic's
+/// shape: a layer outside every other.
+pub async fn errors_in_shape(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let ours = request.uri().path().starts_with("/v1/messages");
+    let response = next.run(request).await;
+    if ours { anthropic_errors(response).await } else { response }
 }
 
 pub(crate) async fn messages(
