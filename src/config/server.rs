@@ -50,6 +50,9 @@ pub struct ServerConfig {
     /// Threads accepting and serving connections, each with a runtime of
     /// its own (0: one per core).
     pub threads: usize,
+    /// Host names (`name` or `name:port`) the MCP face answers besides the
+    /// loopback names and the listen address; `["*"]`: any.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -65,6 +68,7 @@ impl Default for ServerConfig {
             request_timeout_ms: DEFAULT_REQUEST_TIMEOUT_MS,
             header_read_timeout_ms: DEFAULT_HEADER_READ_TIMEOUT_MS,
             body_timeout_ms: DEFAULT_BODY_TIMEOUT_MS,
+            allowed_hosts: Vec::new(),
             threads: 0,
         }
     }
@@ -109,6 +113,28 @@ impl ServerConfig {
         if self.threads > MAX_THREADS {
             return Err(("server.threads".into(), format!("must be 0 (one per core) to {MAX_THREADS}")));
         }
+        for (i, host) in self.allowed_hosts.iter().enumerate() {
+            let key = format!("server.allowed_hosts[{i}]");
+            if host == "*" && self.allowed_hosts.len() > 1 {
+                return Err((key, "\"*\" allows any host: give it alone".into()));
+            }
+            let parsed = url::Url::parse(&format!("http://{host}/")).ok();
+            let plain = parsed.as_ref().is_some_and(|u| u.path() == "/" && u.username().is_empty());
+            if host != "*" && (host.is_empty() || host.contains(['/', '@']) || !plain) {
+                return Err((key, format!("{host:?} is not a host name or host:port")));
+            }
+        }
         Ok(())
+    }
+
+    /// The `Host` values the MCP face answers (empty: any): the loopback
+    /// names, the listen address and `allowed_hosts`.
+    pub fn mcp_hosts(&self) -> Vec<String> {
+        if self.allowed_hosts.iter().any(|h| h == "*") {
+            return Vec::new();
+        }
+        let listen = self.listen.ip().to_string();
+        let loopback = ["localhost", "127.0.0.1", "::1"].map(String::from);
+        loopback.into_iter().chain([listen]).chain(self.allowed_hosts.iter().cloned()).collect()
     }
 }

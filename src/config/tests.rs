@@ -223,3 +223,22 @@ fn mcp_servers_and_credentials_are_checked() {
         assert!(err.contains(&format!("`{key}`")) && err.contains(says), "{text}: {err}");
     }
 }
+
+#[test]
+fn allowed_hosts_are_host_names_or_one_star() {
+    for (hosts, says) in [
+        (r#"["*", "a.example"]"#, "allows any host: give it alone"),
+        (r#"["http://a.example"]"#, "is not a host name"),
+        (r#"["a.example/mcp"]"#, "is not a host name"),
+        (r#"[""]"#, "is not a host name"),
+    ] {
+        let (_, r) = load_text(&format!("[server]\nallowed_hosts = {hosts}\n"), &[]);
+        let err = r.unwrap_err().to_string();
+        assert!(err.contains("server.allowed_hosts[") && err.contains(says), "{hosts}: {err}");
+    }
+    let (_, r) = load_text("[server]\nallowed_hosts = [\"toolrouter.internal\", \"gw.example:8443\"]\n", &[]);
+    let hosts = r.unwrap().0.server.mcp_hosts();
+    assert_eq!(hosts, ["localhost", "127.0.0.1", "::1", "127.0.0.1", "toolrouter.internal", "gw.example:8443"]);
+    let (_, r) = load_text("[server]\nallowed_hosts = [\"*\"]\n", &[]);
+    assert!(r.unwrap().0.server.mcp_hosts().is_empty(), "any host: rmcp's empty list");
+}

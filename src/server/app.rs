@@ -165,9 +165,8 @@ impl App {
         // Both structs are non-exhaustive: set the idle timeout on defaults.
         let mut session_manager = LocalSessionManager::default();
         session_manager.session_config.keep_alive = Some(Duration::from_secs(self.config.mcp.session_idle_s.max(1)));
-        let listen = self.config.server.listen.ip().to_string();
         let mcp_config = StreamableHttpServerConfig::default()
-            .with_allowed_hosts(["localhost".to_string(), "127.0.0.1".into(), "::1".into(), listen])
+            .with_allowed_hosts(self.config.server.mcp_hosts())
             .with_max_request_body_bytes(self.config.server.max_body_bytes)
             .with_json_response(true);
         let factory_loading = loading.clone();

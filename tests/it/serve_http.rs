@@ -176,3 +176,64 @@ fn an_unknown_function_name_gets_the_closest_names() {
     assert_eq!(error["error"]["suggestions"][0], "public_holidays_for_nager_date", "{body}");
     assert!(error["error"]["message"].as_str().unwrap().contains("did you mean `public_holidays_for_nager_date`"));
 }
+
+/// MCP behind a load balancer under a host name: HAProxy passes
+/// `Host: toolrouter.internal`; the MCP face refuses it (403, DNS
+/// rebinding guard) until `server.allowed_hosts` names it, then answers
+/// `initialize`; `/v1/*` answers either way.
+#[test]
+fn mcp_answers_under_a_host_name_it_is_told() {
+    use std::io::{Read, Write};
+    if std::process::Command::new("haproxy").arg("-v").output().is_err() {
+        crate::common::skipped("no haproxy (apt-get install haproxy)");
+        return;
+    }
+    let initialize = r#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}"#;
+    let post = |port: u16| {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\n\
+             accept: application/json, text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            initialize.len()
+        );
+        s.write_all(head.as_bytes()).unwrap();
+        s.write_all(initialize.as_bytes()).unwrap();
+        let mut raw = String::new();
+        let _ = s.read_to_string(&mut raw);
+        raw
+    };
+    for (allowed, status) in [(None, "403"), (Some(r#"["toolrouter.internal"]"#), "200")] {
+        let env: Vec<(&str, &str)> = allowed.iter().map(|a| ("TOOLROUTER_SERVER_ALLOWED_HOSTS", *a)).collect();
+        let server = common::serve(&env);
+        common::wait_ready(&server.1, None);
+        let backend = server.1.trim_start_matches("http://").to_string();
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("haproxy.cfg");
+        std::fs::write(
+            &config,
+            format!(
+                "defaults\n  mode http\n  timeout connect 2s\n  timeout client 10s\n  timeout server 10s\n\
+                 frontend f\n  bind 127.0.0.1:{port}\n  http-request set-header Host toolrouter.internal\n  \
+                 default_backend b\nbackend b\n  server t {backend}\n"
+            ),
+        )
+        .unwrap();
+        let proxy = std::process::Command::new("haproxy").arg("-db").arg("-f").arg(&config).spawn().unwrap();
+        let _proxy = common::Killed(proxy);
+        let started = std::time::Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(started.elapsed() < std::time::Duration::from_secs(10), "haproxy did not start");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let answer = post(port);
+        let first = answer.lines().next().unwrap_or_default().to_string();
+        assert!(first.contains(status), "allowed_hosts {allowed:?}: {answer}");
+        if status == "200" {
+            assert!(answer.contains("\"protocolVersion\""), "{answer}");
+        }
+        let (models, _, _) = common::http(&format!("http://127.0.0.1:{port}"), "GET", "/v1/models", None, b"");
+        assert_eq!(models, 200, "/v1/* answers under any name");
+    }
+}
