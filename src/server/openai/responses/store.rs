@@ -91,7 +91,8 @@ impl ResponseStore {
                 }
                 let count = records.len();
                 for (_, kept) in records {
-                    store.hold(&mut held, Arc::new(kept));
+                    let bytes = serde_json::to_vec(&kept).map_or(0, |line| line.len());
+                    store.hold(&mut held, Arc::new(kept), bytes);
                 }
                 held.journal = Some((journal, count));
                 store.compact(&mut held);
@@ -115,14 +116,15 @@ impl ResponseStore {
     /// returns `true`; `false` when it is too large or cannot be written.
     pub async fn put(self: &Arc<Self>, kept: Kept) -> bool {
         let kept = Arc::new(kept);
-        let Ok(value) = serde_json::to_value(kept.as_ref()) else { return false };
         let store = self.clone();
         let local = kept.clone();
         let written = tokio::task::spawn_blocking(move || store.keep(local)).await.unwrap_or(false);
         if !written {
             return false;
         }
-        if let Some(cluster) = &self.cluster {
+        if let Some(cluster) = &self.cluster
+            && let Ok(value) = serde_json::to_value(kept.as_ref())
+        {
             // Best effort: with Redis down, a follow-up still works on this replica.
             cluster.put_owned("response", &kept.id, kept.owner.as_deref(), &value, self.ttl, MAX_KEPT_BYTES).await;
         }
@@ -144,17 +146,17 @@ impl ResponseStore {
             }
             *count += 1;
         }
-        self.hold(&mut held, kept);
+        self.hold(&mut held, kept, line.len());
         self.compact(&mut held);
         true
     }
 
-    /// Holds `kept` unless expired, dropping the oldest beyond the bound.
-    fn hold(&self, held: &mut Held, kept: Arc<Kept>) {
+    /// Holds `kept` (`bytes` as a journal line) unless expired, dropping
+    /// the oldest beyond the bound.
+    fn hold(&self, held: &mut Held, kept: Arc<Kept>, bytes: usize) {
         if self.expired(&kept) {
             return;
         }
-        let bytes = kept.items.iter().map(|v| v.to_string().len()).sum::<usize>() + kept.id.len() + 64;
         if let Some((_, old)) = held.by_id.remove(&kept.id) {
             held.bytes -= old;
             held.order.retain(|id| id != &kept.id);
