@@ -52,6 +52,27 @@ pub fn hash_key(key: &str) -> String {
 #[derive(Clone, Copy)]
 pub(crate) struct Arrived(pub(crate) std::time::Instant);
 
+/// What a chat-speaking handler hands the chat pipeline besides the body:
+/// the client the key names, when the request arrived, its headers.
+#[derive(Clone)]
+pub(crate) struct Requester {
+    pub(crate) client: Option<ClientId>,
+    pub(crate) arrived: Option<Arrived>,
+    pub(crate) headers: axum::http::HeaderMap,
+}
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Requester {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(Requester {
+            client: parts.extensions.get::<ClientId>().cloned(),
+            arrived: parts.extensions.get::<Arrived>().copied(),
+            headers: parts.headers.clone(),
+        })
+    }
+}
+
 /// Admits a request to a protected route: its API key and the client's
 /// request rate checked ([`refused`]), then its body read
 /// ([`read_body`]). One middleware rather than two: each layer costs

@@ -13,8 +13,7 @@ use futures_util::StreamExt;
 
 use crate::llm::wire::Chunk;
 use crate::server::app::App;
-use crate::server::middleware::Arrived;
-use crate::server::middleware::ClientId;
+use crate::server::middleware::Requester;
 
 /// The id of the first `tool` message in `messages` (chat messages) that
 /// answers no earlier assistant tool call: a model server refuses such a
@@ -68,17 +67,10 @@ pub enum ChatAnswer {
 /// Serves `chat` (a chat-completions body) exactly as
 /// `POST /v1/chat/completions` would, with the request's client, arrival
 /// and headers.
-pub(crate) async fn serve_as_chat(
-    app: Arc<App>,
-    client: Option<axum::Extension<ClientId>>,
-    arrived: Option<axum::Extension<Arrived>>,
-    headers: axum::http::HeaderMap,
-    chat: &serde_json::Value,
-) -> ChatAnswer {
+pub(crate) async fn serve_as_chat(app: Arc<App>, requester: Requester, chat: &serde_json::Value) -> ChatAnswer {
     let gap = Duration::from_millis(app.config.server.request_timeout_ms.max(1));
     let body = Bytes::from(chat.to_string());
-    let answer =
-        crate::server::chat::chat_completions(axum::extract::State(app), client, arrived, headers, Ok(body)).await;
+    let answer = crate::server::chat::chat_completions(axum::extract::State(app), requester, Ok(body)).await;
     if answer.status() != axum::http::StatusCode::OK {
         return ChatAnswer::Refused(answer);
     }

@@ -23,8 +23,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use crate::server::app::App;
-use crate::server::middleware::ClientId;
-use crate::server::middleware::{Arrived, unreadable};
+use crate::server::middleware::{Requester, unreadable};
 use crate::server::translate::{self, ChatAnswer};
 
 /// The most an error body rewritten here may hold.
@@ -54,9 +53,7 @@ pub async fn errors_in_shape(request: axum::extract::Request, next: axum::middle
 
 pub(crate) async fn messages(
     State(app): State<Arc<App>>,
-    client: Option<axum::Extension<ClientId>>,
-    arrived: Option<axum::Extension<Arrived>>,
-    headers: axum::http::HeaderMap,
+    requester: Requester,
     body: Result<axum::body::Bytes, BytesRejection>,
 ) -> Response {
     let body = match body {
@@ -72,7 +69,7 @@ pub(crate) async fn messages(
         Err(e) => return invalid(e),
     };
     let model = parsed.get("model").cloned().unwrap_or(Value::Null);
-    let whole = match translate::serve_as_chat(app, client, arrived, headers, &chat).await {
+    let whole = match translate::serve_as_chat(app, requester, &chat).await {
         ChatAnswer::Refused(answer) => return answer, // rewritten by `anthropic_errors`
         ChatAnswer::Streamed(answer, gap) => {
             return translate::event_stream(events::MessageEvents::new(model), answer, gap);

@@ -30,8 +30,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::server::app::App;
 use crate::server::error::ApiError;
-use crate::server::middleware::ClientId;
-use crate::server::middleware::{Arrived, not_ready, unreadable};
+use crate::server::middleware::{Requester, not_ready, unreadable};
 use request::Mode;
 
 /// Of `server.request_timeout_ms`, what a request's model requests leave
@@ -40,19 +39,18 @@ const BUDGET_MARGIN_MS: u64 = 200;
 
 pub(crate) async fn chat_completions(
     State(app): State<Arc<App>>,
-    client: Option<axum::Extension<ClientId>>,
-    arrived: Option<axum::Extension<Arrived>>,
-    headers: axum::http::HeaderMap,
+    requester: Requester,
     body: Result<axum::body::Bytes, BytesRejection>,
 ) -> Response {
     let body = match body {
         Ok(b) => b,
         Err(e) => return unreadable(e),
     };
+    let Requester { client, arrived, headers } = requester;
     let header_mode = headers.get("x-toolrouter-mode").and_then(|v| v.to_str().ok());
     // The request's time budget: model requests end by then, so that
     // retries and repairs fit and the answer says why (504), not `observe`.
-    let spent = arrived.map_or(0, |a| a.0.0.elapsed().as_millis() as u64);
+    let spent = arrived.map_or(0, |a| a.0.elapsed().as_millis() as u64);
     let budget = app.config.server.request_timeout_ms.saturating_sub(BUDGET_MARGIN_MS + spent).max(1);
     let mut request = match request::parse(&body, &app.config.openai, header_mode, &app.tool_lists, budget) {
         Ok(r) => r,
@@ -69,7 +67,7 @@ pub(crate) async fn chat_completions(
             Ok(engine) => engine.clone(),
             Err(e) => return not_ready(e),
         };
-        let client = client.map(|c| c.0.0);
+        let client = client.map(|c| c.0);
         return crate::server::chat::execute::respond(engine, runner.clone(), request, client, &app.config.openai)
             .await
             .unwrap_or_else(IntoResponse::into_response);
@@ -92,7 +90,7 @@ pub(crate) async fn chat_completions(
     if let Some(runner) = &app.runner {
         // Decisions (tools narrowed out, plans) are kept for the console,
         // visible to the key that asked, as execute runs are.
-        let (runner, client) = (runner.clone(), client.map(|c| c.0.0));
+        let (runner, client) = (runner.clone(), client.map(|c| c.0));
         narrowing.record = Some(Arc::new(move |decision| {
             let id = format!("{:016x}", fastrand::u64(..));
             runner.traces.insert(id.clone(), client.clone(), decision);

@@ -27,17 +27,14 @@ use serde_json::Value;
 
 use crate::server::app::App;
 use crate::server::error::ApiError;
-use crate::server::middleware::ClientId;
-use crate::server::middleware::{Arrived, unreadable};
+use crate::server::middleware::{Requester, unreadable};
 use crate::server::translate::{self, ChatAnswer};
 use store::{Keeper, ResponseStore};
 
 pub(crate) async fn responses(
     State(app): State<Arc<App>>,
     axum::Extension(kept): axum::Extension<Arc<ResponseStore>>,
-    client: Option<axum::Extension<ClientId>>,
-    arrived: Option<axum::Extension<Arrived>>,
-    headers: axum::http::HeaderMap,
+    requester: Requester,
     body: Result<axum::body::Bytes, BytesRejection>,
 ) -> Response {
     let body = match body {
@@ -48,7 +45,7 @@ pub(crate) async fn responses(
         Ok(v) => v,
         Err(e) => return ApiError::invalid(format!("the request body is not valid JSON: {e}"), None).into_response(),
     };
-    let owner = client.as_ref().map(|c| c.0.0.clone());
+    let owner = requester.client.as_ref().map(|c| c.0.clone());
     let conversation = match conversation(&kept, &parsed, owner.as_deref()).await {
         Ok(items) => items,
         Err(e) => return e.into_response(),
@@ -69,7 +66,7 @@ pub(crate) async fn responses(
     let mut echo = output::Echo::new(parsed);
     echo.store = wanted;
     let id = echo.id.clone();
-    let whole = match translate::serve_as_chat(app, client, arrived, headers, &chat).await {
+    let whole = match translate::serve_as_chat(app, requester, &chat).await {
         ChatAnswer::Refused(answer) => return answer, // OpenAI's error shape, which the Responses API shares
         ChatAnswer::Streamed(answer, gap) => {
             return translate::event_stream(events::ResponseEvents::new(echo, keeper), answer, gap);
