@@ -9,14 +9,5 @@
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> std::process::ExitCode {
-    // Rust ignores SIGPIPE, so printing to a closed pipe (`toolrouter … |
-    // head`) would panic. Command-line tools should end quietly instead:
-    // restore the default action. Sockets are unaffected (Rust and tokio
-    // send with MSG_NOSIGNAL).
-    // SAFETY: called first thing in main, before any thread is started.
-    #[cfg(unix)]
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
     toolrouter::cli::run()
 }

@@ -108,9 +108,27 @@ impl From<anyhow::Error> for CliError {
     }
 }
 
+/// Rust ignores SIGPIPE, so printing to a closed pipe (`toolrouter … |
+/// head`) would panic: a command that prints should end quietly instead,
+/// with the default action. A server must not: a socket written with
+/// `writev` (hyper's vectored writes, rustls') gets no `MSG_NOSIGNAL`, so
+/// one client resetting its connection would kill the process.
+fn sigpipe_ends_printing(printing: bool) {
+    #[cfg(unix)]
+    if printing {
+        // SAFETY: called while only this thread runs, before any runtime
+        // or thread is started.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
+}
+
 /// Parses the command line, runs the command, and maps the outcome to an exit code.
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
+    let server = matches!(cli.command, Command::Serve(_) | Command::Mcp | Command::Replay(_));
+    sigpipe_ends_printing(!server);
     // Flushes the server's log when `run` returns.
     let _log_guard;
     let config = match load_config(&cli) {
