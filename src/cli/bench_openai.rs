@@ -192,7 +192,8 @@ async fn listen(app: axum::Router) -> Result<std::net::SocketAddr, CliError> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(anyhow::Error::from)?;
     let addr = listener.local_addr().map_err(anyhow::Error::from)?;
     let idle = Duration::from_millis(crate::config::DEFAULT_HEADER_READ_TIMEOUT_MS);
-    tokio::spawn(crate::server::conn::serve(listener, app, idle, std::future::pending()));
+    let serving = crate::server::conn::Serving { router: app, header_read_timeout: idle, tls: None };
+    tokio::spawn(crate::server::conn::serve(listener, serving, std::future::pending()));
     Ok(addr)
 }
 

@@ -16,7 +16,9 @@ pub const ENV_PREFIX: &str = "TOOLROUTER_";
 pub const CONFIG_ENV: &str = "TOOLROUTER_CONFIG";
 
 /// Keys holding paths, resolved against the config file's directory.
-const PATH_KEYS: [(&str, &str); 10] = [
+const PATH_KEYS: [(&str, &str); 12] = [
+    ("server", "tls_cert_file"),
+    ("server", "tls_key_file"),
     ("cluster", "redis_password_file"),
     ("llm", "api_key_file"),
     ("catalog", "paths"),

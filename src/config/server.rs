@@ -3,6 +3,7 @@
 //! below `server.request_timeout_ms`) is in `Config::validate`.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -53,6 +54,12 @@ pub struct ServerConfig {
     /// Host names (`name` or `name:port`) the MCP face answers besides the
     /// loopback names and the listen address; `["*"]`: any.
     pub allowed_hosts: Vec<String>,
+    /// PEM certificate chain (leaf first) served over TLS; with
+    /// `tls_key_file`, the listener speaks HTTPS only. Reloaded when it
+    /// changes. Empty: plain HTTP.
+    pub tls_cert_file: PathBuf,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1) of `tls_cert_file`.
+    pub tls_key_file: PathBuf,
 }
 
 impl Default for ServerConfig {
@@ -70,11 +77,18 @@ impl Default for ServerConfig {
             body_timeout_ms: DEFAULT_BODY_TIMEOUT_MS,
             allowed_hosts: Vec::new(),
             threads: 0,
+            tls_cert_file: PathBuf::new(),
+            tls_key_file: PathBuf::new(),
         }
     }
 }
 
 impl ServerConfig {
+    /// Whether the listener speaks TLS.
+    pub fn tls(&self) -> bool {
+        !self.tls_cert_file.as_os_str().is_empty()
+    }
+
     /// How many serving threads to start: `threads`, or one per core.
     pub fn threads(&self) -> usize {
         match self.threads {
@@ -112,6 +126,14 @@ impl ServerConfig {
         }
         if self.threads > MAX_THREADS {
             return Err(("server.threads".into(), format!("must be 0 (one per core) to {MAX_THREADS}")));
+        }
+        if self.tls_cert_file.as_os_str().is_empty() != self.tls_key_file.as_os_str().is_empty() {
+            let (set, unset) = if self.tls_key_file.as_os_str().is_empty() {
+                ("tls_cert_file", "tls_key_file")
+            } else {
+                ("tls_key_file", "tls_cert_file")
+            };
+            return Err((format!("server.{unset}"), format!("is needed with server.{set} (TLS needs both)")));
         }
         for (i, host) in self.allowed_hosts.iter().enumerate() {
             let key = format!("server.allowed_hosts[{i}]");

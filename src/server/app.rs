@@ -373,24 +373,25 @@ pub async fn serve(config: &Config) -> anyhow::Result<()> {
     if app.key_hashes.is_empty() {
         tracing::warn!(listen = %config.server.listen, "no API keys configured (server.api_key_hashes): anyone who can reach the listener can use it");
     }
+    let certificates = super::tls::Certificates::open(&config.server)?;
+    let tls = certificates.as_ref().map(|c| c.acceptor()).transpose()?;
     let listener = tokio::net::TcpListener::bind(config.server.listen).await?;
     let addr = listener.local_addr()?;
-    println!("toolrouter listening on http://{addr}");
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    println!("toolrouter listening on {scheme}://{addr}");
     use std::io::Write;
     std::io::stdout().flush()?;
     app.set_loading(Loading::start(config));
     tokio::spawn(housekeeping(app.clone()));
     tokio::spawn(super::console::sample(app.clone()));
+    if let Some(certificates) = certificates {
+        tokio::spawn(super::tls::watch(certificates));
+    }
     let grace = Duration::from_millis(config.server.shutdown_grace_ms);
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let header_read_timeout = Duration::from_millis(config.server.header_read_timeout_ms);
-    let threads = super::conn::spawn(
-        listener.into_std()?,
-        router(app.clone()),
-        header_read_timeout,
-        config.server.threads(),
-        stopped,
-    )?;
+    let serving = super::conn::Serving { router: router(app.clone()), header_read_timeout, tls };
+    let threads = super::conn::spawn(listener.into_std()?, serving, config.server.threads(), stopped)?;
     let mut server = tokio::spawn(threads.join());
     shutdown_signal().await;
     tracing::info!("shutting down: draining in-flight requests");

@@ -14,6 +14,11 @@
 //! Nagle's algorithm holds each one until the client's delayed ACK,
 //! ~40 ms) and its peer address as [`axum::extract::ConnectInfo`].
 //!
+//! With `server.tls_cert_file`, each connection is a TLS one
+//! ([`super::tls`]): its handshake must end within the header-read
+//! timeout too, and runs on the connection's own task, so a slow
+//! handshake never holds up accepting.
+//!
 //! `toolrouter serve` accepts on [`spawn`]'s threads: each runs a
 //! current-thread tokio runtime and accepts from the same socket, so a
 //! connection's request, the tasks it spawns and its model connection stay
@@ -33,6 +38,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
+use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
 /// The serving threads of [`spawn`].
@@ -50,20 +56,28 @@ impl Threads {
     }
 }
 
-/// Serves `router` on `threads` threads, each with a current-thread tokio
+/// How connections are served: the routes, the header-read timeout and,
+/// for TLS, the acceptor.
+#[derive(Clone)]
+pub struct Serving {
+    pub router: axum::Router,
+    pub header_read_timeout: Duration,
+    pub tls: Option<TlsAcceptor>,
+}
+
+/// Serves on `threads` threads, each with a current-thread tokio
 /// runtime accepting from `listener` (the same socket: whichever thread is
 /// idle takes a new connection first), until `stop` turns true.
 pub fn spawn(
     listener: std::net::TcpListener,
-    router: axum::Router,
-    header_read_timeout: Duration,
+    serving: Serving,
     threads: usize,
     stop: watch::Receiver<bool>,
 ) -> std::io::Result<Threads> {
     listener.set_nonblocking(true)?;
     let mut done = Vec::new();
     for i in 0..threads.max(1) {
-        let (listener, router, mut stop) = (listener.try_clone()?, router.clone(), stop.clone());
+        let (listener, serving, mut stop) = (listener.try_clone()?, serving.clone(), stop.clone());
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         let (finished, finished_rx) = oneshot::channel();
         std::thread::Builder::new().name(format!("serve-{i}")).spawn(move || {
@@ -73,7 +87,7 @@ pub fn spawn(
                         let stopped = async move {
                             let _ = stop.wait_for(|stop| *stop).await;
                         };
-                        serve(listener, router, header_read_timeout, stopped).await;
+                        serve(listener, serving, stopped).await;
                     }
                     Err(e) => tracing::error!("serving thread {i} cannot accept: {e}"),
                 }
@@ -85,18 +99,12 @@ pub fn spawn(
     Ok(Threads { done })
 }
 
-/// Serves `router` on `listener` until `shutdown` completes, then waits
-/// for the connections' requests in flight to finish (the caller bounds
-/// that wait).
-pub async fn serve(
-    listener: TcpListener,
-    router: axum::Router,
-    header_read_timeout: Duration,
-    shutdown: impl Future<Output = ()>,
-) {
+/// Serves on `listener` until `shutdown` completes, then waits for the
+/// connections' requests in flight to finish (the caller bounds that wait).
+pub async fn serve(listener: TcpListener, serving: Serving, shutdown: impl Future<Output = ()>) {
     let graceful = GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new()).header_read_timeout(header_read_timeout);
+    http.timer(TokioTimer::new()).header_read_timeout(serving.header_read_timeout);
     tokio::pin!(shutdown);
     loop {
         let (tcp, peer) = tokio::select! {
@@ -114,17 +122,37 @@ pub async fn serve(
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!("TCP_NODELAY not set: {e}");
         }
-        let service = router.clone().map_request(move |mut request: axum::extract::Request<_>| {
+        let service = serving.router.clone().map_request(move |mut request: axum::extract::Request<_>| {
             request.extensions_mut().insert(ConnectInfo(peer));
             request
         });
-        let connection = http.serve_connection(TokioIo::new(tcp), TowerToHyperService::new(service));
-        let connection = graceful.watch(connection);
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::debug!(%peer, "connection ended: {e}");
+        let service = TowerToHyperService::new(service);
+        match serving.tls.clone() {
+            None => {
+                let connection = graceful.watch(http.serve_connection(TokioIo::new(tcp), service));
+                tokio::spawn(async move {
+                    if let Err(e) = connection.await {
+                        tracing::debug!(%peer, "connection ended: {e}");
+                    }
+                });
             }
-        });
+            Some(acceptor) => {
+                // The handshake is bounded like the headers that follow it,
+                // and a shutdown during it drops the connection.
+                let (http, watcher) = (http.clone(), graceful.watcher());
+                let timeout = serving.header_read_timeout;
+                tokio::spawn(async move {
+                    let tls = match tokio::time::timeout(timeout, acceptor.accept(tcp)).await {
+                        Ok(Ok(tls)) => tls,
+                        Ok(Err(e)) => return tracing::debug!(%peer, "TLS handshake failed: {e}"),
+                        Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
+                    };
+                    if let Err(e) = watcher.watch(http.serve_connection(TokioIo::new(tls), service)).await {
+                        tracing::debug!(%peer, "connection ended: {e}");
+                    }
+                });
+            }
+        }
     }
     drop(listener);
     graceful.shutdown().await;

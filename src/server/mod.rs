@@ -10,6 +10,7 @@
 //!   client's identity, [`middleware::ClientId`]), client rates and body
 //!   limits, before any handler;
 //! * [`conn`]: accepting connections, with header-read and idle timeouts;
+//! * [`tls`]: TLS on the listener, its certificate reloaded when it changes;
 //! * [`error`]: the error every face answers with (OpenAI's shape; each
 //!   face may rewrite it into its own);
 //! * [`chat`]: the chat pipeline (route, plan and execute modes on a
@@ -38,6 +39,7 @@ pub mod mcp;
 pub mod middleware;
 pub mod openai;
 pub mod replay_server;
+pub mod tls;
 pub mod translate;
 
 pub use app::{App, router, serve};
