@@ -22,7 +22,8 @@ pub struct EmbeddingConfig {
     /// `scripts/fetch-models.sh` puts them (`~/.cache/toolrouter/models/all-MiniLM-L6-v2`).
     pub model_dir: PathBuf,
     /// The ONNX Runtime shared library (>= 1.24). Empty: `ORT_DYLIB_PATH`,
-    /// else `~/.cache/toolrouter/models/onnxruntime/libonnxruntime.so`.
+    /// else `~/.cache/toolrouter/models/onnxruntime/libonnxruntime.so`
+    /// (`.dylib` on macOS).
     pub onnxruntime: PathBuf,
     /// A fastembed model name (e.g. `BAAI/bge-small-en-v1.5`) downloaded at
     /// start instead of `model_dir`: needs internet and a build with `--features hub`.
@@ -67,7 +68,11 @@ impl EmbeddingConfig {
         }
         match std::env::var_os("ORT_DYLIB_PATH") {
             Some(p) if !p.is_empty() => PathBuf::from(p),
-            _ => models_dir().join("onnxruntime/libonnxruntime.so"),
+            _ => models_dir().join(if cfg!(target_os = "macos") {
+                "onnxruntime/libonnxruntime.dylib"
+            } else {
+                "onnxruntime/libonnxruntime.so"
+            }),
         }
     }
 

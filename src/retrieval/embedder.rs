@@ -37,7 +37,7 @@ pub enum EmbedError {
     )]
     MissingFile { dir: PathBuf, file: &'static str },
     #[error(
-        "ONNX Runtime {}: {message} (run scripts/fetch-models.sh, or point embedding.onnxruntime or ORT_DYLIB_PATH at libonnxruntime.so 1.24 or newer)",
+        "ONNX Runtime {}: {message} (run scripts/fetch-models.sh, or point embedding.onnxruntime or ORT_DYLIB_PATH at libonnxruntime.so (.dylib on macOS) 1.24 or newer)",
         path.display()
     )]
     Runtime { path: PathBuf, message: String },
