@@ -12,6 +12,8 @@
 #                                         against a running server)
 #   ~/.cache/toolrouter/py-browser   selenium (the console in Debian's Chromium
 #                                    through its chromedriver)
+#   ~/.cache/toolrouter/py-otel   opentelemetry-proto (tests/python/otlp_receiver.py,
+#                                 an OTLP/HTTP trace receiver)
 #
 # TOOLROUTER_PYENVS=/dir puts them elsewhere. Prints nothing when all is there.
 set -euo pipefail
@@ -37,3 +39,4 @@ make_env py-anthropic "anthropic==2.10.0" "langchain-anthropic==1.7.10"
 make_env py-agents "openai-agents==0.24.0"
 make_env py-schemathesis "schemathesis==4.32.5"
 make_env py-browser "selenium==4.50.0"
+make_env py-otel "opentelemetry-proto==1.45.2"

@@ -20,6 +20,8 @@
 //! * [`units`]: milliseconds, the unit of every reported duration (`ms`).
 //! * [`metrics`]: process counters the engine and the server count,
 //!   rendered in Prometheus' text format for `GET /metrics`.
+//! * [`telemetry`]: OpenTelemetry traces: the spans every layer opens on
+//!   one `tracing` target, sent over OTLP, and W3C trace context in and out.
 //! * [`json_text`]: JSON that arrives as text (JSON or Python literals in
 //!   strings, documents cut short) read as the value it stands for.
 //! * [`catalog`]: loads ToolBench tool JSON, compacted JSONL, OpenAPI 3
@@ -110,6 +112,7 @@ pub mod outbound;
 pub mod planner;
 pub mod retrieval;
 pub mod server;
+pub mod telemetry;
 pub mod text;
 pub mod trajectory;
 pub mod units;

@@ -170,9 +170,16 @@ pub fn run() -> ExitCode {
     }
 }
 
+/// What logging holds until the command ends: the server's log writer
+/// (flushed when dropped) and the telemetry exporter (its last spans sent).
+pub(crate) struct Logging {
+    _log: Option<log_writer::Guard>,
+    _telemetry: Option<crate::telemetry::Guard>,
+}
+
 /// Loads and validates the config, applies the flags and starts logging
-/// (with the guard that flushes a server's log).
-fn load_config(cli: &Cli) -> Result<(Config, Option<log_writer::Guard>), String> {
+/// (with what flushes a server's log and spans).
+fn load_config(cli: &Cli) -> Result<(Config, Logging), String> {
     let (mut config, warnings) = Config::load(cli.config.as_deref()).map_err(|e| e.to_string())?;
     if !cli.catalog.is_empty() {
         for path in &cli.catalog {
@@ -182,19 +189,26 @@ fn load_config(cli: &Cli) -> Result<(Config, Option<log_writer::Guard>), String>
         }
         config.catalog.paths = cli.catalog.clone();
     }
-    let guard = init_logging(&config, matches!(cli.command, Command::Serve(_)));
+    let server = matches!(cli.command, Command::Serve(_) | Command::Mcp);
+    let logging = init_logging(&config, matches!(cli.command, Command::Serve(_)), server)?;
     for warning in warnings {
         tracing::warn!("{warning}");
     }
-    Ok((config, guard))
+    Ok((config, logging))
 }
 
 /// Logs to stderr. A server (`serve`) logs a line per request: there the
 /// lines are batched and written by a thread of their own
 /// ([`log_writer`]), so that a request neither waits for stderr nor makes
 /// a system call for its line. Commands write at once, in order with what
-/// they print.
-fn init_logging(config: &Config, server: bool) -> Option<log_writer::Guard> {
+/// they print. The servers (`serve`, `mcp`) also send their spans to
+/// `telemetry.otlp_endpoint` when it is set ([`crate::telemetry`]); the
+/// log never shows those spans.
+fn init_logging(config: &Config, batched: bool, server: bool) -> Result<Logging, String> {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::filter::FilterExt;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     // rmcp logs every session's start at info, a downstream server's whole
     // instructions included: warnings only, unless the filter names rmcp.
     let level = if config.log.level.contains("rmcp") {
@@ -203,21 +217,28 @@ fn init_logging(config: &Config, server: bool) -> Option<log_writer::Guard> {
         format!("{},rmcp=warn", config.log.level)
     };
     let filter = tracing_subscriber::EnvFilter::try_new(&level).unwrap_or_else(|_| "info".into());
+    let filter = filter.and(tracing_subscriber::filter::filter_fn(|m| m.target() != crate::telemetry::TARGET));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let (writer, guard) = if server {
+    let (writer, log) = if batched {
         let (writer, guard) = log_writer::batched(std::io::stderr());
         crate::metrics::global().set_dropped_log_lines(writer.dropped());
         (BoxMakeWriter::new(writer), Some(guard))
     } else {
         (BoxMakeWriter::new(std::io::stderr), None)
     };
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer).with_ansi(ansi);
-    // A second initialization (tests calling `run` twice) is harmless; ignore it.
-    let _ = match config.log.format {
-        LogFormat::Json => builder.json().try_init(),
-        LogFormat::Text => builder.try_init(),
+    let fmt = tracing_subscriber::fmt::layer().with_writer(writer).with_ansi(ansi);
+    let fmt = match config.log.format {
+        LogFormat::Json => fmt.json().boxed(),
+        LogFormat::Text => fmt.boxed(),
     };
-    guard
+    let (telemetry, guard) = match server.then(|| crate::telemetry::layer(&config.telemetry)).transpose() {
+        Ok(Some(Some((layer, guard)))) => (Some(layer), Some(guard)),
+        Ok(_) => (None, None),
+        Err(e) => return Err(format!("telemetry.otlp_endpoint: the exporter cannot start: {e:#}")),
+    };
+    // A second initialization (tests calling `run` twice) is harmless; ignore it.
+    let _ = tracing_subscriber::registry().with(fmt.with_filter(filter)).with(telemetry).try_init();
+    Ok(Logging { _log: log, _telemetry: guard })
 }
 
 /// The tokio runtime every subcommand runs its async work on: one kind,

@@ -37,6 +37,7 @@
 //! - `llm.rs`: `[llm]`
 //! - `log.rs`: `[log]`
 //! - `cluster.rs`: `[cluster]`
+//! - `telemetry.rs`: `[telemetry]`
 //!
 //! `load.rs` reads the file and applies the environment; `secret.rs` holds
 //! [`Secret`] and reads the API keys.
@@ -64,6 +65,7 @@ mod retrieval;
 mod secret;
 mod server;
 mod state;
+mod telemetry;
 mod upstream;
 pub use args::*;
 pub use catalog::*;
@@ -83,6 +85,7 @@ pub use retrieval::*;
 pub use secret::*;
 pub use server::*;
 pub use state::*;
+pub use telemetry::*;
 pub use upstream::*;
 
 /// The whole configuration.
@@ -104,6 +107,7 @@ pub struct Config {
     pub llm: LlmConfig,
     pub log: LogConfig,
     pub cluster: ClusterConfig,
+    pub telemetry: TelemetryConfig,
 }
 
 /// Where a config value came from (the file, the environment or the
@@ -158,6 +162,7 @@ impl Config {
             .and_then(|()| self.llm.validate())
             .and_then(|()| self.log.validate())
             .and_then(|()| self.cluster.validate())
+            .and_then(|()| self.telemetry.validate())
             .map_err(|(key, message)| fail(&key, message))?;
         // Across sections: an execute run must end before its request times out.
         if self.openai.execute_deadline_ms == 0 || self.openai.execute_deadline_ms >= self.server.request_timeout_ms {

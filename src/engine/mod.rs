@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
+use tracing::Instrument;
 
 use crate::args::{self, Invalid, Options};
 use crate::catalog::{Catalog, Sources, UnknownApi};
@@ -464,13 +465,19 @@ impl Engine {
             Err(invalid) => return Called::Invalid(invalid),
         };
         let started = std::time::Instant::now();
-        let result = self.upstream.call(api, &valid.arguments, request.client).await;
+        let span = tool_span(&api.function_name, &valid.arguments);
+        let result = self.upstream.call(api, &valid.arguments, request.client).instrument(span.clone()).await;
         let ms = started.elapsed().as_secs_f64() * 1e3;
         let (outcome, attempts) = match &result {
             Ok(r) => (r.outcome(), r.trace.attempts.len()),
             Err(e) => (e.outcome(), e.trace.attempts.len()),
         };
         let class = outcome.class.map_or_else(|| "ok".to_string(), |c| c.name());
+        span.record("toolrouter.outcome", class.as_str());
+        if !outcome.ok {
+            span.record("otel.status_code", "error");
+            span.record("error.type", class.as_str());
+        }
         crate::metrics::global().tool_call(&api.function_name, &class, attempts.saturating_sub(1) as u64, ms);
         // A call toolrouter refused itself teaches the graph nothing of the API.
         if request.standalone && result.as_ref().err().is_none_or(|e| e.asked) {
@@ -498,6 +505,9 @@ impl Engine {
                     self.config.compress.budget,
                     self.choices.get(&api.function_name),
                 );
+                if crate::telemetry::capture_content() {
+                    span.record("gen_ai.tool.call.result", compressed.text.as_str());
+                }
                 let (function, warnings) = (api.function_name.clone(), valid.warnings);
                 Called::Done { function, response: Box::new(response), compressed, warnings }
             }
@@ -542,6 +552,21 @@ impl Engine {
         }
         arguments.as_object().ok_or_else(|| format!("the arguments must be a JSON object, got {arguments}"))
     }
+}
+
+/// The telemetry span of one tool call (`execute_tool {name}`, OpenTelemetry's
+/// GenAI conventions), its arguments only with `telemetry.capture_content`.
+fn tool_span(function: &str, arguments: &Map<String, Value>) -> tracing::Span {
+    let span = tracing::info_span!(target: crate::telemetry::TARGET, "tool call",
+        "otel.name" = format!("execute_tool {function}"), "otel.kind" = "client",
+        "otel.status_code" = tracing::field::Empty, "gen_ai.operation.name" = "execute_tool",
+        "gen_ai.tool.name" = function, "gen_ai.tool.type" = "function",
+        "toolrouter.outcome" = tracing::field::Empty, "error.type" = tracing::field::Empty,
+        "gen_ai.tool.call.arguments" = tracing::field::Empty, "gen_ai.tool.call.result" = tracing::field::Empty);
+    if crate::telemetry::capture_content() && !span.is_disabled() {
+        span.record("gen_ai.tool.call.arguments", Value::Object(arguments.clone()).to_string());
+    }
+    span
 }
 
 #[cfg(test)]

@@ -40,9 +40,11 @@ use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use futures_util::{Stream, StreamExt};
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::config::{Config, LlmConfig};
 
+mod span;
 pub(crate) mod sse;
 mod transport;
 pub mod wire;
@@ -234,10 +236,18 @@ impl LlmClient {
     /// at `deadline` (the request's or run's time budget).
     pub async fn complete(&self, body: &RequestBody, deadline: Instant) -> Result<Completion, LlmError> {
         let left = deadline.saturating_duration_since(Instant::now());
-        let result =
-            tokio::time::timeout(left, self.complete_once(body, deadline)).await.unwrap_or(Err(LlmError::Deadline));
-        if let Err(e) = &result {
-            tracing::warn!("model request failed: {e}");
+        let span = span::model_call(body);
+        let call = tokio::time::timeout(left, self.complete_once(body, deadline)).instrument(span.clone());
+        let result = call.await.unwrap_or(Err(LlmError::Deadline));
+        match &result {
+            Ok(completion) => {
+                let finish = completion.choices.iter().filter_map(|c| c.finish_reason.as_deref()).collect();
+                span::answered(&span, completion, finish, true);
+            }
+            Err(e) => {
+                span::failed(&span, e);
+                tracing::warn!("model request failed: {e}");
+            }
         }
         result
     }
@@ -273,11 +283,16 @@ impl LlmClient {
     /// The stream must start by `deadline`; then each event must follow the
     /// last within `llm.timeout_ms`.
     pub async fn stream(&self, body: &RequestBody, deadline: Instant) -> Result<Chunks, LlmError> {
-        let result = self.stream_once(body, deadline).await;
-        if let Err(e) = &result {
-            tracing::warn!("model stream failed: {e}");
+        let span = span::model_call(body);
+        let result = self.stream_once(body, deadline).instrument(span.clone()).await;
+        match result {
+            Ok(chunks) => Ok(span::streamed(span, chunks)),
+            Err(e) => {
+                span::failed(&span, &e);
+                tracing::warn!("model stream failed: {e}");
+                Err(e)
+            }
         }
-        result
     }
 
     async fn stream_once(&self, body: &RequestBody, deadline: Instant) -> Result<Chunks, LlmError> {

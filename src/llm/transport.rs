@@ -118,6 +118,7 @@ impl Http {
         if let Some(value) = &self.authorization {
             headers.insert(AUTHORIZATION, value.clone());
         }
+        crate::telemetry::inject(headers);
         request
     }
 

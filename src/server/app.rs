@@ -229,10 +229,10 @@ async fn follow_tool_memory(cluster: Arc<crate::cluster::Cluster>, ranker: std::
 pub fn router(app: Arc<App>) -> axum::Router {
     let admit = axum::middleware::from_fn_with_state(app.clone(), admit);
     let (console, console_api) = super::console::routes();
-    let protected = super::openai::routes(&app)
-        .merge(super::anthropic::routes())
-        .merge(super::mcp::routes())
-        .merge(console_api)
+    let protected = face(super::openai::routes(&app), "openai")
+        .merge(face(super::anthropic::routes(), "anthropic"))
+        .merge(face(super::mcp::routes(), "mcp"))
+        .merge(face(console_api, "console"))
         .route("/metrics", get(metrics))
         .layer(admit);
     axum::Router::new()
@@ -245,6 +245,18 @@ pub fn router(app: Arc<App>) -> axum::Router {
         .layer(axum::middleware::from_fn(super::anthropic::errors_in_shape))
         .layer(axum::extract::DefaultBodyLimit::max(app.config.server.max_body_bytes))
         .with_state(app)
+}
+
+/// `routes`, naming `face` on each request's telemetry span (with
+/// telemetry off, `routes` as they are: no layer, no cost).
+fn face(routes: axum::Router<Arc<App>>, face: &'static str) -> axum::Router<Arc<App>> {
+    if !crate::telemetry::enabled() {
+        return routes;
+    }
+    routes.route_layer(axum::middleware::map_request(move |request: axum::extract::Request| async move {
+        tracing::Span::current().record("toolrouter.face", face);
+        request
+    }))
 }
 
 /// 200 once the engine is loaded; "degraded", naming them, while some

@@ -14,6 +14,7 @@ use axum::http::header::HeaderValue;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
+use tracing::Instrument;
 
 /// The client on whose behalf an HTTP request runs (set by the auth layer
 /// as a request extension): rate limits, traces and stored responses are
@@ -28,6 +29,7 @@ use super::app::App;
 use super::error::ApiError;
 use crate::cluster::limits::{Cell, Verdict};
 use crate::engine::loading::NotReady;
+use crate::telemetry;
 
 /// In a request's extensions when its key is an operator's
 /// (`server.admin_key_hashes`), or when no key is configured.
@@ -218,8 +220,10 @@ pub(super) async fn observe(State(app): State<Arc<App>>, mut request: Request, n
     request.extensions_mut().insert(Arrived(started));
     let limit = Duration::from_millis(app.config.server.request_timeout_ms);
     let mut cut_off = app.cut_off.subscribe();
+    let route = matched.as_ref().map_or("other", |m| m.as_str());
+    let span = request_span(&method, route, request.headers());
     let mut response = tokio::select! {
-        answered = tokio::time::timeout(limit, next.run(request)) => match answered {
+        answered = tokio::time::timeout(limit, next.run(request).instrument(span.clone())) => match answered {
             Ok(r) => r,
             Err(_) => ApiError::server(StatusCode::GATEWAY_TIMEOUT, "timeout",
                 format!("no answer within {} ms", limit.as_millis())).into_response(),
@@ -231,16 +235,32 @@ pub(super) async fn observe(State(app): State<Arc<App>>, mut request: Request, n
     };
     // The route's template (`/v1/traces/{id}`), never the raw path, so that
     // arbitrary paths cannot blow up the label set.
-    let route = matched.as_ref().map_or("other", |m| m.as_str());
     let status = response.status().as_u16();
+    span.record("http.response.status_code", i64::from(status));
+    if status >= 500 {
+        span.record("otel.status_code", "error");
+    }
     crate::metrics::global().request(route, status, started.elapsed().as_secs_f64());
     tracing::info!(request_id = id.to_str().unwrap_or("-"), %method, path = uri.path(), status,
         ms = (crate::units::ms(started.elapsed()) * 10.0).round() / 10.0, "request");
     response.headers_mut().entry(X_REQUEST_ID).or_insert(id);
     if is_event_stream(&response) {
-        return ended_at_cut_off(response, app.cut_off.subscribe());
+        return ended_at_cut_off(response, app.cut_off.subscribe(), span);
     }
     response
+}
+
+/// The request's server span (telemetry only), continuing the client's
+/// trace. Named by the route's template, as OpenTelemetry's HTTP
+/// conventions ask.
+fn request_span(method: &axum::http::Method, route: &str, headers: &axum::http::HeaderMap) -> tracing::Span {
+    let span = tracing::info_span!(target: telemetry::TARGET, "request",
+        "otel.name" = format!("{method} {route}"), "otel.kind" = "server",
+        "otel.status_code" = tracing::field::Empty, "http.request.method" = method.as_str(),
+        "http.route" = route, "http.response.status_code" = tracing::field::Empty,
+        "toolrouter.face" = tracing::field::Empty);
+    telemetry::continue_trace(&span, headers);
+    span
 }
 
 /// The event that ends a stream still under way when the shutdown grace
@@ -255,7 +275,12 @@ fn is_event_stream(response: &Response) -> bool {
 
 /// `response` (an event stream) ended by [`CUT_OFF_EVENT`] if the
 /// shutdown grace runs out before it ends by itself.
-fn ended_at_cut_off(response: Response, mut cut_off: tokio::sync::watch::Receiver<bool>) -> Response {
+/// The request's `span` lasts as long as the stream.
+fn ended_at_cut_off(
+    response: Response,
+    mut cut_off: tokio::sync::watch::Receiver<bool>,
+    span: tracing::Span,
+) -> Response {
     use futures_util::StreamExt;
     let (parts, body) = response.into_parts();
     let cut = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -267,8 +292,11 @@ fn ended_at_cut_off(response: Response, mut cut_off: tokio::sync::watch::Receive
         }
         noted.store(true, std::sync::atomic::Ordering::Relaxed);
     };
-    let last = futures_util::stream::once(async move { cut.load(std::sync::atomic::Ordering::Relaxed) })
-        .filter_map(|cut| async move { cut.then(|| Ok(bytes::Bytes::from_static(CUT_OFF_EVENT.as_bytes()))) });
+    let last = futures_util::stream::once(async move {
+        drop(span);
+        cut.load(std::sync::atomic::Ordering::Relaxed)
+    })
+    .filter_map(|cut| async move { cut.then(|| Ok(bytes::Bytes::from_static(CUT_OFF_EVENT.as_bytes()))) });
     let body = body.into_data_stream().take_until(stop).chain(last);
     Response::from_parts(parts, axum::body::Body::from_stream(body))
 }

@@ -385,6 +385,11 @@ impl Upstream {
         for (name, value) in &http.headers {
             req = req.header(name, value);
         }
+        if crate::telemetry::enabled() {
+            let mut trace = http::HeaderMap::new();
+            crate::telemetry::inject(&mut trace);
+            req = req.headers(trace);
+        }
         if let Some(body) = &http.body {
             req = req.header("content-type", "application/json").body(body.to_string());
         }

@@ -29,6 +29,7 @@ mod retrieval;
 mod route_eval;
 mod route_tools;
 mod serve_http;
+mod telemetry;
 mod tls;
 mod toolbench_catalog;
 mod upstream_faults;

@@ -55,9 +55,11 @@ Faults of the model server, when the user says "fault:NAME" (any mode):
 - fault:no-done       -> streamed: the whole answer and its finish_reason, no
                          [DONE], and the connection left open for 60 s
 GET /v1/models lists one model, `scripted`.
+GET /echo/headers answers the W3C trace headers it was sent, as an API
+would receive them: {"traceparent": ..., "tracestate": ...}.
 GET /seen lists what each request offered: {"tools": [names], "messages": n,
 "last": the last message's text, "first": the first message's role and
-text, "roles": every message's role}.
+text, "roles": every message's role, "traceparent": the W3C header it came with}.
 
 Any request toolrouter forwards gets an answer, however odd its fields
 (content as a list of parts or a number, `tools: null`, a string for
@@ -271,6 +273,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == "/seen":
             return self.send(200, SEEN)
+        if self.path.startswith("/echo/headers"):
+            return self.send(200, {"traceparent": self.headers.get("traceparent"), "tracestate": self.headers.get("tracestate")})
         if self.path == "/v1/models":
             return self.send(200, {"object": "list", "data": [{"id": "scripted", "object": "model", "created": 0, "owned_by": "scripted"}]})
         self.send(404, {"error": {"message": "no"}})
@@ -326,6 +330,7 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict):
             return self.send(400, {"error": {"message": "the body must be a JSON object", "type": "invalid_request_error"}})
         result = answer(body)
+        SEEN[-1]["traceparent"] = self.headers.get("traceparent")
         if result is None:
             return self.send(500, {"error": {"message": "the scripted model fails on purpose", "type": "server_error"}})
         said = " ".join(text(m.get("content")) for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user")

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 use super::request::ChatRequest;
 use super::stream::{data, done, event_stream};
@@ -68,8 +69,11 @@ pub async fn respond(
     let trace_id = format!("{:016x}", fastrand::u64(..));
     let id = format!("chatcmpl-{trace_id}");
     let created = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let span = tracing::info_span!(target: crate::telemetry::TARGET, "execute",
+        "otel.name" = "invoke_agent toolrouter", "gen_ai.operation.name" = "invoke_agent",
+        "gen_ai.agent.name" = "toolrouter", "toolrouter.trace_id" = trace_id.as_str());
     let run = tokio::spawn(async move {
-        let result = solve::solve(&engine, &runner.llm, &request).await;
+        let result = solve::solve(&engine, &runner.llm, &request).instrument(span).await;
         drop(permit);
         if let Ok(execution) = &result {
             runner.traces.insert_shared(trace_id.clone(), client, report(&trace_id, execution)).await;

@@ -28,10 +28,14 @@ use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::response::{IntoResponse, Response};
 
+use tracing::Instrument;
+
+use crate::llm::ChatModel;
 use crate::server::app::App;
 use crate::server::error::ApiError;
-use crate::server::middleware::{Requester, not_ready, unreadable};
-use request::Mode;
+use crate::server::middleware::{ClientId, Requester, not_ready, unreadable};
+use crate::telemetry;
+use request::{ChatRequest, Mode};
 
 /// Of `server.request_timeout_ms`, what a request's model requests leave
 /// for answering.
@@ -52,13 +56,36 @@ pub(crate) async fn chat_completions(
     // retries and repairs fit and the answer says why (504), not `observe`.
     let spent = arrived.map_or(0, |a| a.0.elapsed().as_millis() as u64);
     let budget = app.config.server.request_timeout_ms.saturating_sub(BUDGET_MARGIN_MS + spent).max(1);
-    let mut request = match request::parse(&body, &app.config.openai, header_mode, &app.tool_lists, budget) {
+    let request = match request::parse(&body, &app.config.openai, header_mode, &app.tool_lists, budget) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
-    let Some(llm) = &app.llm else {
+    let Some(llm) = app.llm.clone() else {
         return ApiError::from(crate::llm::LlmError::NotConfigured).into_response();
     };
+    let span = tracing::info_span!(target: telemetry::TARGET, "chat",
+        "otel.name" = format!("{} {}", mode_name(request.mode), request.model), "gen_ai.operation.name" = "chat",
+        "gen_ai.request.model" = request.model.as_str(), "toolrouter.mode" = mode_name(request.mode),
+        "toolrouter.tools.offered" = request.tools.len() as i64, "gen_ai.request.stream" = request.stream);
+    answer(&app, request, client, &llm).instrument(span).await
+}
+
+/// The name of a mode, as `x-toolrouter-mode` says it.
+fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Route => "route",
+        Mode::Plan => "plan",
+        Mode::Execute => "execute",
+    }
+}
+
+/// Answers a parsed chat request in its mode.
+async fn answer(
+    app: &Arc<App>,
+    mut request: ChatRequest,
+    client: Option<ClientId>,
+    llm: &Arc<dyn ChatModel>,
+) -> Response {
     let engine = app.engine().ok().cloned();
     if request.mode == Mode::Execute
         && let Some(runner) = &app.runner
@@ -78,7 +105,8 @@ pub(crate) async fn chat_completions(
             Ok(engine) => engine,
             Err(e) => return not_ready(e),
         };
-        match crate::server::chat::plan::offer(engine, &request, app.config.openai.max_tools).await {
+        let span = tracing::info_span!(target: telemetry::TARGET, "plan");
+        match crate::server::chat::plan::offer(engine, &request, app.config.openai.max_tools).instrument(span).await {
             Ok((tools, steps)) => {
                 request.tools = tools.into();
                 planned = Some(steps);

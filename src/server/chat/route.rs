@@ -16,6 +16,7 @@ use std::time::Duration;
 use axum::response::{IntoResponse, Response};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
+use tracing::Instrument;
 
 use super::request::{self, ChatRequest};
 use super::tools::ClientTool;
@@ -320,7 +321,9 @@ pub async fn prepare(
     let messages = if narrows || decides { req.messages()? } else { Vec::new() };
     let decision = narrowing.record.clone().filter(|_| decides).map(|record| (last_user_words(&messages), record));
     let (Kept { tools: keep, by_words }, learning) = if narrows {
-        narrowing.narrow(&req.tools, &messages, config.max_tools, req.forced.as_deref()).await
+        let span = tracing::info_span!(target: crate::telemetry::TARGET, "narrow tools",
+            "toolrouter.tools.offered" = req.tools.len() as i64, "toolrouter.tools.kept" = config.max_tools as i64);
+        narrowing.narrow(&req.tools, &messages, config.max_tools, req.forced.as_deref()).instrument(span).await
     } else {
         (Kept { tools: (0..req.tools.len()).collect(), by_words: Vec::new() }, None)
     };

@@ -26,6 +26,7 @@ use futures_util::StreamExt;
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 use super::request::ChatRequest;
 use super::route::{Narrowed, Narrowing, Repaired, normalize_tool_calls, prepare, repaired, report};
@@ -63,7 +64,7 @@ pub async fn stream(
     let chunks = llm.stream(&prepared.body, req.deadline).await?;
     let (tx, rx) = mpsc::channel::<Event>(BUFFER);
     let keep_alive = config.keep_alive_ms;
-    tokio::spawn(relay(chunks, tx, req, llm, config, prepared, planned));
+    tokio::spawn(relay(chunks, tx, req, llm, config, prepared, planned).in_current_span());
     Ok(event_stream(rx, keep_alive))
 }
 
