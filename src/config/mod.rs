@@ -39,7 +39,8 @@
 //! - `cluster.rs`: `[cluster]`
 //!
 //! `load.rs` reads the file and applies the environment; `secret.rs` holds
-//! [`Secret`] and reads the API keys.
+//! [`Secret`] and reads the API keys; `diff.rs` names the keys two
+//! configurations differ in (a reload's).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -51,6 +52,7 @@ mod catalog;
 mod cluster;
 mod compress;
 mod credentials;
+mod diff;
 mod embedding;
 mod graph;
 mod llm;
