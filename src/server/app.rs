@@ -27,10 +27,10 @@
 //! those still waiting for their answer then are answered 503, and a
 //! stream already under way ends with an error event (`shutting_down`).
 
-use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -57,11 +57,11 @@ type McpService = StreamableHttpService<McpServer, LocalSessionManager>;
 
 /// What the routes share.
 pub struct App {
+    /// The configuration the server started with (a reload changes the
+    /// gate, and the engine's share, in place; the rest needs a restart).
     pub(super) config: Config,
-    /// Every accepted key's hash (operators' included).
-    pub(super) key_hashes: HashSet<String>,
-    /// The operators' keys' hashes (`server.admin_key_hashes`).
-    pub(super) admin_hashes: HashSet<String>,
+    /// The API keys and the per-key request rate, swapped by a reload.
+    pub(super) gate: ArcSwap<super::gate::Gate>,
     /// The console's last minutes of counters.
     pub(super) history: super::console::history::History,
     /// The engine, loading or loaded (`None` in a server without one, such
@@ -70,10 +70,8 @@ pub struct App {
     pub(super) mcp: OnceLock<McpService>,
     /// The upstream model (`None` without `llm.base_url`).
     pub(super) llm: Option<Arc<dyn ChatModel>>,
-    /// Requests per client key.
-    pub(super) limiter: Option<governor::DefaultKeyedRateLimiter<String>>,
     /// The Redis cluster the per-key request rate is shared through (the
-    /// local `limiter` is then this replica's share, used without Redis).
+    /// gate's local limiter is then this replica's share, used without Redis).
     pub(super) cluster: Option<Arc<crate::cluster::Cluster>>,
     /// Execute runs: the model, the cap on runs in flight, the traces
     /// (`None` without a model).
@@ -98,35 +96,20 @@ impl App {
 
     /// The app of `config` with `llm` as its model (tests script one).
     pub fn with_model(config: &Config, llm: Option<Arc<dyn ChatModel>>) -> Arc<App> {
-        let admin_hashes: HashSet<String> =
-            config.server.admin_key_hashes.iter().map(|h| h.to_ascii_lowercase()).collect();
-        let key_hashes =
-            config.server.api_key_hashes.iter().map(|h| h.to_ascii_lowercase()).chain(admin_hashes.clone()).collect();
         let cluster = crate::cluster::Cluster::open(&config.cluster).unwrap_or_else(|e| {
             tracing::error!("the cluster cannot be used, so limits are this replica's alone: {e:#}");
             None
         });
         let runner = llm.clone().map(|llm| Arc::new(Runner::new(llm, config, cluster.clone())));
-        // Without Redis, each replica admits its share of the rate and of the burst.
-        let share = if cluster.is_some() { config.cluster.replicas.max(1) } else { 1 };
-        let burst = config.server.client_burst.max(1).div_ceil(share);
-        let limiter = (config.server.client_rate > 0.0)
-            .then(|| {
-                governor::Quota::with_period(Duration::from_secs_f64(f64::from(share) / config.server.client_rate))
-            })
-            .flatten()
-            .map(|q| q.allow_burst(std::num::NonZeroU32::new(burst).expect("at least 1")))
-            .map(governor::RateLimiter::keyed);
+        let gate = super::gate::Gate::new(&config.server, rate_share(config, cluster.is_some()));
         Arc::new(App {
             ranker: route_ranker(config, cluster.as_ref()),
             config: config.clone(),
-            key_hashes,
-            admin_hashes,
+            gate: ArcSwap::from_pointee(gate),
             history: Default::default(),
             loading: OnceLock::new(),
             mcp: OnceLock::new(),
             llm,
-            limiter,
             cluster,
             runner,
             cut_off: tokio::sync::watch::Sender::new(false),
@@ -178,6 +161,12 @@ impl App {
         let _ = self.mcp.set(service);
         let _ = self.loading.set(loading);
     }
+}
+
+/// The replicas the per-key request rate is divided among: without Redis,
+/// each replica admits its share of the rate and of the burst.
+pub(super) fn rate_share(config: &Config, cluster: bool) -> u32 {
+    if cluster { config.cluster.replicas.max(1) } else { 1 }
 }
 
 /// Route mode's ranker, its tool vectors kept in the state directory
@@ -370,7 +359,7 @@ fn downstream_gauges(health: &[Health]) -> String {
 /// Serves until SIGINT or SIGTERM, then drains for up to the grace period.
 pub async fn serve(config: &Config) -> anyhow::Result<()> {
     let app = App::new(config);
-    if app.key_hashes.is_empty() {
+    if app.gate.load().key_hashes.is_empty() {
         tracing::warn!(listen = %config.server.listen, "no API keys configured (server.api_key_hashes): anyone who can reach the listener can use it");
     }
     let certificates = super::tls::Certificates::open(&config.server)?;
@@ -415,7 +404,7 @@ async fn housekeeping(app: Arc<App>) {
     let mut tick = tokio::time::interval(HOUSEKEEPING);
     loop {
         tick.tick().await;
-        if let Some(limiter) = &app.limiter {
+        if let Some(limiter) = &app.gate.load().limiter {
             limiter.retain_recent();
         }
         if let Ok(engine) = app.engine() {

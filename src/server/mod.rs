@@ -9,6 +9,8 @@
 //! * [`middleware`]: request ids, time limits, log lines, API keys (the
 //!   client's identity, [`middleware::ClientId`]), client rates and body
 //!   limits, before any handler;
+//! * [`gate`]: the API keys and per-key request rate the middleware
+//!   admits requests by, swapped whole by a reload;
 //! * [`conn`]: accepting connections, with header-read and idle timeouts;
 //! * [`tls`]: TLS on the listener, its certificate reloaded when it changes;
 //! * [`error`]: the error every face answers with (OpenAI's shape; each
@@ -35,6 +37,7 @@ pub mod chat;
 pub mod conn;
 pub mod console;
 pub mod error;
+pub mod gate;
 pub mod mcp;
 pub mod middleware;
 pub mod openai;
