@@ -26,6 +26,10 @@
 //! let in-flight requests finish for up to `server.shutdown_grace_ms`;
 //! those still waiting for their answer then are answered 503, and a
 //! stream already under way ends with an error event (`shutting_down`).
+//! SIGHUP reloads the configuration ([`super::reload`]): keys, client
+//! rates, upstream credentials and limits, downstream MCP servers change
+//! in place; a bad config is refused whole; the log names what needs a
+//! restart.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -356,23 +360,32 @@ fn downstream_gauges(health: &[Health]) -> String {
     out
 }
 
-/// Serves until SIGINT or SIGTERM, then drains for up to the grace period.
-pub async fn serve(config: &Config) -> anyhow::Result<()> {
+/// Serves until SIGINT or SIGTERM, then drains for up to the grace period;
+/// on SIGHUP, reloads the configuration from `source` ([`super::reload`]).
+pub async fn serve(config: &Config, source: super::reload::Source) -> anyhow::Result<()> {
     let app = App::new(config);
     if app.gate.load().key_hashes.is_empty() {
         tracing::warn!(listen = %config.server.listen, "no API keys configured (server.api_key_hashes): anyone who can reach the listener can use it");
     }
     let certificates = super::tls::Certificates::open(&config.server)?;
     let tls = certificates.as_ref().map(|c| c.acceptor()).transpose()?;
+    #[cfg(unix)]
+    let hangups = super::reload::hangups()?;
     let listener = tokio::net::TcpListener::bind(config.server.listen).await?;
     let addr = listener.local_addr()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     println!("toolrouter listening on {scheme}://{addr}");
     use std::io::Write;
     std::io::stdout().flush()?;
-    app.set_loading(Loading::start(config));
+    let loading = Loading::start(config);
+    app.set_loading(loading.clone());
     tokio::spawn(housekeeping(app.clone()));
     tokio::spawn(super::console::sample(app.clone()));
+    let reloader = super::reload::Reloader::new(source, loading, Some(app.clone()));
+    #[cfg(unix)]
+    tokio::spawn(reloader.with_certificates(certificates.clone()).follow(hangups));
+    #[cfg(not(unix))]
+    drop(reloader);
     if let Some(certificates) = certificates {
         tokio::spawn(super::tls::watch(certificates));
     }

@@ -11,6 +11,7 @@
 //!   limits, before any handler;
 //! * [`gate`]: the API keys and per-key request rate the middleware
 //!   admits requests by, swapped whole by a reload;
+//! * [`reload`]: reloading the configuration on SIGHUP (`serve` and `mcp`);
 //! * [`conn`]: accepting connections, with header-read and idle timeouts;
 //! * [`tls`]: TLS on the listener, its certificate reloaded when it changes;
 //! * [`error`]: the error every face answers with (OpenAI's shape; each
@@ -41,6 +42,7 @@ pub mod gate;
 pub mod mcp;
 pub mod middleware;
 pub mod openai;
+pub mod reload;
 pub mod replay_server;
 pub mod tls;
 pub mod translate;
