@@ -288,3 +288,44 @@ fn reload_adds_and_removes_downstream_servers() {
     assert!(eventually(Duration::from_secs(10), || !alive(&alpha_pid)), "the removed server's program was stopped");
     assert!(served.log().contains("removed=[\"alpha\"]"), "{}", served.log());
 }
+
+/// `toolrouter mcp` reloads too; it has no listener, so `[server]` is not
+/// reported, and a bad config is refused as in `serve`.
+#[test]
+fn reload_in_mcp_over_stdio() {
+    let dir = tempfile::tempdir().unwrap();
+    let (config, log) = (dir.path().join("toolrouter.toml"), dir.path().join("log"));
+    std::fs::write(&config, "").unwrap();
+    let mut mcp = Command::new(common::binary());
+    mcp.arg("mcp")
+        .arg("--config")
+        .arg(&config)
+        .env_remove("TOOLROUTER_CONFIG")
+        .env("TOOLROUTER_STATE_DIR", dir.path().join("state"))
+        .env("TOOLROUTER_RETRIEVAL_MODE", "lexical")
+        .env("TOOLROUTER_LOG_LEVEL", "info")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(&log).unwrap()));
+    let mut child = common::Killed(mcp.spawn().unwrap());
+    let read = || std::fs::read_to_string(&log).unwrap_or_default();
+    // SIGHUP is handled once the engine has started loading ("ready" follows).
+    assert!(eventually(Duration::from_secs(30), || read().contains("ready")), "{}", read());
+    let ended = |n: usize| {
+        eventually(Duration::from_secs(20), || {
+            let log = read();
+            log.matches("configuration reloaded").count() + log.matches("not reloaded").count() >= n
+        })
+    };
+    std::fs::write(&config, "[server]\nlisten = \"127.0.0.1:1\"\n[catalog]\ninclude_embedded = true\n").unwrap();
+    assert_eq!(unsafe { libc::kill(child.0.id() as i32, libc::SIGHUP) }, 0);
+    assert!(ended(1), "{}", read());
+    std::fs::write(&config, "[[[").unwrap();
+    assert_eq!(unsafe { libc::kill(child.0.id() as i32, libc::SIGHUP) }, 0);
+    assert!(ended(2), "{}", read());
+    let log = read();
+    assert!(log.contains("catalog.include_embedded changed: restart to apply"), "{log}");
+    assert!(!log.contains("server.listen"), "mcp has no listener: {log}");
+    assert!(log.contains("is not valid TOML"), "{log}");
+    assert!(child.0.try_wait().unwrap().is_none(), "SIGHUP ended mcp: {log}");
+}
