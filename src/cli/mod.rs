@@ -152,8 +152,8 @@ pub fn run() -> ExitCode {
         Command::Plan(args) => plan::run(args, &config),
         Command::Call(args) => call::call(args, &config),
         Command::Replay(args) => call::replay(args, &config),
-        Command::Serve(args) => serve::serve(args, &config),
-        Command::Mcp => serve::mcp(&config),
+        Command::Serve(args) => serve::serve(args, &config, reload_source(&cli)),
+        Command::Mcp => serve::mcp(&config, reload_source(&cli)),
         Command::Key(command) => serve::key(command),
         Command::Config(ConfigCommand::Show) => show_config(&config),
     };
@@ -180,21 +180,35 @@ pub(crate) struct Logging {
 /// Loads and validates the config, applies the flags and starts logging
 /// (with what flushes a server's log and spans).
 fn load_config(cli: &Cli) -> Result<(Config, Logging), String> {
-    let (mut config, warnings) = Config::load(cli.config.as_deref()).map_err(|e| e.to_string())?;
-    if !cli.catalog.is_empty() {
-        for path in &cli.catalog {
-            if !path.exists() {
-                return Err(format!("--catalog {}: no such file or directory", path.display()));
-            }
-        }
-        config.catalog.paths = cli.catalog.clone();
-    }
+    let (config, warnings) = read_config(cli.config.as_deref(), &cli.catalog)?;
     let server = matches!(cli.command, Command::Serve(_) | Command::Mcp);
     let logging = init_logging(&config, matches!(cli.command, Command::Serve(_)), server)?;
     for warning in warnings {
         tracing::warn!("{warning}");
     }
     Ok((config, logging))
+}
+
+/// Loads and validates the config `file` (or defaults) with the
+/// environment, then `--catalog` paths.
+fn read_config(file: Option<&std::path::Path>, catalog: &[PathBuf]) -> Result<(Config, Vec<String>), String> {
+    let (mut config, warnings) = Config::load(file).map_err(|e| e.to_string())?;
+    if !catalog.is_empty() {
+        for path in catalog {
+            if !path.exists() {
+                return Err(format!("--catalog {}: no such file or directory", path.display()));
+            }
+        }
+        config.catalog.paths = catalog.to_vec();
+    }
+    Ok((config, warnings))
+}
+
+/// How a server reloads its config on SIGHUP: as [`load_config`] loaded
+/// it (the environment's warnings were said at start).
+fn reload_source(cli: &Cli) -> crate::server::reload::Source {
+    let (file, catalog) = (cli.config.clone(), cli.catalog.clone());
+    std::sync::Arc::new(move || read_config(file.as_deref(), &catalog).map(|(config, _)| config))
 }
 
 /// Logs to stderr. A server (`serve`) logs a line per request: there the

@@ -10,6 +10,7 @@ use super::{CliError, runtime};
 use crate::config::Config;
 use crate::engine::loading::{Loading, NotReady};
 use crate::server::mcp::McpServer;
+use crate::server::reload::Source;
 
 #[derive(Debug, Args)]
 pub(super) struct ServeArgs {
@@ -27,24 +28,44 @@ pub(super) enum KeyCommand {
     },
 }
 
-pub(super) fn serve(args: &ServeArgs, config: &Config) -> Result<ExitCode, CliError> {
+pub(super) fn serve(args: &ServeArgs, config: &Config, source: Source) -> Result<ExitCode, CliError> {
     let mut config = config.clone();
-    if let Some(listen) = args.listen {
+    let listen = args.listen;
+    if let Some(listen) = listen {
         config.server.listen = listen;
     }
+    // A reload keeps `--listen` too.
+    let source: Source = std::sync::Arc::new(move || {
+        let mut config = source()?;
+        if let Some(listen) = listen {
+            config.server.listen = listen;
+        }
+        Ok(config)
+    });
     runtime()?
-        .block_on(crate::server::serve(&config))
+        .block_on(crate::server::serve(&config, source))
         .map_err(|e| CliError::Usage(format!("cannot serve on {}: {e:#}", config.server.listen)))?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// The MCP face over stdin/stdout (logs go to stderr). It answers
 /// `initialize` at once; the engine loads (or builds its index) meanwhile.
-pub(super) fn mcp(config: &Config) -> Result<ExitCode, CliError> {
+/// SIGHUP reloads the engine's share of the config from `source`
+/// (credentials, upstream limits, downstream MCP servers).
+pub(super) fn mcp(config: &Config, source: Source) -> Result<ExitCode, CliError> {
     let runtime = runtime()?;
     let loading = {
         let _entered = runtime.enter();
-        Loading::start(config)
+        let loading = Loading::start(config);
+        #[cfg(unix)]
+        {
+            let hangups = crate::server::reload::hangups().map_err(anyhow::Error::from)?;
+            let reloader = crate::server::reload::Reloader::new(source, loading.clone(), None);
+            tokio::spawn(reloader.follow(hangups));
+        }
+        #[cfg(not(unix))]
+        drop(source);
+        loading
     };
     let session = loading.clone();
     let served = runtime.block_on(async move {

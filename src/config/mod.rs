@@ -40,7 +40,8 @@
 //! - `telemetry.rs`: `[telemetry]`
 //!
 //! `load.rs` reads the file and applies the environment; `secret.rs` holds
-//! [`Secret`] and reads the API keys.
+//! [`Secret`] and reads the API keys; `diff.rs` names the keys two
+//! configurations differ in (a reload's).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -52,6 +53,7 @@ mod catalog;
 mod cluster;
 mod compress;
 mod credentials;
+mod diff;
 mod embedding;
 mod graph;
 mod llm;

@@ -242,3 +242,20 @@ fn allowed_hosts_are_host_names_or_one_star() {
     let (_, r) = load_text("[server]\nallowed_hosts = [\"*\"]\n", &[]);
     assert!(r.unwrap().0.server.mcp_hosts().is_empty(), "any host: rmcp's empty list");
 }
+
+#[test]
+fn changed_keys_are_named_as_in_the_file() {
+    let old = Config::default();
+    assert!(old.changed_keys(&old.clone()).is_empty());
+    let mut new = old.clone();
+    new.server.listen = "127.0.0.1:9".parse().unwrap();
+    new.server.client_rate = 3.0;
+    new.catalog.mcp_servers = vec![McpServerConfig { name: "time".into(), ..McpServerConfig::default() }];
+    new.upstream.credentials = vec![CredentialConfig { host: "api.example.com".into(), ..Default::default() }];
+    assert_eq!(
+        old.changed_keys(&new),
+        ["catalog.mcp_servers", "server.client_rate", "server.listen", "upstream.credentials"],
+        "in alphabetical order"
+    );
+    assert_eq!(new.changed_keys(&old).len(), 4, "the other way round too");
+}

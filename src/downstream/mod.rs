@@ -16,6 +16,12 @@
 //!
 //! Every change to a server's tools bumps [`Downstream::changes`]; the
 //! engine rebuilds its catalog and index from [`Downstream::tools`].
+//!
+//! A reload hands [`Downstream::reconfigure`] the servers configured now:
+//! a server added is started, one removed is stopped (its supervisor ends,
+//! and with it the connection and a stdio program), one whose settings
+//! changed is stopped and started again; the list is swapped whole, so a
+//! call finds a server or not, never half of one.
 
 mod connect;
 mod known;
@@ -23,6 +29,8 @@ mod supervise;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
+
+use arc_swap::ArcSwap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
@@ -130,12 +138,35 @@ struct Live {
 
 /// The downstream MCP servers of one process.
 pub struct Downstream {
-    servers: Vec<Arc<Server>>,
+    /// The servers, in configured order.
+    servers: ArcSwap<Vec<Arc<Running>>>,
+    state_dir: PathBuf,
     changes: watch::Sender<u64>,
-    /// Dropping the sender (with the `Downstream`) stops every supervisor.
-    _stop: watch::Sender<()>,
     /// Woken when a server's first attempt ends.
     tried: Arc<(Mutex<()>, Condvar)>,
+}
+
+/// A server and its supervisor.
+struct Running {
+    server: Arc<Server>,
+    /// Dropping the sender (with the last `Running`: the server removed, or
+    /// the `Downstream` dropped) stops the supervisor.
+    _stop: watch::Sender<()>,
+}
+
+/// What [`Downstream::reconfigure`] did, by server name.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Reconfigured {
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    /// Servers whose settings changed: stopped and started again.
+    pub restarted: Vec<String>,
+}
+
+impl Reconfigured {
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.restarted.is_empty()
+    }
 }
 
 impl Downstream {
@@ -144,43 +175,80 @@ impl Downstream {
     /// at once (calls to them answer "unavailable" until it is up).
     pub fn start(configs: &[McpServerConfig], state_dir: &Path) -> Arc<Downstream> {
         crate::upstream::install_crypto();
-        let (changes, _) = watch::channel(0);
-        let (stop, _) = watch::channel(());
-        let tried = Arc::new((Mutex::new(()), Condvar::new()));
-        let servers: Vec<Arc<Server>> = configs
+        let downstream = Downstream {
+            servers: ArcSwap::default(),
+            state_dir: state_dir.to_path_buf(),
+            changes: watch::channel(0).0,
+            tried: Arc::new((Mutex::new(()), Condvar::new())),
+        };
+        let servers = configs.iter().map(|config| downstream.run(config)).collect();
+        downstream.servers.store(Arc::new(servers));
+        Arc::new(downstream)
+    }
+
+    /// Starts the supervisor of the server `config`.
+    fn run(&self, config: &McpServerConfig) -> Arc<Running> {
+        let limiter = (config.rate > 0.0)
+            .then(|| Quota::with_period(Duration::from_secs_f64(1.0 / config.rate)))
+            .flatten()
+            .map(RateLimiter::direct);
+        let kept = known::load(&self.state_dir, &config.name);
+        let health = Health {
+            server: config.name.clone(),
+            state: ServerState::Connecting,
+            error: None,
+            tools: kept.as_ref().map_or(0, |k| k.tools.len()),
+            reconnects: 0,
+            since_unix_ms: unix_ms(),
+        };
+        let server = Arc::new(Server {
+            config: config.clone(),
+            limiter,
+            state_dir: self.state_dir.clone(),
+            live: Mutex::new(Live { peer: None, signals: None, health, listed: kept, tried: false }),
+        });
+        let (stop, stopped) = watch::channel(());
+        let context =
+            supervise::Context { server: server.clone(), changes: self.changes.clone(), tried: self.tried.clone() };
+        tokio::spawn(supervise::supervise(context, stopped));
+        Arc::new(Running { server, _stop: stop })
+    }
+
+    /// Serves the servers `configs` from now on (a reload): those added are
+    /// started, those removed stopped, those whose settings changed
+    /// started again, the others left as they are. The tools of the
+    /// servers stopped leave [`Downstream::tools`] at once (a change is
+    /// announced); those of the servers started join it when they list them.
+    pub fn reconfigure(&self, configs: &[McpServerConfig]) -> Reconfigured {
+        let old = self.servers.load_full();
+        let mut done = Reconfigured::default();
+        let servers: Vec<Arc<Running>> = configs
             .iter()
-            .map(|config| {
-                let limiter = (config.rate > 0.0)
-                    .then(|| Quota::with_period(Duration::from_secs_f64(1.0 / config.rate)))
-                    .flatten()
-                    .map(RateLimiter::direct);
-                let kept = known::load(state_dir, &config.name);
-                Arc::new(Server {
-                    config: config.clone(),
-                    limiter,
-                    state_dir: state_dir.to_path_buf(),
-                    live: Mutex::new(Live {
-                        peer: None,
-                        signals: None,
-                        health: Health {
-                            server: config.name.clone(),
-                            state: ServerState::Connecting,
-                            error: None,
-                            tools: kept.as_ref().map_or(0, |k| k.tools.len()),
-                            reconnects: 0,
-                            since_unix_ms: unix_ms(),
-                        },
-                        listed: kept,
-                        tried: false,
-                    }),
-                })
+            .map(|config| match old.iter().find(|r| r.server.config.name == config.name) {
+                Some(same) if same.server.config == *config => same.clone(),
+                Some(_) => {
+                    done.restarted.push(config.name.clone());
+                    self.run(config)
+                }
+                None => {
+                    done.added.push(config.name.clone());
+                    self.run(config)
+                }
             })
             .collect();
-        for server in &servers {
-            let context = supervise::Context { server: server.clone(), changes: changes.clone(), tried: tried.clone() };
-            tokio::spawn(supervise::supervise(context, stop.subscribe()));
+        let gone = old.iter().filter(|r| !configs.iter().any(|c| c.name == r.server.config.name));
+        done.removed = gone.map(|r| r.server.config.name.clone()).collect();
+        self.servers.store(Arc::new(servers));
+        if !done.removed.is_empty() || !done.restarted.is_empty() {
+            self.changes.send_modify(|n| *n += 1);
         }
-        Arc::new(Downstream { servers, changes, _stop: stop, tried })
+        done
+    }
+
+    /// The servers as configured now.
+    fn servers(&self) -> impl Iterator<Item = Arc<Server>> {
+        let servers = self.servers.load_full();
+        (0..servers.len()).map(move |i| servers[i].server.clone())
     }
 
     /// Blocks (a plain thread, not a runtime worker) until every server's
@@ -189,7 +257,7 @@ impl Downstream {
         let until = Instant::now() + patience;
         let (lock, woken) = &*self.tried;
         let mut guard = lock.lock().unwrap_or_else(|e| e.into_inner());
-        while !self.servers.iter().all(|s| s.live().tried) {
+        while !self.servers().all(|s| s.live().tried) {
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return;
@@ -202,7 +270,7 @@ impl Downstream {
     /// The tools every server listed last (servers in configured order;
     /// one never listed is left out).
     pub fn tools(&self) -> Vec<McpServerTools> {
-        self.servers.iter().filter_map(|s| s.live().listed.clone()).collect()
+        self.servers().filter_map(|s| s.live().listed.clone()).collect()
     }
 
     /// A counter bumped whenever a server's tools change.
@@ -212,7 +280,7 @@ impl Downstream {
 
     /// Every server's health, in configured order.
     pub fn health(&self) -> Vec<Health> {
-        self.servers.iter().map(|s| s.live().health.clone()).collect()
+        self.servers().map(|s| s.live().health.clone()).collect()
     }
 
     /// Calls `tool` of `server` with `arguments`, within the server's
@@ -223,7 +291,7 @@ impl Downstream {
         tool: &str,
         arguments: Map<String, Value>,
     ) -> Result<ToolAnswer, CallFailure> {
-        let Some(server) = self.servers.iter().find(|s| s.config.name == server) else {
+        let Some(server) = self.servers().find(|s| s.config.name == server) else {
             let reason = "it is no longer configured".to_string();
             return Err(CallFailure::Unavailable { server: server.to_string(), reason });
         };

@@ -29,11 +29,13 @@ use crate::upstream::{CallError, Response, Upstream};
 
 mod learning;
 pub mod loading;
+mod reload;
 mod shared;
 pub mod solve;
 mod world;
 
 pub use learning::RecentRun;
+pub use reload::Reconfigured;
 pub use shared::SharingStats;
 pub use world::World;
 
@@ -199,15 +201,19 @@ impl Engine {
 
     /// Starts the downstream MCP servers' supervisors and waits for their
     /// first connection attempts (each within its `connect_timeout_ms`).
-    /// `None` without servers, or outside a tokio runtime (said in the log).
+    /// `None` outside a tokio runtime (said in the log when servers are
+    /// configured); without servers, none are started, but a reload may
+    /// add some ([`Engine::reconfigure`]).
     fn connect_downstream(config: &Config, progress: &Progress) -> Option<Arc<Downstream>> {
         let servers = &config.catalog.mcp_servers;
-        if servers.is_empty() {
+        if tokio::runtime::Handle::try_current().is_err() {
+            if !servers.is_empty() {
+                tracing::warn!("no async runtime here: the downstream MCP servers are not connected");
+            }
             return None;
         }
-        if tokio::runtime::Handle::try_current().is_err() {
-            tracing::warn!("no async runtime here: the downstream MCP servers are not connected");
-            return None;
+        if servers.is_empty() {
+            return Some(Downstream::start(servers, &config.state.dir()));
         }
         progress.set_stage("connecting to the MCP servers");
         let downstream = Downstream::start(servers, &config.state.dir());
@@ -224,11 +230,8 @@ impl Engine {
         base: &Arc<Catalog>,
         downstream: Option<&Arc<Downstream>>,
     ) -> (Arc<Catalog>, Vec<crate::catalog::McpServerTools>) {
-        match downstream {
-            Some(d) => {
-                let tools = d.tools();
-                (Arc::new(base.with_mcp_tools(&tools)), tools)
-            }
+        match downstream.map(|d| d.tools()).filter(|tools| !tools.is_empty()) {
+            Some(tools) => (Arc::new(base.with_mcp_tools(&tools)), tools),
             None => (base.clone(), Vec::new()),
         }
     }

@@ -26,11 +26,15 @@
 //! let in-flight requests finish for up to `server.shutdown_grace_ms`;
 //! those still waiting for their answer then are answered 503, and a
 //! stream already under way ends with an error event (`shutting_down`).
+//! SIGHUP reloads the configuration ([`super::reload`]): keys, client
+//! rates, upstream credentials and limits, downstream MCP servers change
+//! in place; a bad config is refused whole; the log names what needs a
+//! restart.
 
-use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -57,11 +61,11 @@ type McpService = StreamableHttpService<McpServer, LocalSessionManager>;
 
 /// What the routes share.
 pub struct App {
+    /// The configuration the server started with (a reload changes the
+    /// gate, and the engine's share, in place; the rest needs a restart).
     pub(super) config: Config,
-    /// Every accepted key's hash (operators' included).
-    pub(super) key_hashes: HashSet<String>,
-    /// The operators' keys' hashes (`server.admin_key_hashes`).
-    pub(super) admin_hashes: HashSet<String>,
+    /// The API keys and the per-key request rate, swapped by a reload.
+    pub(super) gate: ArcSwap<super::gate::Gate>,
     /// The console's last minutes of counters.
     pub(super) history: super::console::history::History,
     /// The engine, loading or loaded (`None` in a server without one, such
@@ -70,10 +74,8 @@ pub struct App {
     pub(super) mcp: OnceLock<McpService>,
     /// The upstream model (`None` without `llm.base_url`).
     pub(super) llm: Option<Arc<dyn ChatModel>>,
-    /// Requests per client key.
-    pub(super) limiter: Option<governor::DefaultKeyedRateLimiter<String>>,
     /// The Redis cluster the per-key request rate is shared through (the
-    /// local `limiter` is then this replica's share, used without Redis).
+    /// gate's local limiter is then this replica's share, used without Redis).
     pub(super) cluster: Option<Arc<crate::cluster::Cluster>>,
     /// Execute runs: the model, the cap on runs in flight, the traces
     /// (`None` without a model).
@@ -98,35 +100,20 @@ impl App {
 
     /// The app of `config` with `llm` as its model (tests script one).
     pub fn with_model(config: &Config, llm: Option<Arc<dyn ChatModel>>) -> Arc<App> {
-        let admin_hashes: HashSet<String> =
-            config.server.admin_key_hashes.iter().map(|h| h.to_ascii_lowercase()).collect();
-        let key_hashes =
-            config.server.api_key_hashes.iter().map(|h| h.to_ascii_lowercase()).chain(admin_hashes.clone()).collect();
         let cluster = crate::cluster::Cluster::open(&config.cluster).unwrap_or_else(|e| {
             tracing::error!("the cluster cannot be used, so limits are this replica's alone: {e:#}");
             None
         });
         let runner = llm.clone().map(|llm| Arc::new(Runner::new(llm, config, cluster.clone())));
-        // Without Redis, each replica admits its share of the rate and of the burst.
-        let share = if cluster.is_some() { config.cluster.replicas.max(1) } else { 1 };
-        let burst = config.server.client_burst.max(1).div_ceil(share);
-        let limiter = (config.server.client_rate > 0.0)
-            .then(|| {
-                governor::Quota::with_period(Duration::from_secs_f64(f64::from(share) / config.server.client_rate))
-            })
-            .flatten()
-            .map(|q| q.allow_burst(std::num::NonZeroU32::new(burst).expect("at least 1")))
-            .map(governor::RateLimiter::keyed);
+        let gate = super::gate::Gate::new(&config.server, rate_share(config, cluster.is_some()));
         Arc::new(App {
             ranker: route_ranker(config, cluster.as_ref()),
             config: config.clone(),
-            key_hashes,
-            admin_hashes,
+            gate: ArcSwap::from_pointee(gate),
             history: Default::default(),
             loading: OnceLock::new(),
             mcp: OnceLock::new(),
             llm,
-            limiter,
             cluster,
             runner,
             cut_off: tokio::sync::watch::Sender::new(false),
@@ -178,6 +165,12 @@ impl App {
         let _ = self.mcp.set(service);
         let _ = self.loading.set(loading);
     }
+}
+
+/// The replicas the per-key request rate is divided among: without Redis,
+/// each replica admits its share of the rate and of the burst.
+pub(super) fn rate_share(config: &Config, cluster: bool) -> u32 {
+    if cluster { config.cluster.replicas.max(1) } else { 1 }
 }
 
 /// Route mode's ranker, its tool vectors kept in the state directory
@@ -379,23 +372,32 @@ fn downstream_gauges(health: &[Health]) -> String {
     out
 }
 
-/// Serves until SIGINT or SIGTERM, then drains for up to the grace period.
-pub async fn serve(config: &Config) -> anyhow::Result<()> {
+/// Serves until SIGINT or SIGTERM, then drains for up to the grace period;
+/// on SIGHUP, reloads the configuration from `source` ([`super::reload`]).
+pub async fn serve(config: &Config, source: super::reload::Source) -> anyhow::Result<()> {
     let app = App::new(config);
-    if app.key_hashes.is_empty() {
+    if app.gate.load().key_hashes.is_empty() {
         tracing::warn!(listen = %config.server.listen, "no API keys configured (server.api_key_hashes): anyone who can reach the listener can use it");
     }
     let certificates = super::tls::Certificates::open(&config.server)?;
     let tls = certificates.as_ref().map(|c| c.acceptor()).transpose()?;
+    #[cfg(unix)]
+    let hangups = super::reload::hangups()?;
     let listener = tokio::net::TcpListener::bind(config.server.listen).await?;
     let addr = listener.local_addr()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     println!("toolrouter listening on {scheme}://{addr}");
     use std::io::Write;
     std::io::stdout().flush()?;
-    app.set_loading(Loading::start(config));
+    let loading = Loading::start(config);
+    app.set_loading(loading.clone());
     tokio::spawn(housekeeping(app.clone()));
     tokio::spawn(super::console::sample(app.clone()));
+    let reloader = super::reload::Reloader::new(source, loading, Some(app.clone()));
+    #[cfg(unix)]
+    tokio::spawn(reloader.with_certificates(certificates.clone()).follow(hangups));
+    #[cfg(not(unix))]
+    drop(reloader);
     if let Some(certificates) = certificates {
         tokio::spawn(super::tls::watch(certificates));
     }
@@ -427,7 +429,7 @@ async fn housekeeping(app: Arc<App>) {
     let mut tick = tokio::time::interval(HOUSEKEEPING);
     loop {
         tick.tick().await;
-        if let Some(limiter) = &app.limiter {
+        if let Some(limiter) = &app.gate.load().limiter {
             limiter.retain_recent();
         }
         if let Ok(engine) = app.engine() {

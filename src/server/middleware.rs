@@ -27,6 +27,7 @@ const X_REQUEST_ID: &str = "x-request-id";
 
 use super::app::App;
 use super::error::ApiError;
+use super::gate::Gate;
 use crate::cluster::limits::{Cell, Verdict};
 use crate::engine::loading::NotReady;
 use crate::telemetry;
@@ -92,17 +93,18 @@ pub(super) async fn admit(State(app): State<Arc<App>>, mut request: Request, nex
 /// The refusal of a request without a valid API key or over its client's
 /// request rate; the client's id goes into the request's extensions.
 async fn refused(app: &App, request: &mut Request) -> Option<Response> {
-    if app.key_hashes.is_empty() {
+    let gate = app.gate.load();
+    if gate.key_hashes.is_empty() {
         // Without keys, whoever reaches the listener runs it.
         request.extensions_mut().insert(Operator);
-        app.limiter.as_ref()?;
+        gate.limiter.as_ref()?;
         // Without keys each peer address has its own rate: one client's
         // requests (stalled ones too) do not use up everyone's.
         let client = match super::conn::peer(request) {
             Some(peer) => format!("anonymous@{}", peer.ip()),
             None => "anonymous".to_string(),
         };
-        return limited(app, &client).await;
+        return limited(app, &gate, &client).await;
     }
     // `Authorization: Bearer KEY` (OpenAI's clients), else `x-api-key: KEY` (Anthropic's).
     let headers = request.headers();
@@ -116,14 +118,14 @@ async fn refused(app: &App, request: &mut Request) -> Option<Response> {
         return Some(ApiError::status(StatusCode::UNAUTHORIZED, missing).into_response());
     };
     let hash = hash_key(key);
-    if !app.key_hashes.contains(&hash) {
+    if !gate.key_hashes.contains(&hash) {
         return Some(ApiError::status(StatusCode::UNAUTHORIZED, "invalid API key").into_response());
     }
     let client = hash[..12].to_string();
-    if let Some(refused) = limited(app, &client).await {
+    if let Some(refused) = limited(app, &gate, &client).await {
         return Some(refused);
     }
-    if app.admin_hashes.contains(&hash) {
+    if gate.admin_hashes.contains(&hash) {
         request.extensions_mut().insert(Operator);
     }
     request.extensions_mut().insert(ClientId(client));
@@ -159,15 +161,15 @@ async fn read_body(app: &App, request: Request) -> Result<Request, Response> {
 /// 429 with `Retry-After` when `client` is over its request rate: shared
 /// by the replicas through Redis when `[cluster]` is on (this replica's
 /// share locally when Redis cannot answer).
-async fn limited(app: &App, client: &str) -> Option<Response> {
-    let limiter = app.limiter.as_ref()?;
+async fn limited(app: &App, gate: &Gate, client: &str) -> Option<Response> {
+    let limiter = gate.limiter.as_ref()?;
     let shared = match &app.cluster {
         Some(cluster) => {
             let cell = Cell {
                 kind: "request",
                 key: client,
-                interval: Duration::from_secs_f64(1.0 / app.config.server.client_rate),
-                burst: app.config.server.client_burst,
+                interval: Duration::from_secs_f64(1.0 / gate.client_rate),
+                burst: gate.client_burst,
             };
             cluster.take(None, std::slice::from_ref(&cell)).await.ok()
         }
@@ -185,7 +187,7 @@ async fn limited(app: &App, client: &str) -> Option<Response> {
     crate::metrics::global().rate_limited("incoming");
     let message = format!(
         "rate limited: this key may make {} requests per second; retry after {:.2} s",
-        app.config.server.client_rate,
+        gate.client_rate,
         wait.as_secs_f64()
     );
     let retry_after = wait.as_secs_f64().ceil().max(1.0) as u64;

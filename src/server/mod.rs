@@ -9,6 +9,9 @@
 //! * [`middleware`]: request ids, time limits, log lines, API keys (the
 //!   client's identity, [`middleware::ClientId`]), client rates and body
 //!   limits, before any handler;
+//! * [`gate`]: the API keys and per-key request rate the middleware
+//!   admits requests by, swapped whole by a reload;
+//! * [`reload`]: reloading the configuration on SIGHUP (`serve` and `mcp`);
 //! * [`conn`]: accepting connections, with header-read and idle timeouts;
 //! * [`tls`]: TLS on the listener, its certificate reloaded when it changes;
 //! * [`error`]: the error every face answers with (OpenAI's shape; each
@@ -35,9 +38,11 @@ pub mod chat;
 pub mod conn;
 pub mod console;
 pub mod error;
+pub mod gate;
 pub mod mcp;
 pub mod middleware;
 pub mod openai;
+pub mod reload;
 pub mod replay_server;
 pub mod tls;
 pub mod translate;

@@ -1,5 +1,7 @@
-//! The credentials of the user's own HTTP services (`[[upstream.credentials]]`),
-//! read once at start, put on a request only when it goes to their host.
+//! The credentials of the user's own HTTP services (`[[upstream.credentials]]`)
+//! and the RapidAPI key, read at start and again on each reload
+//! ([`Credentials`], swapped whole), put on a request only when it goes to
+//! their host.
 //!
 //! "Their host" is the request's actual host and port (the URL sent, so a
 //! call through `upstream.base_url` carries none), and the redirect policy
@@ -11,7 +13,43 @@ use std::collections::HashSet;
 
 use url::Url;
 
-use crate::config::{CredentialConfig, CredentialScheme, Secret};
+use crate::config::{Config, CredentialConfig, CredentialScheme, Secret};
+
+/// Every secret upstream calls may carry, read together: a reload reads
+/// them all before it changes anything, so a secret that cannot be read
+/// keeps the old ones in use.
+pub struct Credentials {
+    /// The user's own services' credentials.
+    pub(super) list: Vec<Credential>,
+    /// The hosts that have one (for the redirect policy).
+    pub(super) hosts: HashSet<String>,
+    /// The hosts whose credential allows private addresses (for the guard).
+    pub(super) private_hosts: Vec<String>,
+    /// The RapidAPI key.
+    pub(super) rapidapi_key: Option<Secret>,
+}
+
+impl Credentials {
+    /// Reads the secrets `config` names (environment variables, files):
+    /// the first that cannot be read is an error naming where it was to
+    /// come from, never a secret.
+    pub fn read(config: &Config) -> anyhow::Result<Credentials> {
+        let list = load(&config.upstream.credentials)?;
+        let rapidapi_key = config.rapidapi_key().map_err(anyhow::Error::msg)?;
+        Ok(Credentials {
+            hosts: hosts(&list),
+            private_hosts: crate::config::private_hosts(&config.upstream.credentials),
+            list,
+            rapidapi_key,
+        })
+    }
+
+    /// The credential of the host `url` goes to.
+    pub(super) fn for_url(&self, url: &Url) -> Option<&Credential> {
+        let key = host_key(url);
+        self.list.iter().find(|c| c.host == key)
+    }
+}
 
 /// A credential ready to send.
 pub(super) struct Credential {
@@ -25,7 +63,7 @@ pub(super) struct Credential {
 
 /// Reads every credential's secret; the first unreadable one is an error
 /// naming its host and where the secret was to come from (not the secret).
-pub(super) fn load(configs: &[CredentialConfig]) -> anyhow::Result<Vec<Credential>> {
+fn load(configs: &[CredentialConfig]) -> anyhow::Result<Vec<Credential>> {
     configs
         .iter()
         .map(|c| {
@@ -51,14 +89,8 @@ pub(super) fn host_key(url: &Url) -> String {
 }
 
 /// The hosts that have a credential (for the redirect policy).
-pub(super) fn hosts(credentials: &[Credential]) -> HashSet<String> {
+fn hosts(credentials: &[Credential]) -> HashSet<String> {
     credentials.iter().map(|c| c.host.clone()).collect()
-}
-
-/// The credential of the host `url` goes to.
-pub(super) fn for_url<'a>(credentials: &'a [Credential], url: &Url) -> Option<&'a Credential> {
-    let key = host_key(url);
-    credentials.iter().find(|c| c.host == key)
 }
 
 impl Credential {

@@ -10,11 +10,14 @@
 //! ([`GuardedResolver`]), so it holds for every connection: redirects and
 //! names that resolve to internal addresses included; IP-literal URLs are
 //! checked by [`Guard::check_url`]. Redirect targets are checked again.
+//! The hosts credentials open are swapped in place on a reload
+//! ([`Guard::set_private_hosts`]), for the guard and its resolvers at once.
 
 use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
+use arc_swap::ArcSwap;
 use url::Url;
 
 use crate::catalog::Catalog;
@@ -30,8 +33,9 @@ pub struct Guard {
     catalog_hosts: HashSet<String>,
     allowlist: Vec<String>,
     pub allow_private: bool,
-    /// Hosts allowed private addresses (their credentials say so).
-    private_hosts: Arc<HashSet<String>>,
+    /// Hosts allowed private addresses (their credentials say so),
+    /// shared with the resolvers.
+    private_hosts: Arc<ArcSwap<HashSet<String>>>,
 }
 
 impl Guard {
@@ -53,9 +57,15 @@ impl Guard {
 
     /// The guard with `hosts` (names or addresses, no port) allowed
     /// private addresses.
-    pub fn with_private_hosts(mut self, hosts: &[String]) -> Guard {
-        self.private_hosts = Arc::new(hosts.iter().map(|h| normalize(h)).collect());
+    pub fn with_private_hosts(self, hosts: &[String]) -> Guard {
+        self.set_private_hosts(hosts);
         self
+    }
+
+    /// Allows private addresses to `hosts` instead of those allowed so far
+    /// (a reload), in this guard and the resolvers it made.
+    pub fn set_private_hosts(&self, hosts: &[String]) {
+        self.private_hosts.store(Arc::new(hosts.iter().map(|h| normalize(h)).collect()));
     }
 
     /// The DNS resolver that holds this guard's address rule.
@@ -83,7 +93,7 @@ impl Guard {
         }
         let literal = host.trim_start_matches('[').trim_end_matches(']');
         if let Ok(ip) = literal.parse::<IpAddr>()
-            && !self.private_hosts.contains(literal)
+            && !self.private_hosts.load().contains(literal)
         {
             self.check_ip(ip)?;
         }
@@ -155,13 +165,13 @@ pub fn is_internal(ip: IpAddr) -> bool {
 pub struct GuardedResolver {
     pub allow_private: bool,
     /// Names allowed private addresses all the same.
-    pub private_hosts: Arc<HashSet<String>>,
+    pub private_hosts: Arc<ArcSwap<HashSet<String>>>,
 }
 
 impl reqwest::dns::Resolve for GuardedResolver {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
         let host = name.as_str().to_string();
-        let allow_private = self.allow_private || self.private_hosts.contains(&normalize(&host));
+        let allow_private = self.allow_private || self.private_hosts.load().contains(&normalize(&host));
         Box::pin(async move {
             let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             let kept: Vec<SocketAddr> =

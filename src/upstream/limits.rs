@@ -9,11 +9,15 @@
 //! every replica through Redis ([`crate::cluster::limits`]); when Redis
 //! cannot answer within `cluster.timeout_ms`, a call takes this replica's
 //! local cells instead, each rate divided by `cluster.replicas`.
+//!
+//! The rates themselves ([`Rates`]) sit behind an [`ArcSwap`]: a reload
+//! ([`Limits::reconfigure`]) swaps them whole, and a call loads them once.
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use arc_swap::ArcSwap;
 use dashmap::DashMap;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultDirectRateLimiter, DefaultKeyedRateLimiter, Quota, RateLimiter};
@@ -58,8 +62,18 @@ pub struct RateLimited {
 /// The configured limits and their state.
 pub struct Limits {
     /// Shared by every replica through Redis, when `[cluster]` is on; the
-    /// local limiters below are then this replica's fallback share.
+    /// local limiters of `rates` are then this replica's fallback share.
     cluster: Option<Arc<Cluster>>,
+    /// How many replicas share the rates (1 without a cluster).
+    share: u32,
+    rates: ArcSwap<Rates>,
+    slowed: DashMap<String, Instant>,
+    clock: DefaultClock,
+}
+
+/// The configured rates and their limiters, replaced whole on a reload
+/// (the new limiters start full).
+struct Rates {
     /// Emission interval of the global, per-host, per-API and per-client rates.
     intervals: [Option<Duration>; 4],
     burst: u32,
@@ -67,118 +81,30 @@ pub struct Limits {
     host: Option<DefaultKeyedRateLimiter<String>>,
     api: Option<DefaultKeyedRateLimiter<String>>,
     client: Option<DefaultKeyedRateLimiter<String>>,
-    slowed: DashMap<String, Instant>,
     max_wait: Duration,
-    clock: DefaultClock,
+    /// The keys they were built from, to tell whether a reload changes them.
+    config: [f64; 4],
+    max_wait_ms: u64,
 }
 
-/// A quota of `rate` calls per second with bursts of `burst` (at least 1);
-/// `None` when `rate` is 0 (no limit).
-fn quota(rate: f64, burst: u32) -> Option<Quota> {
-    if rate <= 0.0 {
-        return None;
-    }
-    let period = Duration::from_secs_f64(1.0 / rate);
-    Quota::with_period(period).map(|q| q.allow_burst(NonZeroU32::new(burst.max(1)).unwrap()))
-}
-
-impl std::fmt::Debug for Limits {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Limits").field("intervals", &self.intervals).field("shared", &self.cluster.is_some()).finish()
-    }
-}
-
-/// The interval between cells of `rate` per second (`None`: no limit).
-fn interval(rate: f64) -> Option<Duration> {
-    (rate > 0.0).then(|| Duration::from_secs_f64(1.0 / rate))
-}
-
-impl Limits {
-    pub fn new(config: &UpstreamConfig) -> Limits {
-        Limits::shared(config, None, 1)
-    }
-
-    /// Limits shared through `cluster` by `replicas` replicas: while Redis
-    /// is unreachable, each enforces `1/replicas` of every rate and of the
-    /// burst (rounded up) locally, so that together they stay near one burst.
-    pub fn shared(config: &UpstreamConfig, cluster: Option<Arc<Cluster>>, replicas: u32) -> Limits {
+impl Rates {
+    /// The rates of `config`, each divided by `share` locally (as is the burst, rounded up).
+    fn new(config: &UpstreamConfig, share: u32) -> Rates {
         let burst = config.burst;
-        let share = if cluster.is_some() { replicas.max(1) } else { 1 };
         let local_burst = burst.div_ceil(share);
         let share = f64::from(share);
-        Limits {
-            cluster,
-            intervals: [config.global_rate, config.host_rate, config.api_rate, config.client_rate].map(interval),
+        let rates = [config.global_rate, config.host_rate, config.api_rate, config.client_rate];
+        Rates {
+            intervals: rates.map(interval),
             burst,
             global: quota(config.global_rate / share, local_burst).map(RateLimiter::direct),
             host: quota(config.host_rate / share, local_burst).map(RateLimiter::keyed),
             api: quota(config.api_rate / share, local_burst).map(RateLimiter::keyed),
             client: quota(config.client_rate / share, local_burst).map(RateLimiter::keyed),
-            slowed: DashMap::new(),
             max_wait: Duration::from_millis(config.max_wait_ms),
-            clock: DefaultClock::default(),
+            config: rates,
+            max_wait_ms: config.max_wait_ms,
         }
-    }
-
-    /// Takes a cell of every limit that applies, waiting up to `max_wait`
-    /// in all. Returns the time waited.
-    pub async fn acquire(&self, host: &str, api: &str, client: Option<&str>) -> Result<Duration, RateLimited> {
-        self.take(Some(host), Some(api), client, true).await
-    }
-
-    /// The client's cell alone: a call to a downstream MCP tool, which has
-    /// its server's own rate (the global, per-host and per-API rates guard
-    /// RapidAPI's hosts).
-    pub async fn acquire_for_client(&self, client: Option<&str>) -> Result<Duration, RateLimited> {
-        self.take(None, None, client, false).await
-    }
-
-    async fn take(
-        &self,
-        host: Option<&str>,
-        api: Option<&str>,
-        client: Option<&str>,
-        global: bool,
-    ) -> Result<Duration, RateLimited> {
-        let started = Instant::now();
-        let deadline = started + self.max_wait;
-        if let Some(cluster) = &self.cluster
-            && self.take_shared(cluster, host, api, client, global, deadline).await?
-        {
-            return Ok(started.elapsed());
-        }
-        if let Some(until) = host.and_then(|host| self.slowed.get(host).map(|u| *u)) {
-            let now = Instant::now();
-            if until > now {
-                if until > deadline {
-                    return Err(RateLimited { limit: Limit::HostRetryAfter, retry_after: until - now });
-                }
-                tokio::time::sleep(until - now).await;
-            }
-        }
-        let keyed =
-            [(Limit::Client, &self.client, client), (Limit::Api, &self.api, api), (Limit::Host, &self.host, host)];
-        for (limit, limiter, key) in keyed {
-            let (Some(limiter), Some(key)) = (limiter, key) else { continue };
-            let key = key.to_string();
-            loop {
-                match limiter.check_key(&key) {
-                    Ok(()) => break,
-                    Err(not_until) => self.wait(limit, not_until.wait_time_from(self.clock.now()), deadline).await?,
-                }
-            }
-        }
-        if let Some(global) = self.global.as_ref().filter(|_| global) {
-            loop {
-                match global.check() {
-                    Ok(()) => break,
-                    Err(not_until) => {
-                        self.wait(Limit::Global, not_until.wait_time_from(self.clock.now()), deadline).await?
-                    }
-                }
-            }
-        }
-        Ok(started.elapsed())
     }
 
     /// The shared cells: `Ok(true)` once taken, `Ok(false)` when Redis
@@ -208,19 +134,141 @@ impl Limits {
         loop {
             match cluster.take(host, &cells).await {
                 Ok(Verdict::Taken) => return Ok(true),
-                Ok(Verdict::Slowed(wait)) => self.wait(Limit::HostRetryAfter, wait, deadline).await?,
-                Ok(Verdict::Wait(i, wait)) => self.wait(limits[i], wait, deadline).await?,
+                Ok(Verdict::Slowed(wait)) => wait_within(Limit::HostRetryAfter, wait, deadline).await?,
+                Ok(Verdict::Wait(i, wait)) => wait_within(limits[i], wait, deadline).await?,
                 Err(_) => return Ok(false),
             }
         }
     }
 
-    async fn wait(&self, limit: Limit, wait: Duration, deadline: Instant) -> Result<(), RateLimited> {
-        if Instant::now() + wait > deadline {
-            return Err(RateLimited { limit, retry_after: wait });
+    fn same(&self, config: &UpstreamConfig) -> bool {
+        let rates = [config.global_rate, config.host_rate, config.api_rate, config.client_rate];
+        self.config == rates && self.burst == config.burst && self.max_wait_ms == config.max_wait_ms
+    }
+}
+
+/// A quota of `rate` calls per second with bursts of `burst` (at least 1);
+/// `None` when `rate` is 0 (no limit).
+fn quota(rate: f64, burst: u32) -> Option<Quota> {
+    if rate <= 0.0 {
+        return None;
+    }
+    let period = Duration::from_secs_f64(1.0 / rate);
+    Quota::with_period(period).map(|q| q.allow_burst(NonZeroU32::new(burst.max(1)).unwrap()))
+}
+
+impl std::fmt::Debug for Limits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let intervals = self.rates.load().intervals;
+        f.debug_struct("Limits").field("intervals", &intervals).field("shared", &self.cluster.is_some()).finish()
+    }
+}
+
+/// Waits `wait` for `limit`, or refuses at once when that passes `deadline`.
+async fn wait_within(limit: Limit, wait: Duration, deadline: Instant) -> Result<(), RateLimited> {
+    if Instant::now() + wait > deadline {
+        return Err(RateLimited { limit, retry_after: wait });
+    }
+    tokio::time::sleep(wait).await;
+    Ok(())
+}
+
+/// The interval between cells of `rate` per second (`None`: no limit).
+fn interval(rate: f64) -> Option<Duration> {
+    (rate > 0.0).then(|| Duration::from_secs_f64(1.0 / rate))
+}
+
+impl Limits {
+    pub fn new(config: &UpstreamConfig) -> Limits {
+        Limits::shared(config, None, 1)
+    }
+
+    /// Limits shared through `cluster` by `replicas` replicas: while Redis
+    /// is unreachable, each enforces `1/replicas` of every rate and of the
+    /// burst (rounded up) locally, so that together they stay near one burst.
+    pub fn shared(config: &UpstreamConfig, cluster: Option<Arc<Cluster>>, replicas: u32) -> Limits {
+        let share = if cluster.is_some() { replicas.max(1) } else { 1 };
+        Limits {
+            cluster,
+            share,
+            rates: ArcSwap::from_pointee(Rates::new(config, share)),
+            slowed: DashMap::new(),
+            clock: DefaultClock::default(),
         }
-        tokio::time::sleep(wait).await;
-        Ok(())
+    }
+
+    /// Takes the rates, burst and `max_wait_ms` of `config` (a reload),
+    /// unless they are those in use: whether they changed. Calls waiting
+    /// for a cell finish under the rates they started with; hosts slowed
+    /// by a 429 stay slowed.
+    pub fn reconfigure(&self, config: &UpstreamConfig) -> bool {
+        if self.rates.load().same(config) {
+            return false;
+        }
+        self.rates.store(Arc::new(Rates::new(config, self.share)));
+        true
+    }
+
+    /// Takes a cell of every limit that applies, waiting up to `max_wait`
+    /// in all. Returns the time waited.
+    pub async fn acquire(&self, host: &str, api: &str, client: Option<&str>) -> Result<Duration, RateLimited> {
+        self.take(Some(host), Some(api), client, true).await
+    }
+
+    /// The client's cell alone: a call to a downstream MCP tool, which has
+    /// its server's own rate (the global, per-host and per-API rates guard
+    /// RapidAPI's hosts).
+    pub async fn acquire_for_client(&self, client: Option<&str>) -> Result<Duration, RateLimited> {
+        self.take(None, None, client, false).await
+    }
+
+    async fn take(
+        &self,
+        host: Option<&str>,
+        api: Option<&str>,
+        client: Option<&str>,
+        global: bool,
+    ) -> Result<Duration, RateLimited> {
+        let started = Instant::now();
+        let rates = self.rates.load_full();
+        let deadline = started + rates.max_wait;
+        if let Some(cluster) = &self.cluster
+            && rates.take_shared(cluster, host, api, client, global, deadline).await?
+        {
+            return Ok(started.elapsed());
+        }
+        if let Some(until) = host.and_then(|host| self.slowed.get(host).map(|u| *u)) {
+            let now = Instant::now();
+            if until > now {
+                if until > deadline {
+                    return Err(RateLimited { limit: Limit::HostRetryAfter, retry_after: until - now });
+                }
+                tokio::time::sleep(until - now).await;
+            }
+        }
+        let keyed =
+            [(Limit::Client, &rates.client, client), (Limit::Api, &rates.api, api), (Limit::Host, &rates.host, host)];
+        for (limit, limiter, key) in keyed {
+            let (Some(limiter), Some(key)) = (limiter, key) else { continue };
+            let key = key.to_string();
+            loop {
+                match limiter.check_key(&key) {
+                    Ok(()) => break,
+                    Err(not_until) => wait_within(limit, not_until.wait_time_from(self.clock.now()), deadline).await?,
+                }
+            }
+        }
+        if let Some(global) = rates.global.as_ref().filter(|_| global) {
+            loop {
+                match global.check() {
+                    Ok(()) => break,
+                    Err(not_until) => {
+                        wait_within(Limit::Global, not_until.wait_time_from(self.clock.now()), deadline).await?
+                    }
+                }
+            }
+        }
+        Ok(started.elapsed())
     }
 
     /// No call goes to `host` for `wait` (an upstream 429's `Retry-After`).
@@ -240,7 +288,8 @@ impl Limits {
 
     /// Forgets idle keys (call now and then on a long-running server).
     pub fn prune(&self) {
-        for limiter in [&self.host, &self.api, &self.client].into_iter().flatten() {
+        let rates = self.rates.load();
+        for limiter in [&rates.host, &rates.api, &rates.client].into_iter().flatten() {
             limiter.retain_recent();
         }
         let now = Instant::now();
@@ -288,5 +337,20 @@ mod tests {
         let refused = limits.acquire("h", "a", None).await.unwrap_err();
         assert_eq!(refused.limit, Limit::HostRetryAfter);
         assert!(limits.acquire("other", "a", None).await.is_ok());
+    }
+
+    /// A reload's rates apply to the next call; the same rates again keep
+    /// the limiters (and the cells they have given out).
+    #[tokio::test]
+    async fn reconfigured_rates_apply_to_the_next_call() {
+        let limits = Limits::new(&config(1.0, 0));
+        limits.acquire("h", "a", None).await.unwrap();
+        assert!(!limits.reconfigure(&config(1.0, 0)), "the same rates are no change");
+        assert_eq!(limits.acquire("h", "a", None).await.unwrap_err().limit, Limit::Host);
+        assert!(limits.reconfigure(&config(0.0, 0)));
+        assert!(limits.acquire("h", "a", None).await.is_ok(), "no host rate any more");
+        assert!(limits.reconfigure(&config(1.0, 0)));
+        limits.acquire("h", "a", None).await.unwrap();
+        assert_eq!(limits.acquire("h", "a", None).await.unwrap_err().limit, Limit::Host);
     }
 }

@@ -25,6 +25,9 @@
 //! the process instead (limits still apply). Every result carries an
 //! [`Outcome`] (success, error class, latency) for the tool graph's
 //! availability.
+//!
+//! A reload ([`Upstream::reconfigure`]) swaps the credentials (secrets
+//! read again) and the rate limits in place.
 
 pub mod answer;
 mod credentials;
@@ -34,19 +37,20 @@ mod mcp;
 pub mod replay;
 pub mod request;
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use arc_swap::ArcSwap;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use url::Url;
 
 use crate::catalog::{Api, Catalog};
-use crate::config::{Config, Secret, UpstreamConfig, UpstreamMode};
+use crate::config::{Config, UpstreamConfig, UpstreamMode};
 use crate::downstream::Downstream;
 use crate::outbound::{PerThread, ReadError};
 use crate::units::ms;
+pub use credentials::Credentials;
 pub use guard::Guard;
 pub use limits::{Limit, Limits};
 pub use replay::{Match, Outage, ReplayTable, replay_body};
@@ -201,11 +205,11 @@ pub struct Upstream {
     guard: Arc<Guard>,
     config: UpstreamConfig,
     base_url: Option<Url>,
-    key: Option<Secret>,
     /// The downstream MCP servers serving the catalog's MCP tools.
     downstream: Option<Arc<Downstream>>,
-    /// Credentials of the user's own services, by host.
-    credentials: Vec<credentials::Credential>,
+    /// Credentials of the user's own services, by host, and the RapidAPI
+    /// key (shared with the clients' redirect policy).
+    credentials: Arc<ArcSwap<Credentials>>,
 }
 
 /// Installs rustls' crypto provider (ring) once per process (reqwest is
@@ -221,16 +225,18 @@ impl Upstream {
     /// The upstream layer of `config` over `catalog` (loads the replay table in replay mode).
     pub fn new(catalog: &Catalog, config: &Config) -> anyhow::Result<Upstream> {
         let c = &config.upstream;
-        let private = crate::config::private_hosts(&c.credentials);
-        let guard = Arc::new(Guard::new(catalog, &c.allowed_hosts, c.allow_private).with_private_hosts(&private));
-        let credentials = credentials::load(&c.credentials)?;
+        let credentials = Credentials::read(config)?;
+        let guard = Arc::new(
+            Guard::new(catalog, &c.allowed_hosts, c.allow_private).with_private_hosts(&credentials.private_hosts),
+        );
+        let credentials = Arc::new(ArcSwap::from_pointee(credentials));
         let backend = match c.mode {
             UpstreamMode::Replay => Backend::Replay(
                 ReplayTable::load(&c.replay_dir, catalog)
                     .map_err(|e| anyhow::anyhow!("reading the replay table {}: {e}", c.replay_dir.display()))?,
             ),
             UpstreamMode::Live => {
-                let (c, guard, hosts) = (c.clone(), guard.clone(), credentials::hosts(&credentials));
+                let (c, guard, hosts) = (c.clone(), guard.clone(), credentials.clone());
                 let first = client(&c, guard.clone(), hosts.clone())?;
                 // The same settings built once already: another thread's
                 // build fails only if the machine does (then it shares the first pool).
@@ -240,10 +246,19 @@ impl Upstream {
             }
         };
         let base_url = (!c.base_url.is_empty()).then(|| Url::parse(&c.base_url)).transpose()?;
-        let key = config.rapidapi_key().map_err(anyhow::Error::msg)?;
         let cluster = crate::cluster::Cluster::open(&config.cluster)?;
         let limits = Limits::shared(c, cluster, config.cluster.replicas);
-        Ok(Upstream { backend, limits, guard, config: c.clone(), base_url, key, downstream: None, credentials })
+        Ok(Upstream { backend, limits, guard, config: c.clone(), base_url, downstream: None, credentials })
+    }
+
+    /// Takes `credentials` (read beforehand: [`Credentials::read`]) and the
+    /// rate limits of `config` in place of those in use (a reload); calls
+    /// under way finish with what they started with. Whether the rate
+    /// limits changed.
+    pub fn reconfigure(&self, config: &UpstreamConfig, credentials: Credentials) -> bool {
+        self.guard.set_private_hosts(&credentials.private_hosts);
+        self.credentials.store(Arc::new(credentials));
+        self.limits.reconfigure(config)
     }
 
     /// Sends calls to the catalog's MCP tools to `downstream`.
@@ -368,14 +383,17 @@ impl Upstream {
 
     /// One attempt: send, read the body up to the cap, interpret it.
     async fn send(&self, client: &reqwest::Client, http: &request::HttpCall) -> Result<(u16, Value, usize), Failure> {
-        let credential = credentials::for_url(&self.credentials, &http.url);
+        let credentials = self.credentials.load();
+        let credential = credentials.for_url(&http.url);
         let url = credential.map_or_else(|| http.url.clone(), |c| c.url(&http.url));
         let mut req = client.request(http.method.clone(), url).header("X-RapidAPI-Host", &http.api_host);
         if let Some(credential) = credential {
             req = credential.authorize(req).map_err(|message| Failure::fatal(ErrorClass::Request, message))?;
         }
         // The RapidAPI key goes to RapidAPI's hosts (or to the base URL standing in for them), no other.
-        if let Some(key) = self.key.as_ref().filter(|_| self.base_url.is_some() || is_rapidapi_host(&http.api_host)) {
+        if let Some(key) =
+            credentials.rapidapi_key.as_ref().filter(|_| self.base_url.is_some() || is_rapidapi_host(&http.api_host))
+        {
             let mut value = reqwest::header::HeaderValue::from_str(key.expose()).map_err(|_| {
                 Failure::fatal(ErrorClass::Request, "the RapidAPI key is not a valid header value".into())
             })?;
@@ -443,7 +461,11 @@ fn is_rapidapi_host(host: &str) -> bool {
 /// The pooled HTTP client: rustls, gzip, the guarded resolver, redirects
 /// re-checked (and never followed to another host from a host that has a
 /// credential, which would carry it there).
-fn client(c: &UpstreamConfig, guard: Arc<Guard>, credential_hosts: HashSet<String>) -> anyhow::Result<reqwest::Client> {
+fn client(
+    c: &UpstreamConfig,
+    guard: Arc<Guard>,
+    credentials: Arc<ArcSwap<Credentials>>,
+) -> anyhow::Result<reqwest::Client> {
     install_crypto();
     let max_redirects = c.max_redirects;
     let resolver = guard.resolver();
@@ -453,7 +475,7 @@ fn client(c: &UpstreamConfig, guard: Arc<Guard>, credential_hosts: HashSet<Strin
         }
         let from = attempt.previous().first().map(credentials::host_key).unwrap_or_default();
         let to = credentials::host_key(attempt.url());
-        if credential_hosts.contains(&from) && from != to {
+        if from != to && credentials.load().hosts.contains(&from) {
             return attempt
                 .error(format!("redirect refused: {from} has a credential and redirected to another host ({to})"));
         }

@@ -23,6 +23,7 @@ mod openapi_auth;
 mod openapi_schemathesis;
 mod outage;
 mod planning;
+mod reload;
 mod replay_all;
 mod replay_cli;
 mod retrieval;

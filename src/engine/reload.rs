@@ -1,0 +1,41 @@
+//! A reload of the engine's share of the configuration, in place: the
+//! upstream credentials (secrets read again) and rate limits, and the
+//! downstream MCP servers (added, removed, restarted; the catalog and
+//! index follow their tools as after any `list_changed`). What else the
+//! engine was opened with (catalog paths, index, graph, state directory)
+//! needs a restart.
+
+use crate::config::Config;
+use crate::downstream;
+use crate::upstream::Credentials;
+
+use super::Engine;
+
+/// What [`Engine::reconfigure`] changed.
+#[derive(Debug, Default)]
+pub struct Reconfigured {
+    /// The upstream rate limits were replaced.
+    pub limits: bool,
+    /// The downstream MCP servers started and stopped.
+    pub servers: downstream::Reconfigured,
+}
+
+impl Engine {
+    /// Takes the upstream credentials (`credentials`, read from `config`
+    /// beforehand, so that nothing changes if one cannot be read), the
+    /// upstream rate limits and the downstream MCP servers of `config`
+    /// (validated) in place of those in use.
+    pub fn reconfigure(&self, config: &Config, credentials: Credentials) -> Reconfigured {
+        let limits = self.upstream.reconfigure(&config.upstream, credentials);
+        let servers = match &self.downstream {
+            Some(downstream) => downstream.reconfigure(&config.catalog.mcp_servers),
+            None => {
+                if !config.catalog.mcp_servers.is_empty() {
+                    tracing::warn!("no async runtime here: the downstream MCP servers are not reconfigured");
+                }
+                downstream::Reconfigured::default()
+            }
+        };
+        Reconfigured { limits, servers }
+    }
+}
