@@ -54,7 +54,7 @@ impl Loading {
     fn load(&self) {
         // A panic while loading must not leave the engine "starting" forever.
         let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            Engine::open_reporting(&self.config, &self.progress)
+            Engine::open_reporting(&self.config, &self.progress, crate::engine::FirstBuild::InBackground)
         }));
         let opened =
             opened.unwrap_or_else(|_| Err(anyhow::anyhow!("loading panicked (a bug; the log has its message)")));

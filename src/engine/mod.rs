@@ -110,6 +110,9 @@ pub struct Found {
     pub hits: Vec<SearchHit>,
     /// The intents the query was split into (empty: searched as one).
     pub intents: Vec<String>,
+    /// Why the search was less than the configured one ("lexical search
+    /// only, dense index 37% built, about 6 min left"), for the answer's report.
+    pub degraded: Option<String>,
 }
 
 /// What a call came to.
@@ -175,17 +178,34 @@ pub struct Engine {
     sharing: Option<Arc<shared::Sharing>>,
     /// The last runs the graph learned from (the console shows them).
     recent_runs: Mutex<std::collections::VecDeque<learning::RecentRun>>,
+    /// How far the background build of the dense index has got
+    /// ([`Engine::index_status`]).
+    dense_build: Arc<Progress>,
+}
+
+/// What [`Engine::open_reporting`] does when the catalog has no stored
+/// index: build it before returning (commands, which must rank as
+/// configured), or search with BM25 alone meanwhile and build it in the
+/// background (the servers, which must answer at once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FirstBuild {
+    Wait,
+    InBackground,
 }
 
 impl Engine {
     /// Loads everything `config` names (catalog, index, graph, memory, upstream).
     pub fn open(config: &Config) -> anyhow::Result<Arc<Engine>> {
-        Engine::open_reporting(config, &Progress::default())
+        Engine::open_reporting(config, &Progress::default(), FirstBuild::Wait)
     }
 
     /// [`Engine::open`], saying what it does in `progress` (a first index
-    /// build takes minutes).
-    pub fn open_reporting(config: &Config, progress: &Progress) -> anyhow::Result<Arc<Engine>> {
+    /// build takes minutes), building a missing index as `first_build` says.
+    pub fn open_reporting(
+        config: &Config,
+        progress: &Progress,
+        first_build: FirstBuild,
+    ) -> anyhow::Result<Arc<Engine>> {
         let sources = Sources {
             paths: config.catalog.paths.clone(),
             include_embedded: config.catalog.include_embedded,
@@ -195,8 +215,25 @@ impl Engine {
         let base = Arc::new(Catalog::load(&sources)?);
         let downstream = Engine::connect_downstream(config, progress);
         let (catalog, mcp) = Engine::with_downstream_tools(&base, downstream.as_ref());
-        let retriever = Retriever::open_reporting(catalog.clone(), config, progress)?;
-        Engine::assemble(config, base, World::new(catalog, Some(retriever), mcp), downstream, progress)
+        let embedder = match config.retrieval.mode {
+            crate::config::SearchMode::Lexical => None,
+            _ => {
+                progress.set_stage("loading the embedding model");
+                Some(Arc::new(Embedder::load(&config.embedding)?))
+            }
+        };
+        progress.set_stage("loading the search index");
+        let (retriever, pending) = match first_build {
+            FirstBuild::InBackground => {
+                Retriever::open_lexical_until_built(catalog.clone(), config, embedder, progress)?
+            }
+            FirstBuild::Wait => (Retriever::open_with(catalog.clone(), config, embedder, false, progress)?, false),
+        };
+        let engine = Engine::assemble(config, base, World::new(catalog, Some(retriever), mcp), downstream, progress)?;
+        if pending {
+            world::build_dense_index(&engine);
+        }
+        Ok(engine)
     }
 
     /// Starts the downstream MCP servers' supervisors and waits for their
@@ -314,6 +351,7 @@ impl Engine {
             choices,
             sharing: sharing.clone(),
             recent_runs: Mutex::default(),
+            dense_build: Arc::default(),
         });
         if let Some(sharing) = sharing {
             shared::start(&engine, sharing, position);
@@ -400,7 +438,7 @@ impl Engine {
                 }
             })
             .collect();
-        Ok(Found { hits, intents: results.intents })
+        Ok(Found { hits, intents: results.intents, degraded: self.index_status() })
     }
 
     /// Plans the chain of calls for `query` (dry run) with the graph and memory.

@@ -144,6 +144,9 @@ pub struct Retriever {
     /// Where the index lives and how it came to be.
     pub index_dir: PathBuf,
     pub built: Option<BuildReport>,
+    /// BM25 alone until the dense index is built in the background
+    /// ([`Retriever::open_lexical_until_built`]).
+    dense_pending: bool,
 }
 
 impl std::fmt::Debug for Retriever {
@@ -230,6 +233,48 @@ impl Retriever {
                 (index, Some(report))
             }
         };
+        Ok(Retriever::assemble(catalog, config, embedder, index, dir, built, false))
+    }
+
+    /// The catalog's stored index if it is usable; else, when it would be
+    /// built (`retrieval.auto_index`, a dense mode, a model), BM25 alone,
+    /// indexed in memory in about a second, with `true`: the caller builds
+    /// the dense index in the background ([`Retriever::open_with`]) and
+    /// swaps it in, so that no search waits minutes for a first build.
+    pub fn open_lexical_until_built(
+        catalog: Arc<Catalog>,
+        config: &Config,
+        embedder: Option<Arc<Embedder>>,
+        progress: &Progress,
+    ) -> Result<(Retriever, bool), RetrievalError> {
+        let builds = config.retrieval.auto_index && config.retrieval.mode != SearchMode::Lexical;
+        let Some(model) = embedder.as_ref().filter(|_| builds) else {
+            return Ok((Retriever::open_with(catalog, config, embedder, false, progress)?, false));
+        };
+        let documents = document::documents(&catalog);
+        let hash = document::catalog_hash(&catalog, &documents);
+        let dir = index_files::index_dir(&config.state.dir(), &hash);
+        if let Ok((_, index)) = index_files::load(&dir, &hash, Some(model.id())) {
+            return Ok((Retriever::assemble(catalog, config, embedder, index, dir, None, false), false));
+        }
+        let index = index_files::Index {
+            dense: dense::Dense::new(1, Vec::new(), None),
+            bm25: bm25::Bm25::build(&documents.lexical),
+            tools: tools::tool_bm25(&catalog),
+        };
+        Ok((Retriever::assemble(catalog, config, embedder, index, dir, None, true), true))
+    }
+
+    /// A retriever of `index`, with the name indexes of `catalog`.
+    fn assemble(
+        catalog: Arc<Catalog>,
+        config: &Config,
+        embedder: Option<Arc<Embedder>>,
+        index: index_files::Index,
+        dir: PathBuf,
+        built: Option<BuildReport>,
+        dense_pending: bool,
+    ) -> Retriever {
         let mut tool_apis: HashMap<u32, Vec<u32>> = HashMap::new();
         let mut names = names::NameIndex::default();
         for api in catalog.apis() {
@@ -248,7 +293,7 @@ impl Retriever {
         }
         tool_names.keep_specific(NAMED_TOP);
 
-        Ok(Retriever {
+        Retriever {
             catalog,
             embedder,
             index,
@@ -259,7 +304,13 @@ impl Retriever {
             max_query_chars: config.retrieval.max_query_chars,
             index_dir: dir,
             built,
-        })
+            dense_pending,
+        }
+    }
+
+    /// Whether this is BM25 alone while the dense index is being built.
+    pub fn dense_pending(&self) -> bool {
+        self.dense_pending
     }
 
     pub fn catalog(&self) -> &Arc<Catalog> {
@@ -323,9 +374,11 @@ impl Retriever {
         let started = Instant::now();
         let masks = self.masks(filters);
         let mut ctx = RankContext { options, masks: masks.as_ref(), pool: POOL.max(k) };
+        // The query is embedded even while the dense index is being built
+        // (the long-term memory reads its vector), but ranked by BM25 alone.
         ctx.options.mode = match options.mode {
             SearchMode::Lexical => SearchMode::Lexical,
-            _ if prepared.vectors.is_empty() => SearchMode::Lexical,
+            _ if prepared.vectors.is_empty() || self.dense_pending => SearchMode::Lexical,
             mode => mode,
         };
         let (mut whole, whole_lexical, whole_dense) = self.score_text(prepared, 0, &ctx);

@@ -261,22 +261,19 @@ async fn readyz(State(app): State<Arc<App>>) -> Response {
     }
 }
 
-/// `ready`, or `ready, degraded: ` and what is down (downstream MCP
-/// servers, Redis).
+/// `ready`, or `ready, degraded: ` and what is down (the dense index
+/// still being built, downstream MCP servers, Redis).
 pub(super) async fn readiness(engine: &Engine) -> String {
-    let mut down: Vec<String> = engine
-        .downstream_health()
-        .into_iter()
-        .filter(|h| h.state != ServerState::Up)
-        .map(|h| {
-            format!(
-                "the MCP server `{}` is {} ({})",
-                h.server,
-                h.state.as_str(),
-                h.error.as_deref().unwrap_or("connecting")
-            )
-        })
-        .collect();
+    let building = engine.index_status();
+    let mut down: Vec<String> = building.into_iter().collect();
+    down.extend(engine.downstream_health().into_iter().filter(|h| h.state != ServerState::Up).map(|h| {
+        format!(
+            "the MCP server `{}` is {} ({})",
+            h.server,
+            h.state.as_str(),
+            h.error.as_deref().unwrap_or("connecting")
+        )
+    }));
     if let Some(cluster) = engine.cluster()
         && let Err(e) = cluster.ping().await
     {

@@ -12,6 +12,7 @@ mod cluster_learning;
 mod console;
 mod downstream;
 mod faults;
+mod first_start;
 mod graph_crash;
 mod learning;
 mod llm_client;

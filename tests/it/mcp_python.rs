@@ -50,10 +50,10 @@ fn run_check(python: &Path, args: &[&str], env: &[(&'static str, String)]) -> St
 
 /// `toolrouter mcp` over the whole ToolBench catalog with no index yet
 /// (a fresh state directory, an empty embedding cache): `initialize` is
-/// answered before the index is built (about 14 minutes on 2 cores), and
-/// the tools say how far the build has got.
+/// answered at once, and `search_tools` answers with BM25 alone while the
+/// dense index is built (minutes on 2 cores), saying how far it has got.
 #[test]
-fn initialize_is_answered_while_the_index_builds() {
+fn initialize_is_answered_and_search_works_while_the_index_builds() {
     let Some(data) = common::toolbench_dir() else { return };
     if !common::model_available() {
         return;

@@ -122,8 +122,8 @@ impl Ready {
         let query = tools::string(args, "query")?;
         let k = crate::engine::search_k(tools::integer(args, "k")?)?;
         let category = tools::optional_string(args, "category")?;
-        let found = match self.engine.search(&query, k, category).await {
-            Ok(found) => found,
+        let (found, degraded) = match self.engine.search_explained(&query, k, category).await {
+            Ok(found) => (found.hits, found.degraded),
             Err(e) => return Ok(text_result(e.to_string(), None, true)),
         };
         self.session.note_task(&query);
@@ -150,7 +150,12 @@ impl Ready {
         } else if added {
             text.push_str("These APIs are now tools of this session; call them by name, or through call_api.");
         }
-        Ok(text_result(text, Some(json!({"results": results})), false))
+        let mut structured = json!({"results": results});
+        if let Some(degraded) = degraded {
+            text.push_str(&format!("\n(Searched by words alone: {degraded}.)"));
+            structured["degraded"] = json!(degraded);
+        }
+        Ok(text_result(text, Some(structured), false))
     }
 
     async fn plan(&self, args: &serde_json::Map<String, Value>) -> Result<CallToolResult, String> {

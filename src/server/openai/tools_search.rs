@@ -71,7 +71,10 @@ pub(crate) async fn tools_search(
         .collect();
     let references: Vec<Value> =
         data.iter().map(|d| json!({"type": "tool_reference", "tool_name": d["name"]})).collect();
-    axum::Json(json!({"object": "list", "query": request.query, "intents": found.intents, "data": data,
-        "tool_references": references}))
-    .into_response()
+    let mut answer = json!({"object": "list", "query": request.query, "intents": found.intents, "data": data,
+        "tool_references": references});
+    if let Some(degraded) = found.degraded {
+        answer["degraded"] = json!(degraded);
+    }
+    axum::Json(answer).into_response()
 }
