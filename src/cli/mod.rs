@@ -220,7 +220,6 @@ fn reload_source(cli: &Cli) -> crate::server::reload::Source {
 /// log never shows those spans.
 fn init_logging(config: &Config, batched: bool, server: bool) -> Result<Logging, String> {
     use tracing_subscriber::Layer;
-    use tracing_subscriber::filter::FilterExt;
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     // rmcp logs every session's start at info, a downstream server's whole
@@ -230,8 +229,6 @@ fn init_logging(config: &Config, batched: bool, server: bool) -> Result<Logging,
     } else {
         format!("{},rmcp=warn", config.log.level)
     };
-    let filter = tracing_subscriber::EnvFilter::try_new(&level).unwrap_or_else(|_| "info".into());
-    let filter = filter.and(tracing_subscriber::filter::filter_fn(|m| m.target() != crate::telemetry::TARGET));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let (writer, log) = if batched {
         let (writer, guard) = log_writer::batched(std::io::stderr());
@@ -240,18 +237,31 @@ fn init_logging(config: &Config, batched: bool, server: bool) -> Result<Logging,
     } else {
         (BoxMakeWriter::new(std::io::stderr), None)
     };
-    let fmt = tracing_subscriber::fmt::layer().with_writer(writer).with_ansi(ansi);
-    let fmt = match config.log.format {
-        LogFormat::Json => fmt.json().boxed(),
-        LogFormat::Text => fmt.boxed(),
-    };
-    let (telemetry, guard) = match server.then(|| crate::telemetry::layer(&config.telemetry)).transpose() {
-        Ok(Some(Some((layer, guard)))) => (Some(layer), Some(guard)),
-        Ok(_) => (None, None),
+    let telemetry = match server.then(|| crate::telemetry::layer(&config.telemetry)).transpose() {
+        Ok(telemetry) => telemetry.flatten(),
         Err(e) => return Err(format!("telemetry.otlp_endpoint: the exporter cannot start: {e:#}")),
     };
+    // The telemetry target is never logged. Without telemetry, one global
+    // filter (its spans' call sites disabled once, for good); with it, a
+    // filter per layer, which costs every span and event a little more
+    // (docs/benchmarks.md, "This round's request path").
+    let otel_off = format!("{level},{}=off", crate::telemetry::TARGET);
+    let filter = || tracing_subscriber::EnvFilter::try_new(&otel_off).unwrap_or_else(|_| "info".into());
+    let json = config.log.format == LogFormat::Json;
     // A second initialization (tests calling `run` twice) is harmless; ignore it.
-    let _ = tracing_subscriber::registry().with(fmt.with_filter(filter)).with(telemetry).try_init();
+    let guard = match telemetry {
+        Some((layer, guard)) => {
+            let fmt = tracing_subscriber::fmt::layer().with_writer(writer).with_ansi(ansi);
+            let fmt = if json { fmt.json().boxed() } else { fmt.boxed() };
+            let _ = tracing_subscriber::registry().with(fmt.with_filter(filter())).with(layer).try_init();
+            Some(guard)
+        }
+        None => {
+            let fmt = tracing_subscriber::fmt().with_env_filter(filter()).with_writer(writer).with_ansi(ansi);
+            let _ = if json { fmt.json().try_init() } else { fmt.try_init() };
+            None
+        }
+    };
     Ok(Logging { _log: log, _telemetry: guard })
 }
 
