@@ -44,7 +44,7 @@ pub struct BuildReport {
 #[derive(Debug, Default)]
 pub struct Progress {
     stage: Mutex<&'static str>,
-    /// Documents to embed, and embedded so far.
+    /// Work to embed, and embedded so far (documents weighed by length).
     total: AtomicUsize,
     done: AtomicUsize,
     embedding_since: Mutex<Option<Instant>>,
@@ -124,7 +124,13 @@ pub(super) fn build(
     tracing::info!(apis = documents.len(), to_embed = missing.len(), cache = %cache.path().display(), "building the search index");
 
     let embed_started = Instant::now();
-    shown.embedding(missing.len());
+    // Progress counts work, not documents: they come shortest first, so a
+    // count of documents would promise the end far too soon. A document's
+    // work is its length up to what the model reads (`max_length` tokens,
+    // about four characters each).
+    let read = config.max_length.max(1) * 4;
+    let work = |i: usize| documents[i].len().min(read) + 1;
+    shown.embedding(missing.iter().map(|&i| work(i)).sum());
     let progress = progress_bar(missing.len());
     let mut logged = 0;
     for chunk in missing.chunks(config.batch_size.max(1)) {
@@ -133,12 +139,13 @@ pub(super) fn build(
         let entries: Vec<(cache::Key, Vec<f32>)> = chunk.iter().map(|&i| keys[i]).zip(vectors).collect();
         cache.put(&entries).map_err(io(format!("writing the embedding cache {}", cache.path().display())))?;
         progress.inc(chunk.len() as u64);
-        shown.embedded(chunk.len());
+        shown.embedded(chunk.iter().map(|&i| work(i)).sum());
         let done = progress.position() as usize;
         if progress.is_hidden() && done * 10 / missing.len().max(1) > logged {
             logged = done * 10 / missing.len().max(1);
+            let left = shown.report().eta_s.map_or(String::new(), |s| format!(", about {s} s left"));
             tracing::info!(
-                "embedded {done}/{} documents ({:.0} s)",
+                "embedded {done}/{} documents ({:.0} s{left})",
                 missing.len(),
                 embed_started.elapsed().as_secs_f64()
             );

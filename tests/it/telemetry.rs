@@ -103,21 +103,38 @@ fn parent_of(traceparent: &str) -> &str {
     traceparent.split('-').nth(2).unwrap_or("")
 }
 
-#[test]
-fn spans_reach_a_real_collector_nested_with_their_attributes_and_the_trace_goes_on() {
-    let Some(otel) = python_env("py-otel", "bin/python") else { return };
-    let Some(python) = python_env("py-openai", "bin/python") else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let (_receiver, endpoint, out) = receiver(&otel, dir.path());
-    let (_model, model_url) = common::scripted_model(&python);
-    let spec = dir.path().join("echo.json");
+/// What both tests start with: the receiver, the scripted model (also the
+/// API of a one-operation OpenAPI spec, `GET /echo/headers`) and the spec.
+struct Setup {
+    _receiver: Killed,
+    endpoint: String,
+    out: PathBuf,
+    _model: Killed,
+    model_url: String,
+    spec: PathBuf,
+}
+
+fn setup(dir: &Path) -> Option<Setup> {
+    let otel = python_env("py-otel", "bin/python")?;
+    let python = python_env("py-openai", "bin/python")?;
+    let (receiver, endpoint, out) = receiver(&otel, dir);
+    let (model, model_url) = common::scripted_model(&python);
+    let spec = dir.join("echo.json");
     let api = json!({"openapi": "3.0.3", "info": {"title": "Trace echo", "version": "1"},
         "servers": [{"url": model_url}],
         "paths": {"/echo/headers": {"get": {"operationId": "echoHeaders",
             "summary": "Echo the trace headers received", "responses": {"200": {"description": "the headers"}}}}}});
     std::fs::write(&spec, api.to_string()).unwrap();
+    Some(Setup { _receiver: receiver, endpoint, out, _model: model, model_url, spec })
+}
+
+#[test]
+fn spans_reach_a_real_collector_nested_with_their_attributes_and_the_trace_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(setup) = setup(dir.path()) else { return };
+    let Setup { endpoint, out, model_url, spec, .. } = &setup;
     // The collector's base URL: `/v1/traces` is added.
-    let (_server, url) = serve(&endpoint, &model_url, &spec, &[]);
+    let (_server, url) = serve(endpoint, model_url, spec, &[]);
     wait_ready(&url, Some(KEY));
 
     // A chat request in a trace the client started.
@@ -126,7 +143,7 @@ fn spans_reach_a_real_collector_nested_with_their_attributes_and_the_trace_goes_
     let chat = json!({"model": "scripted", "messages": [{"role": "user", "content": "hello secret words"}]});
     let (status, answer) = post(&url, "/v1/chat/completions", &traceparent, &chat);
     assert_eq!(status, 200, "{answer}");
-    let spans = spans_of(&out, trace, 3);
+    let spans = spans_of(out, trace, 3);
     let request = named(&spans, "POST /v1/chat/completions");
     assert_eq!(request["parent_span_id"], client_span, "the client's trace is continued");
     assert_eq!(request["kind"], 2, "a server span");
@@ -146,7 +163,7 @@ fn spans_reach_a_real_collector_nested_with_their_attributes_and_the_trace_goes_
     assert_eq!(attributes["gen_ai.usage.output_tokens"], 5);
     assert_eq!(attributes["gen_ai.response.finish_reasons"], "stop");
     // The model server was called in the model call's span.
-    let seen: Value = serde_json::from_str(&common::http(&model_url, "GET", "/seen", None, b"").2).unwrap();
+    let seen: Value = serde_json::from_str(&common::http(model_url, "GET", "/seen", None, b"").2).unwrap();
     let sent = seen.as_array().unwrap().last().unwrap()["traceparent"].as_str().unwrap_or("").to_string();
     assert!(sent.contains(trace), "the model server got the trace: {sent:?}");
     assert_eq!(parent_of(&sent), model_call["span_id"]);
@@ -157,7 +174,7 @@ fn spans_reach_a_real_collector_nested_with_their_attributes_and_the_trace_goes_
     let call = json!({"name": "echoheaders_for_trace_echo", "arguments": {}});
     let (status, called) = post(&url, "/v1/tools/call", &traceparent, &call);
     assert_eq!(status, 200, "{called}");
-    let spans = spans_of(&out, tool_trace, 2);
+    let spans = spans_of(out, tool_trace, 2);
     let request = named(&spans, "POST /v1/tools/call");
     assert_eq!(request["parent_span_id"], tool_client_span);
     let tool = named(&spans, "execute_tool echoheaders_for_trace_echo");
@@ -171,7 +188,7 @@ fn spans_reach_a_real_collector_nested_with_their_attributes_and_the_trace_goes_
     assert!(echoed.contains(&expected), "the API got the tool call's trace {expected}: {echoed}");
 
     // Nothing secret, and no content: every span of the run.
-    let all = std::fs::read_to_string(&out).unwrap();
+    let all = std::fs::read_to_string(out).unwrap();
     for secret in [KEY, "model-secret-key", "hello secret words", "Bearer"] {
         assert!(!all.contains(secret), "{secret:?} is in a span: {all}");
     }
@@ -180,20 +197,12 @@ fn spans_reach_a_real_collector_nested_with_their_attributes_and_the_trace_goes_
 
 #[test]
 fn with_capture_content_the_spans_carry_the_messages_and_tool_results() {
-    let Some(otel) = python_env("py-otel", "bin/python") else { return };
-    let Some(python) = python_env("py-openai", "bin/python") else { return };
     let dir = tempfile::tempdir().unwrap();
-    let (_receiver, endpoint, out) = receiver(&otel, dir.path());
-    let (_model, model_url) = common::scripted_model(&python);
-    let spec = dir.path().join("echo.json");
-    let api = json!({"openapi": "3.0.3", "info": {"title": "Trace echo", "version": "1"},
-        "servers": [{"url": model_url}],
-        "paths": {"/echo/headers": {"get": {"operationId": "echoHeaders",
-            "summary": "Echo the trace headers received", "responses": {"200": {"description": "the headers"}}}}}});
-    std::fs::write(&spec, api.to_string()).unwrap();
+    let Some(setup) = setup(dir.path()) else { return };
+    let Setup { endpoint, out, model_url, spec, .. } = &setup;
     let traces = format!("{endpoint}/v1/traces");
     let env = [("TOOLROUTER_TELEMETRY_CAPTURE_CONTENT", "true"), ("TOOLROUTER_TELEMETRY_SERVICE_NAME", "gateway-a")];
-    let (_server, url) = serve(&traces, &model_url, &spec, &env);
+    let (_server, url) = serve(&traces, model_url, spec, &env);
     wait_ready(&url, Some(KEY));
 
     let trace = "11111111111111111111111111111111";
@@ -202,13 +211,13 @@ fn with_capture_content_the_spans_carry_the_messages_and_tool_results() {
     assert_eq!(post(&url, "/v1/chat/completions", &traceparent, &chat).0, 200);
     let call = json!({"name": "echoheaders_for_trace_echo", "arguments": {}});
     assert_eq!(post(&url, "/v1/tools/call", &traceparent, &call).0, 200);
-    let spans = spans_of(&out, trace, 5);
+    let spans = spans_of(out, trace, 5);
     assert!(spans.iter().all(|s| s["service_name"] == "gateway-a"), "{spans:#?}");
     let model_call = spans.iter().find(|s| s["attributes"]["gen_ai.input.messages"].is_string()).expect("messages");
     assert!(model_call["attributes"]["gen_ai.input.messages"].as_str().unwrap().contains("hello captured words"));
     assert!(model_call["attributes"]["gen_ai.output.messages"].as_str().unwrap().contains("Hello from the scripted"));
     let tool = named(&spans, "execute_tool echoheaders_for_trace_echo");
     assert!(tool["attributes"]["gen_ai.tool.call.result"].as_str().unwrap().contains(trace), "{tool}");
-    let all = std::fs::read_to_string(&out).unwrap();
+    let all = std::fs::read_to_string(out).unwrap();
     assert!(!all.contains(KEY) && !all.contains("model-secret-key"), "a key is in a span");
 }
