@@ -54,6 +54,15 @@ pub enum ChatMode {
 }
 
 impl ChatMode {
+    /// The mode's name, as `x-toolrouter-mode` and `openai.default_mode` say it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ChatMode::Route => "route",
+            ChatMode::Plan => "plan",
+            ChatMode::Execute => "execute",
+        }
+    }
+
     pub fn parse(name: &str) -> Option<ChatMode> {
         match name {
             "route" => Some(ChatMode::Route),

@@ -63,6 +63,16 @@ use crate::catalog::{ApiId, Catalog, names::category_dir_name, names::standardiz
 use crate::config::{Config, DenseIndex, SearchMode};
 use fusion::{add_ranks, first, is_identifier, reserve, signals, sorted};
 
+/// An index of BM25 alone, built in memory in about a second (never
+/// stored, so it is never taken for a full index).
+fn lexical_index(catalog: &Catalog, documents: &document::Documents) -> index_files::Index {
+    index_files::Index {
+        dense: dense::Dense::new(1, Vec::new(), None),
+        bm25: bm25::Bm25::build(&documents.lexical),
+        tools: tools::tool_bm25(catalog),
+    }
+}
+
 /// Why retrieval cannot run.
 #[derive(Debug, thiserror::Error)]
 pub enum RetrievalError {
@@ -207,15 +217,9 @@ impl Retriever {
                 return Err(RetrievalError::NoIndex { problem });
             }
             Err(problem) if embedder.is_none() && config.retrieval.mode == SearchMode::Lexical && !force_build => {
-                // Lexical search needs no model: index BM25 in memory (not
-                // stored, so it is never taken for a full index).
+                // Lexical search needs no model: index BM25 in memory.
                 tracing::info!("{problem}; lexical mode: indexing BM25 in memory");
-                let index = index_files::Index {
-                    dense: dense::Dense::new(1, Vec::new(), None),
-                    bm25: bm25::Bm25::build(&documents.lexical),
-                    tools: tools::tool_bm25(&catalog),
-                };
-                (index, None)
+                (lexical_index(&catalog, &documents), None)
             }
             Err(problem) => {
                 if !matches!(problem, index_files::Unusable::Missing(_)) {
@@ -257,11 +261,7 @@ impl Retriever {
         if let Ok((_, index)) = index_files::load(&dir, &hash, Some(model.id())) {
             return Ok((Retriever::assemble(catalog, config, embedder, index, dir, None, false), false));
         }
-        let index = index_files::Index {
-            dense: dense::Dense::new(1, Vec::new(), None),
-            bm25: bm25::Bm25::build(&documents.lexical),
-            tools: tools::tool_bm25(&catalog),
-        };
+        let index = lexical_index(&catalog, &documents);
         Ok((Retriever::assemble(catalog, config, embedder, index, dir, None, true), true))
     }
 

@@ -64,19 +64,10 @@ pub(crate) async fn chat_completions(
         return ApiError::from(crate::llm::LlmError::NotConfigured).into_response();
     };
     let span = tracing::info_span!(target: telemetry::TARGET, "chat",
-        "otel.name" = format!("{} {}", mode_name(request.mode), request.model), "gen_ai.operation.name" = "chat",
-        "gen_ai.request.model" = request.model.as_str(), "toolrouter.mode" = mode_name(request.mode),
+        "otel.name" = format!("{} {}", request.mode.name(), request.model), "gen_ai.operation.name" = "chat",
+        "gen_ai.request.model" = request.model.as_str(), "toolrouter.mode" = request.mode.name(),
         "toolrouter.tools.offered" = request.tools.len() as i64, "gen_ai.request.stream" = request.stream);
     answer(&app, request, client, &llm).instrument(span).await
-}
-
-/// The name of a mode, as `x-toolrouter-mode` says it.
-fn mode_name(mode: Mode) -> &'static str {
-    match mode {
-        Mode::Route => "route",
-        Mode::Plan => "plan",
-        Mode::Execute => "execute",
-    }
 }
 
 /// Answers a parsed chat request in its mode.
