@@ -38,25 +38,27 @@ pub struct BuildReport {
     pub total_secs: f64,
 }
 
-/// What a long start is doing and how far it has got, for a face to say
-/// while the engine loads ("building the search index, 37% done, ready in
-/// about 520 s"). Updated by whoever is loading; read from any thread.
+/// What a long step is doing and how far it has got, for a face to say
+/// while the engine loads or the dense index builds ("building the search
+/// index, 37% done, ready in about 520 s"). Updated by whoever does the
+/// work; read from any thread.
 #[derive(Debug, Default)]
 pub struct Progress {
     stage: Mutex<&'static str>,
-    /// Work to embed, and embedded so far (documents weighed by length).
+    /// The counted stage ([`Progress::count`]) and when it began.
+    counting: Mutex<Option<(&'static str, Instant)>>,
+    /// Its work, and the work done so far.
     total: AtomicUsize,
     done: AtomicUsize,
-    embedding_since: Mutex<Option<Instant>>,
 }
 
 /// A reading of [`Progress`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProgressReport {
     pub stage: &'static str,
-    /// While embedding: the share done, 0-100.
+    /// In a counted stage: the share done, 0-100.
     pub percent: Option<u32>,
-    /// While embedding, once a batch is done: seconds left, at the rate so far.
+    /// In a counted stage, once some work is done: seconds left, at the rate so far.
     pub eta_s: Option<u64>,
 }
 
@@ -65,28 +67,46 @@ impl Progress {
         *self.stage.lock().unwrap_or_else(|e| e.into_inner()) = stage;
     }
 
-    fn embedding(&self, total: usize) {
-        self.set_stage("building the search index");
+    /// Enters `stage`, whose `total` work is counted ([`Progress::advance`]).
+    pub fn count(&self, stage: &'static str, total: usize) {
+        self.set_stage(stage);
         self.total.store(total, Ordering::Relaxed);
         self.done.store(0, Ordering::Relaxed);
-        *self.embedding_since.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+        *self.counting.lock().unwrap_or_else(|e| e.into_inner()) = Some((stage, Instant::now()));
     }
 
-    fn embedded(&self, n: usize) {
+    /// `n` more of the counted stage's work is done.
+    pub fn advance(&self, n: usize) {
         self.done.fetch_add(n, Ordering::Relaxed);
     }
 
     pub fn report(&self) -> ProgressReport {
         let stage = *self.stage.lock().unwrap_or_else(|e| e.into_inner());
-        let since = *self.embedding_since.lock().unwrap_or_else(|e| e.into_inner());
+        let counting = *self.counting.lock().unwrap_or_else(|e| e.into_inner());
         let (total, done) = (self.total.load(Ordering::Relaxed), self.done.load(Ordering::Relaxed));
-        let embedding = since.is_some() && stage == "building the search index" && total > 0;
-        let percent = embedding.then(|| (done * 100 / total) as u32);
-        let eta_s = since.filter(|_| embedding && done > 0).map(|since| {
+        let since = counting.filter(|(counted, _)| *counted == stage && total > 0).map(|(_, since)| since);
+        let percent = since.map(|_| (done.min(total) * 100 / total) as u32);
+        let eta_s = since.filter(|_| done > 0).map(|since| {
             let rate = done as f64 / since.elapsed().as_secs_f64().max(1e-3);
             ((total - done.min(total)) as f64 / rate).ceil() as u64
         });
         ProgressReport { stage, percent, eta_s }
+    }
+
+    /// Logs the counted stage's progress when it has crossed another tenth
+    /// since `logged` (the tenths logged so far, updated): "embedding
+    /// remembered runs again: 40% (12 s, about 18 s left)".
+    pub fn log_tenths(&self, logged: &mut usize) {
+        let report = self.report();
+        let Some(percent) = report.percent else { return };
+        if (percent / 10) as usize <= *logged {
+            return;
+        }
+        *logged = (percent / 10) as usize;
+        let since = self.counting.lock().unwrap_or_else(|e| e.into_inner()).map(|(_, since)| since);
+        let elapsed = since.map_or(0.0, |s| s.elapsed().as_secs_f64());
+        let left = report.eta_s.map_or(String::new(), |s| format!(", about {s} s left"));
+        tracing::info!("{}: {percent}% ({elapsed:.0} s{left})", report.stage);
     }
 }
 
@@ -102,6 +122,9 @@ impl std::fmt::Display for ProgressReport {
         }
     }
 }
+
+/// The stage of embedding a catalog's documents.
+const BUILDING: &str = "building the search index";
 
 pub(super) fn build(
     catalog: &Catalog,
@@ -130,16 +153,17 @@ pub(super) fn build(
     // about four characters each).
     let read = config.max_length.max(1) * 4;
     let work = |i: usize| documents[i].len().min(read) + 1;
-    shown.embedding(missing.iter().map(|&i| work(i)).sum());
+    shown.count(BUILDING, missing.iter().map(|&i| work(i)).sum());
+    let workers = if missing.len() > config.batch_size { embedder.workers()? } else { Vec::new() };
     let progress = progress_bar(missing.len());
     let mut logged = 0;
     for chunk in missing.chunks(config.batch_size.max(1)) {
         let texts: Vec<String> = chunk.iter().map(|&i| documents[i].clone()).collect();
-        let vectors = embedder.embed_documents(&texts)?;
+        let vectors = embedder.embed_documents_with(&workers, &texts)?;
         let entries: Vec<(cache::Key, Vec<f32>)> = chunk.iter().map(|&i| keys[i]).zip(vectors).collect();
         cache.put(&entries).map_err(io(format!("writing the embedding cache {}", cache.path().display())))?;
         progress.inc(chunk.len() as u64);
-        shown.embedded(chunk.iter().map(|&i| work(i)).sum());
+        shown.advance(chunk.iter().map(|&i| work(i)).sum());
         let done = progress.position() as usize;
         if progress.is_hidden() && done * 10 / missing.len().max(1) > logged {
             logged = done * 10 / missing.len().max(1);
@@ -152,6 +176,7 @@ pub(super) fn build(
         }
     }
     progress.finish_and_clear();
+    drop(workers);
     let embed_secs = embed_started.elapsed().as_secs_f64();
 
     let mut vectors = Vec::with_capacity(documents.len() * embedder.dims());
@@ -188,4 +213,28 @@ fn progress_bar(len: usize) -> ProgressBar {
         bar.set_style(style);
     }
     bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_counted_stage_says_its_share_and_time_left() {
+        let progress = Progress::default();
+        assert_eq!(progress.report().to_string(), "starting");
+        progress.count("embedding remembered runs again", 200);
+        let report = progress.report();
+        assert_eq!((report.percent, report.eta_s), (Some(0), None), "no estimate before any work is done");
+        progress.advance(50);
+        let report = progress.report();
+        assert_eq!(report.percent, Some(25));
+        assert!(report.eta_s.is_some());
+        assert!(report.to_string().starts_with("embedding remembered runs again, 25% done, ready in about "), "{report}");
+        let mut logged = 0;
+        progress.log_tenths(&mut logged);
+        assert_eq!(logged, 2, "the tenths crossed are remembered");
+        progress.set_stage("loading the tool graph");
+        assert_eq!(progress.report().to_string(), "loading the tool graph", "another stage is not counted");
+    }
 }

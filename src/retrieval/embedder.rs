@@ -64,6 +64,24 @@ pub struct Embedder {
     query_prompt: String,
     /// Put before every document (e5's "passage: ").
     document_prompt: String,
+    /// What it was loaded from: [`Embedder::workers`] loads it again.
+    config: EmbeddingConfig,
+    /// Serving queries, or embedding a catalog's documents as a worker.
+    use_: Use,
+}
+
+/// What a loaded model is for, which decides how it treats memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Use {
+    /// Queries and small batches for as long as the process runs: no
+    /// ONNX Runtime arena, freed memory handed back after a batch.
+    Serve,
+    /// A build's worker, dropped when the build ends: ONNX Runtime's arena
+    /// keeps its buffers from batch to batch. Without it, 14% of a build's
+    /// time went to the kernel faulting freshly mapped pages in (perf); with
+    /// it, and sub-batches of 16, the Finance category embedded in 27 s
+    /// instead of 41 (docs/benchmarks.md "Building the index").
+    Build,
 }
 
 impl std::fmt::Debug for Embedder {
@@ -75,10 +93,24 @@ impl std::fmt::Debug for Embedder {
 impl Embedder {
     /// Loads the configured model and checks it by embedding a probe text.
     pub fn load(config: &EmbeddingConfig) -> Result<Embedder, EmbedError> {
-        let (model, id, prompts) = if config.model.is_empty() { load_local(config)? } else { load_named(config)? };
+        Embedder::load_for(config, Use::Serve)
+    }
+
+    fn load_for(config: &EmbeddingConfig, use_: Use) -> Result<Embedder, EmbedError> {
+        let arena = use_ == Use::Build;
+        let (model, id, prompts) =
+            if config.model.is_empty() { load_local(config, arena)? } else { load_named(config, arena)? };
         let model_name = id.clone();
         let (query_prompt, document_prompt) = prompts;
-        let mut embedder = Embedder { model: Mutex::new(model), id, dims: 0, query_prompt, document_prompt };
+        let mut embedder = Embedder {
+            model: Mutex::new(model),
+            id,
+            dims: 0,
+            query_prompt,
+            document_prompt,
+            config: config.clone(),
+            use_,
+        };
         let probe = embedder
             .embed_queries(&["probe: weather forecast for Berlin".to_string()])
             .map_err(|e| EmbedError::Model { model: model_name.clone(), message: e.to_string() })?;
@@ -120,6 +152,58 @@ impl Embedder {
         self.embed(&prompted)
     }
 
+    /// Copies of this model for embedding many documents at once, one ONNX
+    /// Runtime thread each, as many as `embedding.threads` (0: one per
+    /// core); none on one core. Run side by side, two one-thread sessions
+    /// embedded the Finance category (3,896 APIs) in 44 s where one session
+    /// with two threads took 59 (docs/benchmarks.md, "Building the index"):
+    /// a session's threads meet at every operator, separate sessions never.
+    /// The copy serving queries keeps all its threads, for latency.
+    pub fn workers(&self) -> Result<Vec<Embedder>, EmbedError> {
+        let n = match self.config.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
+        if n < 2 {
+            return Ok(Vec::new());
+        }
+        let one_thread = EmbeddingConfig { threads: 1, ..self.config.clone() };
+        (0..n).map(|_| Embedder::load_for(&one_thread, Use::Build)).collect()
+    }
+
+    /// [`Embedder::embed_documents`] split across `workers` running side
+    /// by side (by this model alone when there are none): the vectors of
+    /// `texts` in order.
+    pub fn embed_documents_with(&self, workers: &[Embedder], texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if workers.len() < 2 || texts.len() < 2 {
+            return self.embed_documents(texts);
+        }
+        // Dealt round-robin: texts come sorted by length, so each worker
+        // gets a share of every length.
+        let n = workers.len();
+        let shares: Vec<Vec<String>> = (0..n).map(|w| texts.iter().skip(w).step_by(n).cloned().collect()).collect();
+        let results: Vec<Result<Vec<Vec<f32>>, EmbedError>> = std::thread::scope(|scope| {
+            let running: Vec<_> = workers
+                .iter()
+                .zip(&shares)
+                .map(|(worker, share)| scope.spawn(|| worker.embed_documents(share)))
+                .collect();
+            running
+                .into_iter()
+                .map(|r| r.join().unwrap_or_else(|_| Err(EmbedError::Inference("an embedding worker panicked".into()))))
+                .collect()
+        });
+        let mut shares = Vec::with_capacity(n);
+        for result in results {
+            shares.push(result?.into_iter());
+        }
+        let mut vectors = Vec::with_capacity(texts.len());
+        for i in 0..texts.len() {
+            vectors.push(shares[i % n].next().expect("a worker returns a vector per text"));
+        }
+        Ok(vectors)
+    }
+
     /// [`Embedder::embed_queries`] or [`Embedder::embed_documents`].
     pub fn embed_as(&self, role: Role, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         match role {
@@ -142,12 +226,14 @@ impl Embedder {
             return Ok(Vec::new());
         }
         let mut model = self.model.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let run = std::panic::AssertUnwindSafe(|| model.embed(texts, Some(texts.len().min(64))));
+        let run = std::panic::AssertUnwindSafe(|| {
+            model.embed(texts, Some(texts.len().min(if self.use_ == Use::Build { 16 } else { 64 })))
+        });
         let vectors = std::panic::catch_unwind(run)
             .map_err(|_| EmbedError::Inference("the ONNX model panicked".into()))?
             .map_err(|e| EmbedError::Inference(format!("{e:#}")))?;
         drop(model);
-        if texts.len() > 1 {
+        if texts.len() > 1 && self.use_ == Use::Serve {
             release_freed_memory();
         }
         Ok(vectors.into_iter().map(normalize).collect())
@@ -232,7 +318,7 @@ impl ModelCard {
 /// A model, its id, and its query and document prompts.
 type Loaded = (fastembed::TextEmbedding, String, (String, String));
 
-fn load_local(config: &EmbeddingConfig) -> Result<Loaded, EmbedError> {
+fn load_local(config: &EmbeddingConfig, arena: bool) -> Result<Loaded, EmbedError> {
     let dir = config.model_dir();
     for file in MODEL_FILES {
         if !dir.join(file).is_file() {
@@ -274,7 +360,7 @@ fn load_local(config: &EmbeddingConfig) -> Result<Loaded, EmbedError> {
     let mut options = fastembed::InitOptionsUserDefined::new()
         .with_max_length(config.max_length)
         .with_environment(environment(&config.onnxruntime())?)
-        .with_execution_providers(vec![cpu_without_arena()])
+        .with_execution_providers(vec![cpu(arena)])
         .with_session_config("session.intra_op.allow_spinning", "0")
         .with_session_config("session.inter_op.allow_spinning", "0");
     if config.threads > 0 {
@@ -289,12 +375,13 @@ fn load_local(config: &EmbeddingConfig) -> Result<Loaded, EmbedError> {
     Ok((model, id, (card.query_prompt, card.document_prompt)))
 }
 
-/// The CPU execution provider without its memory arena: the arena keeps
-/// the largest batch's activations for good (one batch of 64 texts of 128
-/// tokens left 445 MB more resident; docs/benchmarks.md); without it each
-/// call's buffers are freed when it returns.
-fn cpu_without_arena() -> ort::ep::ExecutionProviderDispatch {
-    ort::ep::CPU::default().with_arena_allocator(false).build()
+/// The CPU execution provider, with or without its memory arena. The arena
+/// keeps the largest batch's activations for good (one batch of 64 texts of
+/// 128 tokens left 445 MB more resident; docs/benchmarks.md): a model that
+/// serves for the life of the process runs without it, so that each call's
+/// buffers are freed when it returns.
+fn cpu(arena: bool) -> ort::ep::ExecutionProviderDispatch {
+    ort::ep::CPU::default().with_arena_allocator(arena).build()
 }
 
 /// The ONNX Runtime environment: ONNX Runtime allows one per process, so
@@ -323,7 +410,7 @@ fn environment(path: &Path) -> Result<ort::environment::Environment, EmbedError>
 }
 
 #[cfg(feature = "hub")]
-fn load_named(config: &EmbeddingConfig) -> Result<Loaded, EmbedError> {
+fn load_named(config: &EmbeddingConfig, arena: bool) -> Result<Loaded, EmbedError> {
     let fail = |message: String| EmbedError::Model { model: config.model.clone(), message };
     let info = fastembed::TextEmbedding::list_supported_models()
         .into_iter()
@@ -332,7 +419,7 @@ fn load_named(config: &EmbeddingConfig) -> Result<Loaded, EmbedError> {
     let mut options = fastembed::TextInitOptions::new(info.model)
         .with_max_length(config.max_length)
         .with_environment(environment(&config.onnxruntime())?)
-        .with_execution_providers(vec![cpu_without_arena()])
+        .with_execution_providers(vec![cpu(arena)])
         .with_session_config("session.intra_op.allow_spinning", "0")
         .with_session_config("session.inter_op.allow_spinning", "0")
         .with_show_download_progress(false);
@@ -344,7 +431,7 @@ fn load_named(config: &EmbeddingConfig) -> Result<Loaded, EmbedError> {
 }
 
 #[cfg(not(feature = "hub"))]
-fn load_named(config: &EmbeddingConfig) -> Result<Loaded, EmbedError> {
+fn load_named(config: &EmbeddingConfig, _arena: bool) -> Result<Loaded, EmbedError> {
     Err(EmbedError::Model {
         model: config.model.clone(),
         message: "this build cannot download models: rebuild with `cargo build --features hub`, \
