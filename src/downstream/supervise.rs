@@ -16,7 +16,7 @@ const BACKOFF_START: Duration = Duration::from_millis(500);
 /// Longest wait before reconnecting.
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// `list_changed` notifications closer than this are one change.
-const DEBOUNCE: Duration = Duration::from_millis(250);
+const DEBOUNCE: Duration = Duration::from_millis(100);
 /// Tools are listed again this often (servers that change without saying
 /// so; a server that no longer answers is found out).
 const RELIST_EVERY: Duration = Duration::from_secs(60);

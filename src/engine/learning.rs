@@ -12,7 +12,7 @@ use crate::graph::RunRecord;
 use crate::graph::build::clean_path;
 use crate::planner::memory::{self, MemoryWriter};
 use crate::planner::{LongTermMemory, Memory};
-use crate::retrieval::{Embedder, Retriever};
+use crate::retrieval::{Embedder, Progress, Retriever};
 
 /// Runs kept for [`Engine::recent_runs`].
 pub const RECENT_RUNS: usize = 20;
@@ -35,6 +35,7 @@ pub(super) fn open_memory(
     config: &Config,
     embedder: Option<&Arc<Embedder>>,
     writer: bool,
+    progress: &Progress,
 ) -> std::io::Result<(LongTermMemory, Option<MemoryWriter>)> {
     let path = memory::memory_path(&config.state.dir());
     let model = embedder.map_or("", |e| e.id());
@@ -45,7 +46,7 @@ pub(super) fn open_memory(
         // Read again only after a change of model: the journal is rewritten.
         drop(journal.take());
         let (cache, batch) = (config.embedding.cache_dir(), config.embedding.batch_size);
-        match memory::reembed_stale(&path, embedder, &cache, batch) {
+        match memory::reembed_stale(&path, embedder, &cache, batch, progress) {
             Ok(n) => tracing::info!("{n} remembered runs embedded again with {model}"),
             Err(e) => tracing::warn!("remembered runs of another embedding model could not be embedded again: {e}"),
         }

@@ -181,6 +181,8 @@ pub struct Engine {
     /// How far the background build of the dense index has got
     /// ([`Engine::index_status`]).
     dense_build: Arc<Progress>,
+    /// Whether a thread is building the full index ([`world::build_full_index`]).
+    building_index: std::sync::atomic::AtomicBool,
 }
 
 /// What [`Engine::open_reporting`] does when the catalog has no stored
@@ -231,7 +233,7 @@ impl Engine {
         };
         let engine = Engine::assemble(config, base, World::new(catalog, Some(retriever), mcp), downstream, progress)?;
         if pending {
-            world::build_dense_index(&engine);
+            world::build_full_index(&engine);
         }
         Ok(engine)
     }
@@ -321,7 +323,7 @@ impl Engine {
         // Only searches and plans read the memory; a call alone is never remembered.
         progress.set_stage("loading the long-term memory");
         let (memory, memory_writer) = match world.retriever() {
-            Ok(retriever) => learning::open_memory(config, retriever.embedder(), store.is_some())?,
+            Ok(retriever) => learning::open_memory(config, retriever.embedder(), store.is_some(), progress)?,
             Err(_) => (LongTermMemory::default(), None),
         };
         let mut upstream = Upstream::new(&base, config)?;
@@ -352,6 +354,7 @@ impl Engine {
             sharing: sharing.clone(),
             recent_runs: Mutex::default(),
             dense_build: Arc::default(),
+            building_index: Default::default(),
         });
         if let Some(sharing) = sharing {
             shared::start(&engine, sharing, position);

@@ -3,18 +3,21 @@
 //! the downstream tools as last listed) and its search index.
 //!
 //! A first start on a catalog without a stored index serves at once with
-//! BM25 alone while [`build_dense_index`] builds the dense index on a
-//! thread of its own (minutes on ToolBench's 43k APIs), then swaps in the
+//! BM25 alone while [`build_full_index`] builds the dense index on a
+//! thread of its own (about 5 minutes on ToolBench's 47k APIs), then swaps in the
 //! hybrid retriever; [`Engine::index_status`] says how far it has got.
 //!
 //! A reader takes the [`World`] as it is (an `Arc`) and keeps it for the
 //! whole operation, so a search never mixes two catalogs. When the
 //! downstream tools change, [`follow_downstream`] waits for the changes to
-//! settle, builds the new catalog and index on the blocking pool (the
-//! embedding cache makes a rebuild embed only the new tools; the old world
-//! serves meanwhile), swaps it in and bumps [`Engine::tools_changed`], so
-//! the faces can tell their clients (MCP `list_changed`).
+//! settle, builds the new catalog on the blocking pool with an index carried
+//! over from the one in use (unchanged APIs keep their vectors and postings;
+//! new ones are embedded; the HNSW graph is shared, removed APIs skipped:
+//! `Retriever::carry_over`), swaps it in and bumps [`Engine::tools_changed`],
+//! so the faces can tell their clients (MCP `list_changed`); then
+//! [`build_full_index`] builds the full index in the background.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -22,10 +25,11 @@ use tokio::sync::watch;
 
 use super::{Engine, EngineError};
 use crate::catalog::{Catalog, McpServerTools};
-use crate::retrieval::{Progress, Retriever};
+use crate::retrieval::Retriever;
 
 /// Downstream changes closer than this are one rebuild.
-const SETTLE: Duration = Duration::from_millis(500);
+/// (A rebuild is a carry-over of milliseconds: little is saved by waiting long.)
+const SETTLE: Duration = Duration::from_millis(50);
 
 /// A catalog and its search index.
 pub struct World {
@@ -93,7 +97,9 @@ impl Engine {
     }
 
     /// Rebuilds the world from the downstream tools as listed now, unless
-    /// they are those it holds. Blocking (index build). Whether it changed.
+    /// they are those it holds: the new catalog's index is carried over from
+    /// the one in use (milliseconds), the full index built afterwards
+    /// ([`build_full_index`]). Whether it changed.
     fn rebuild_world(&self) -> anyhow::Result<bool> {
         let Some(downstream) = &self.downstream else { return Ok(false) };
         let tools = downstream.tools();
@@ -103,25 +109,8 @@ impl Engine {
         }
         let started = std::time::Instant::now();
         let catalog = Arc::new(self.base.with_mcp_tools(&tools));
-        // While the dense index is being built, the new catalog is searched
-        // by BM25 too, and the build starts over on it.
         let retriever = match &current.retriever {
-            Some(r) if r.dense_pending() => Some(
-                Retriever::open_lexical_until_built(
-                    catalog.clone(),
-                    &self.config,
-                    r.embedder().cloned(),
-                    &Progress::default(),
-                )?
-                .0,
-            ),
-            Some(r) => Some(Retriever::open_with(
-                catalog.clone(),
-                &self.config,
-                r.embedder().cloned(),
-                false,
-                &Progress::default(),
-            )?),
+            Some(r) => Some(r.carry_over(catalog.clone(), &self.config)?),
             None => None,
         };
         let apis = catalog.apis().len();
@@ -143,44 +132,75 @@ pub(super) async fn follow_downstream(engine: Weak<Engine>, mut changes: watch::
         tokio::time::sleep(SETTLE).await;
         changes.borrow_and_update();
         let Some(engine) = engine.upgrade() else { return };
-        match tokio::task::spawn_blocking(move || engine.rebuild_world()).await {
-            Ok(Ok(_)) => {}
+        let rebuilding = engine.clone();
+        match tokio::task::spawn_blocking(move || rebuilding.rebuild_world()).await {
+            Ok(Ok(true)) => build_full_index(&engine),
+            Ok(Ok(false)) => {}
             Ok(Err(e)) => tracing::error!("the catalog could not take the downstream tools' change: {e:#}"),
             Err(e) => tracing::error!("rebuilding the catalog failed: {e}"),
         }
     }
 }
 
-/// Builds the dense index of `engine`'s catalog on a thread of its own and
-/// swaps the hybrid retriever in, unless the catalog changed meanwhile
-/// (then builds again for the new one: the embedding cache makes that
-/// quick). On failure search stays lexical, said in the log.
-pub(super) fn build_dense_index(engine: &Arc<Engine>) {
+/// While the world's index is provisional (BM25 alone on a first start, or
+/// carried over to a changed catalog), builds the full one on a thread of
+/// its own and swaps it in, unless the catalog changed meanwhile (then
+/// builds again for the new one: the embedding cache makes that quick).
+/// One such thread at a time: it follows the catalog until the index in
+/// use is full. On failure the provisional index stays, said in the log.
+pub(super) fn build_full_index(engine: &Arc<Engine>) {
+    if engine.building_index.swap(true, Ordering::SeqCst) {
+        return;
+    }
     let (config, progress) = (engine.config.clone(), engine.dense_build.clone());
     // Only a weak reference while building: the engine may be dropped meanwhile.
-    let engine = Arc::downgrade(engine);
-    let spawned = std::thread::Builder::new().name("dense-index".into()).spawn(move || {
-        tracing::info!("serving with BM25 alone while the dense index is built");
+    let weak = Arc::downgrade(engine);
+    let spawned = std::thread::Builder::new().name("index-build".into()).spawn(move || {
         let started = std::time::Instant::now();
         loop {
-            let Some(world) = engine.upgrade().map(|e| e.world()) else { return };
-            let Some(retriever) = world.retriever.as_ref().filter(|r| r.dense_pending()) else { return };
-            let embedder = retriever.embedder().cloned();
-            let full = match Retriever::open_with(world.catalog.clone(), &config, embedder, false, &progress) {
-                Ok(full) => full,
-                Err(e) => return tracing::error!("the dense index was not built; search stays lexical: {e}"),
+            let Some(engine) = weak.upgrade() else { return };
+            let world = {
+                // Checked and given up under the lock a change swaps its
+                // world in under: a change after this starts a thread anew.
+                let slot = engine.world.read().unwrap_or_else(|e| e.into_inner());
+                if !slot.retriever.as_ref().is_some_and(Retriever::provisional) {
+                    engine.building_index.store(false, Ordering::SeqCst);
+                    return;
+                }
+                slot.clone()
             };
-            let Some(engine) = engine.upgrade() else { return };
+            drop(engine);
+            let retriever = world.retriever.as_ref().expect("a provisional index is an index");
+            if retriever.dense_pending() {
+                tracing::info!("serving with BM25 alone while the dense index is built");
+            } else {
+                tracing::info!("building the changed catalog's full search index in the background");
+            }
+            let embedder = retriever.embedder().cloned();
+            let built = Retriever::open_with(world.catalog.clone(), &config, embedder, false, &progress);
+            let Some(engine) = weak.upgrade() else { return };
+            let full = match built {
+                Ok(full) => full,
+                Err(e) => {
+                    engine.building_index.store(false, Ordering::SeqCst);
+                    return tracing::error!("the full search index was not built; the provisional one stays: {e}");
+                }
+            };
             let mut slot = engine.world.write().unwrap_or_else(|e| e.into_inner());
             if Arc::ptr_eq(&slot.catalog, &world.catalog) {
-                let mcp = slot.mcp.clone();
+                let (mcp, secs) = (slot.mcp.clone(), started.elapsed().as_secs());
+                let was_lexical = retriever.dense_pending();
                 *slot = Arc::new(World { catalog: world.catalog.clone(), retriever: Some(full), mcp });
-                let secs = started.elapsed().as_secs();
-                return tracing::info!(secs, "the dense index is built: hybrid search from now on");
+                if was_lexical {
+                    tracing::info!(secs, "the dense index is built: hybrid search from now on");
+                } else {
+                    tracing::info!(secs, "the full search index of the changed catalog is in use");
+                }
             }
         }
     });
     if let Err(e) = spawned {
-        tracing::error!("the dense index cannot be built (no thread): {e}");
+        engine.building_index.store(false, Ordering::SeqCst);
+        tracing::error!("the full search index cannot be built (no thread): {e}");
     }
 }

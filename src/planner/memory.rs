@@ -23,8 +23,9 @@ use serde::{Deserialize, Serialize};
 use crate::catalog::Catalog;
 use crate::graph::build::{clean_path, successful};
 use crate::journal::{self, Journal};
+use crate::retrieval::Progress;
 use crate::retrieval::RetrievalError;
-use crate::retrieval::cache::{EmbeddingCache, Key, embed_through, key};
+use crate::retrieval::cache::{EmbeddingCache, Key, embed_through_counted, key};
 use crate::retrieval::dense::dot;
 use crate::retrieval::embedder::{Embedder, Role};
 use crate::trajectory::Trajectory;
@@ -116,7 +117,8 @@ pub fn embed_paths(
     batch: usize,
 ) -> Result<Vec<Memory>, RetrievalError> {
     let tasks: Vec<String> = paths.iter().map(|(task, _)| task.clone()).collect();
-    let vectors = embed_through(cache, embedder, Role::Query, &tasks, batch)?;
+    let shown = (&Progress::default(), "embedding the successful runs' tasks");
+    let vectors = embed_through_counted(cache, embedder, Role::Query, &tasks, batch, Some(shown))?;
     Ok(paths
         .into_iter()
         .zip(vectors)
@@ -151,7 +153,13 @@ fn embed_again(entries: Vec<&mut Memory>, model: &str, embed: Embed<'_>) -> std:
 /// Embeds again (through the embedding cache in `cache_dir`) the entries of
 /// the memory journal at `path` that another model embedded: after
 /// `embedding.model` changes, remembered runs keep counting. Returns how many.
-pub fn reembed_stale(path: &Path, embedder: &Embedder, cache_dir: &Path, batch: usize) -> std::io::Result<usize> {
+pub fn reembed_stale(
+    path: &Path,
+    embedder: &Embedder,
+    cache_dir: &Path,
+    batch: usize,
+    progress: &Progress,
+) -> std::io::Result<usize> {
     if !path.exists() {
         return Ok(0);
     }
@@ -159,7 +167,8 @@ pub fn reembed_stale(path: &Path, embedder: &Embedder, cache_dir: &Path, batch: 
         // Only these tasks' records: the cache may hold a whole catalog's vectors.
         let keys: Vec<Key> = tasks.iter().map(|t| key(embedder.id(), &embedder.as_read(Role::Query, t))).collect();
         let mut cache = EmbeddingCache::open_for(cache_dir, embedder.id(), embedder.dims(), &keys)?;
-        embed_through(&mut cache, embedder, Role::Query, tasks, batch).map_err(std::io::Error::other)
+        let shown = Some((progress, "embedding remembered runs again"));
+        embed_through_counted(&mut cache, embedder, Role::Query, tasks, batch, shown).map_err(std::io::Error::other)
     };
     LongTermMemory::refresh(path, embedder.id(), &mut embed)
 }

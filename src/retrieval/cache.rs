@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::RetrievalError;
+use super::build::Progress;
 use super::embedder::{Embedder, Role};
 
 pub(super) const MAGIC: &[u8; 8] = b"TREMBED1";
@@ -187,10 +188,28 @@ pub fn embed_through(
     texts: &[String],
     batch: usize,
 ) -> Result<Vec<Vec<f32>>, RetrievalError> {
+    embed_through_counted(cache, embedder, role, texts, batch, None)
+}
+
+/// [`embed_through`], counting the texts it embeds as `stage` of
+/// `progress` and logging every tenth, for the long ones (a memory of
+/// thousands of runs embedded again after a change of model).
+pub fn embed_through_counted(
+    cache: &mut EmbeddingCache,
+    embedder: &Embedder,
+    role: Role,
+    texts: &[String],
+    batch: usize,
+    shown: Option<(&Progress, &'static str)>,
+) -> Result<Vec<Vec<f32>>, RetrievalError> {
     let keys: Vec<Key> = texts.iter().map(|t| key(embedder.id(), &embedder.as_read(role, t))).collect();
     let mut missing: Vec<usize> = (0..texts.len()).filter(|&i| cache.get(&keys[i]).is_none()).collect();
     missing.sort_by_key(|&i| (texts[i].len(), keys[i]));
     missing.dedup_by_key(|i| keys[*i]);
+    let mut logged = 0;
+    if let Some((progress, stage)) = shown {
+        progress.count(stage, missing.len());
+    }
     for chunk in missing.chunks(batch.max(1)) {
         let batch: Vec<String> = chunk.iter().map(|&i| texts[i].clone()).collect();
         let entries: Vec<(Key, Vec<f32>)> =
@@ -199,6 +218,10 @@ pub fn embed_through(
             context: format!("writing the embedding cache {}", cache.path().display()),
             source,
         })?;
+        if let Some((progress, _)) = shown {
+            progress.advance(chunk.len());
+            progress.log_tenths(&mut logged);
+        }
     }
     Ok(keys.iter().map(|k| cache.get(k).expect("every text is cached now").to_vec()).collect())
 }

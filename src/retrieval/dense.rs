@@ -7,13 +7,15 @@
 //! answers unfiltered searches in a fraction of the time at a recall@10 the
 //! benchmarks measure against the scan (docs/benchmarks.md).
 
+use std::sync::Arc;
+
 use instant_distance::{Builder, HnswMap, Search};
 use serde::{Deserialize, Serialize};
 
 use super::bm25::top_k;
 
 /// HNSW `efConstruction`: neighbours considered while building.
-pub const HNSW_EF_CONSTRUCTION: usize = 100;
+pub const HNSW_EF_CONSTRUCTION: usize = 40;
 /// HNSW `ef` at search time: candidates kept while searching (caps `k`).
 pub const HNSW_EF_SEARCH: usize = 50;
 /// Seed of the HNSW level generator, so builds are reproducible.
@@ -48,7 +50,22 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 pub struct Dense {
     dims: usize,
     vectors: Vec<f32>,
-    hnsw: Option<HnswMap<Point, u32>>,
+    hnsw: Option<Arc<HnswMap<Point, u32>>>,
+    /// Set when the graph was built for an earlier set of documents
+    /// ([`Dense::carry_over`]).
+    carried: Option<Remap>,
+}
+
+/// How a graph built for other documents serves these.
+#[derive(Debug)]
+struct Remap {
+    /// Per graph value: the document it is now (`None`: removed or changed).
+    from_graph: Vec<Option<u32>>,
+    /// Documents the graph lacks, scanned exactly beside it.
+    fresh: Vec<u32>,
+    /// How many of the graph's points are gone: a search asks the graph
+    /// for that many more, so that what is left still fills `k`.
+    dropped: usize,
 }
 
 impl std::fmt::Debug for Dense {
@@ -65,16 +82,60 @@ impl Dense {
     /// Vectors of `dims` floats each, concatenated; document `i` is the `i`-th.
     pub fn new(dims: usize, vectors: Vec<f32>, hnsw: Option<HnswMap<Point, u32>>) -> Dense {
         assert!(dims > 0 && vectors.len().is_multiple_of(dims), "vectors must be whole");
-        Dense { dims, vectors, hnsw }
+        Dense { dims, vectors, hnsw: hnsw.map(Arc::new), carried: None }
+    }
+
+    /// The dense index of new documents made from this one without building
+    /// a graph: `vectors` are the new documents' (concatenated), and
+    /// `old_of_new[d]` is the document of this index that new document `d`
+    /// is unchanged from. The graph is shared; searches skip what it holds
+    /// that is gone and scan the documents it lacks. Building the graph for
+    /// ToolBench's 47,000 APIs takes a minute; this takes milliseconds,
+    /// so a changed catalog is searched at once and the graph is rebuilt in
+    /// the background (chosen over an HNSW crate that inserts and deletes
+    /// in place: see docs/benchmarks.md, "A catalog that changes").
+    pub fn carry_over(&self, vectors: Vec<f32>, old_of_new: &[Option<u32>]) -> Dense {
+        let mut new_of_old: Vec<Option<u32>> = vec![None; self.len()];
+        for (new, old) in old_of_new.iter().enumerate() {
+            if let Some(old) = old {
+                new_of_old[*old as usize] = Some(new as u32);
+            }
+        }
+        let carried = self.hnsw.as_ref().map(|_| {
+            let from_graph: Vec<Option<u32>> = match &self.carried {
+                Some(remap) => remap.from_graph.iter().map(|d| d.and_then(|d| new_of_old[d as usize])).collect(),
+                None => new_of_old.clone(),
+            };
+            let mut in_graph = vec![false; old_of_new.len()];
+            for d in from_graph.iter().flatten() {
+                in_graph[*d as usize] = true;
+            }
+            // The graph's values are its documents' ids, 0..n.
+            Remap {
+                dropped: from_graph.len() - from_graph.iter().flatten().count(),
+                fresh: (0..old_of_new.len() as u32).filter(|&d| !in_graph[d as usize]).collect(),
+                from_graph,
+            }
+        });
+        let dense = Dense { dims: self.dims, vectors, hnsw: self.hnsw.clone(), carried };
+        assert_eq!(dense.len(), old_of_new.len(), "a vector per document");
+        dense
+    }
+
+    /// Whether the graph was built for other documents (searches work
+    /// around it; it should be rebuilt).
+    pub fn is_carried(&self) -> bool {
+        self.carried.is_some()
     }
 
     /// Builds the HNSW graph (parallel, on every core).
     pub fn build_hnsw(&mut self) {
+        self.carried = None;
         let points: Vec<Point> = self.vectors.chunks_exact(self.dims).map(|v| Point(v.to_vec())).collect();
         let ids: Vec<u32> = (0..points.len() as u32).collect();
         let builder =
             Builder::default().ef_construction(HNSW_EF_CONSTRUCTION).ef_search(HNSW_EF_SEARCH).seed(HNSW_SEED);
-        self.hnsw = Some(builder.build(points, ids));
+        self.hnsw = Some(Arc::new(builder.build(points, ids)));
     }
 
     pub fn dims(&self) -> usize {
@@ -94,13 +155,23 @@ impl Dense {
         &self.vectors
     }
 
+    /// The graph, when it was built for these documents (one carried over
+    /// from others is never stored).
     pub fn hnsw(&self) -> Option<&HnswMap<Point, u32>> {
-        self.hnsw.as_ref()
+        if self.carried.is_some() {
+            return None;
+        }
+        self.hnsw.as_deref()
     }
 
     /// The vector of document `i`.
     #[cfg(test)]
     pub fn vector(&self, i: usize) -> &[f32] {
+        self.doc(i as u32)
+    }
+
+    fn doc(&self, d: u32) -> &[f32] {
+        let i = d as usize;
         &self.vectors[i * self.dims..(i + 1) * self.dims]
     }
 
@@ -124,7 +195,15 @@ impl Dense {
         let hnsw = self.hnsw.as_ref()?;
         let mut search = Search::default();
         let point = Point(query.to_vec());
-        Some(hnsw.search(&point, &mut search).take(k).map(|item| (*item.value, 1.0 - item.distance)).collect())
+        let found = hnsw.search(&point, &mut search).map(|item| (*item.value, 1.0 - item.distance));
+        let Some(remap) = &self.carried else { return Some(found.take(k).collect()) };
+        let mut hits: Vec<(u32, f32)> = found
+            .take(k + remap.dropped)
+            .filter_map(|(value, score)| remap.from_graph[value as usize].map(|d| (d, score)))
+            .collect();
+        hits.extend(remap.fresh.iter().map(|&d| (d, dot(self.doc(d), query))));
+        top_k(&mut hits, k);
+        Some(hits)
     }
 }
 
@@ -154,6 +233,38 @@ mod tests {
         let mask: Vec<bool> = (0..200).map(|i| i % 2 == 0).collect();
         let even = dense.exact(&q, 3, Some(&mask));
         assert!(even.iter().all(|h| h.0 % 2 == 0) && even.len() == 3);
+    }
+
+    #[test]
+    fn a_carried_graph_finds_new_documents_and_never_removed_ones() {
+        let point = |i: usize| {
+            let a = i as f32 * 0.05;
+            unit(&[a.cos(), a.sin(), (a * 0.3).cos(), 0.1])
+        };
+        let mut dense = Dense::new(4, (0..200).flat_map(point).collect(), None);
+        dense.build_hnsw();
+        // Documents 0..100 removed; 100..200 kept, now 0..100; a new
+        // document (old 10's vector, near the query) is 100.
+        let mut old_of_new: Vec<Option<u32>> = (100..200).map(Some).collect();
+        old_of_new.push(None);
+        let vectors: Vec<f32> = (100..200).chain([10]).flat_map(point).collect();
+        let carried = dense.carry_over(vectors.clone(), &old_of_new);
+        assert!(carried.is_carried() && carried.hnsw().is_none(), "a carried graph is never stored");
+        let q = point(10);
+        let approx = carried.approximate(&q, 5).unwrap();
+        assert_eq!(approx[0].0, 100, "the new document, scanned beside the graph: {approx:?}");
+        assert!((approx[0].1 - 1.0).abs() < 1e-5);
+        let mut rebuilt = Dense::new(4, vectors, None);
+        let exact = rebuilt.exact(&q, 5, None);
+        let ids = |hits: &[(u32, f32)]| hits.iter().map(|h| h.0).collect::<Vec<_>>();
+        assert_eq!(ids(&approx), ids(&exact), "the kept documents map to their new ids");
+        // Carried twice: 100 (the new one) removed.
+        let twice = carried.carry_over((100..200).flat_map(point).collect(), &(0..100).map(Some).collect::<Vec<_>>());
+        let hits = twice.approximate(&q, 5).unwrap();
+        assert!(hits.iter().all(|h| h.0 < 100), "{hits:?}");
+        assert_eq!(ids(&hits), ids(&twice.exact(&q, 5, None)), "maps compose over two changes");
+        rebuilt.build_hnsw();
+        assert!(!rebuilt.is_carried());
     }
 
     #[test]

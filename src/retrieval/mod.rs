@@ -35,6 +35,7 @@
 pub mod bm25;
 mod build;
 pub mod cache;
+mod carry;
 pub mod dense;
 pub mod document;
 pub mod embedder;
@@ -157,6 +158,8 @@ pub struct Retriever {
     /// BM25 alone until the dense index is built in the background
     /// ([`Retriever::open_lexical_until_built`]).
     dense_pending: bool,
+    /// What each API and tool was indexed from ([`Retriever::carry_over`]).
+    fingerprints: carry::Fingerprints,
 }
 
 impl std::fmt::Debug for Retriever {
@@ -237,7 +240,8 @@ impl Retriever {
                 (index, Some(report))
             }
         };
-        Ok(Retriever::assemble(catalog, config, embedder, index, dir, built, false))
+        let fingerprints = carry::Fingerprints::of(&catalog, &documents);
+        Ok(Retriever::assemble(catalog, config, embedder, index, dir, built, false).with(fingerprints))
     }
 
     /// The catalog's stored index if it is usable; else, when it would be
@@ -259,10 +263,15 @@ impl Retriever {
         let hash = document::catalog_hash(&catalog, &documents);
         let dir = index_files::index_dir(&config.state.dir(), &hash);
         if let Ok((_, index)) = index_files::load(&dir, &hash, Some(model.id())) {
-            return Ok((Retriever::assemble(catalog, config, embedder, index, dir, None, false), false));
+            let fingerprints = carry::Fingerprints::of(&catalog, &documents);
+            return Ok((
+                Retriever::assemble(catalog, config, embedder, index, dir, None, false).with(fingerprints),
+                false,
+            ));
         }
         let index = lexical_index(&catalog, &documents);
-        Ok((Retriever::assemble(catalog, config, embedder, index, dir, None, true), true))
+        let fingerprints = carry::Fingerprints::of(&catalog, &documents);
+        Ok((Retriever::assemble(catalog, config, embedder, index, dir, None, true).with(fingerprints), true))
     }
 
     /// A retriever of `index`, with the name indexes of `catalog`.
@@ -305,6 +314,7 @@ impl Retriever {
             index_dir: dir,
             built,
             dense_pending,
+            fingerprints: carry::Fingerprints::default(),
         }
     }
 

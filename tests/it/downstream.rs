@@ -191,6 +191,36 @@ fn federated_mcp_servers_are_found_called_checked_and_kept_alive() {
     let lists = stats["response"]["list_calls"].as_u64().unwrap();
     assert!(lists <= 4, "50 notifications made {lists} tools/list calls");
 
+    // A tool added downstream is searched at once (the index is carried
+    // over, not rebuilt); a removed one never appears again.
+    let search = |query: &str| -> Vec<String> {
+        let body = json!({"query": query, "k": 20}).to_string();
+        let (status, _, text) = common::http(&url, "POST", "/v1/tools/search", None, body.as_bytes());
+        assert_eq!(status, 200, "{text}");
+        let found: Value = serde_json::from_str(&text).unwrap();
+        found["data"].as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap().to_string()).collect()
+    };
+    let description = "Translates Klingon poetry into Elvish verse, stanza by stanza";
+    let (status, body) = call(&url, "fixture__add_tool", json!({"name": "klingon_verse", "description": description}));
+    assert_eq!(status, 200, "{body}");
+    let query = "Translate this Klingon poem into Elvish verse";
+    assert!(
+        eventually(Duration::from_secs(10), || search(query).first().map(String::as_str)
+            == Some("fixture__klingon_verse")),
+        "the added tool is found first: {:?}",
+        search(query)
+    );
+    let (status, body) = call(&url, "fixture__remove_tool", json!({"name": "klingon_verse"}));
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        eventually(Duration::from_secs(10), || call(&url, "fixture__klingon_verse", json!({})).0 == 404),
+        "the removed tool is no longer callable"
+    );
+    for query in [query, "klingon_verse", "Klingon Elvish stanza"] {
+        let names = search(query);
+        assert!(!names.iter().any(|n| n.contains("klingon")), "a removed tool never appears: {names:?}");
+    }
+
     // Through the MCP face, with both SDKs: search, call, refuse, list_changed.
     for (env, tool) in [("py-mcp2", "added_for_sdk_2"), ("py-mcp1", "added_for_sdk_1")] {
         let Some(python) = common::python_env(env, "bin/python") else { continue };

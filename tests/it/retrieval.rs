@@ -281,3 +281,68 @@ fn search_and_index_on_the_command_line() {
     assert!(err.contains("ONNX Runtime") && err.contains("1.24 or newer"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// A downstream server's tools as listed.
+fn mcp_tools(tools: &[(&str, &str)]) -> Vec<toolrouter::catalog::McpServerTools> {
+    let tools = tools
+        .iter()
+        .map(|(name, description)| toolrouter::catalog::McpTool {
+            name: name.to_string(),
+            title: None,
+            description: description.to_string(),
+            input_schema: serde_json::json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+            annotations: None,
+        })
+        .collect();
+    vec![toolrouter::catalog::McpServerTools { server: "mine".into(), description: "My tools".into(), tools }]
+}
+
+/// A changed catalog's index carried over from the one in use finds what
+/// was added, never what was removed, and ranks the rest as a full rebuild
+/// does, on every sample query, in hybrid and lexical modes alike.
+#[test]
+fn a_changed_catalog_is_searched_without_a_rebuild() {
+    let Some((queries, files)) = sample() else { return };
+    let base = Catalog::load(&Sources { paths: files, ..Sources::default() }).unwrap();
+    let klingon = ("klingon_verse", "Translates Klingon poetry into Elvish verse, stanza by stanza");
+    let tide = ("tide_tables", "Tide tables: high and low water times for a harbour");
+    let with_both = Arc::new(base.with_mcp_tools(&mcp_tools(&[klingon, tide])));
+    let without_klingon = Arc::new(base.with_mcp_tools(&mcp_tools(&[tide])));
+    let base = Arc::new(base);
+    let state = tempfile::tempdir().unwrap();
+    for mode in [SearchMode::Hybrid, SearchMode::Lexical] {
+        let mut config = config(state.path());
+        config.retrieval.mode = mode;
+        let before = Retriever::open(base.clone(), &config).unwrap();
+        assert!(!before.provisional());
+
+        let added = before.carry_over(with_both.clone(), &config).unwrap();
+        // Carried BM25 postings are what a rebuild makes: only a carried
+        // HNSW graph calls for the full index to be built.
+        assert_eq!(added.provisional(), mode == SearchMode::Hybrid, "{mode:?}: carried over, not rebuilt");
+        let hits = added.search("translate klingon poetry to elvish", 3, &Filters::default()).unwrap().hits;
+        let first = with_both.api(hits[0].api);
+        assert_eq!(first.function_name, "mine__klingon_verse", "{mode:?}: {hits:?}");
+        let rebuilt = Retriever::open(with_both.clone(), &config).unwrap();
+        for q in &queries {
+            let ids = |r: &Retriever| {
+                r.search(&q.query, 10, &Filters::default()).unwrap().hits.iter().map(|h| h.api).collect::<Vec<_>>()
+            };
+            let (carried, full) = (ids(&added), ids(&rebuilt));
+            let shared = carried.iter().filter(|a| full.contains(a)).count();
+            assert!(shared >= 9, "{mode:?}, query {}: carried {carried:?}, rebuilt {full:?}", q.id);
+        }
+
+        let removed = added.carry_over(without_klingon.clone(), &config).unwrap();
+        for query in ["translate klingon poetry to elvish", "Klingon Elvish stanza verse poetry", "mine klingon_verse"]
+        {
+            let hits = removed.search(query, 50, &Filters::default()).unwrap().hits;
+            assert!(
+                hits.iter().all(|h| !without_klingon.api(h.api).function_name.contains("klingon")),
+                "{mode:?}: a removed tool never appears: {hits:?}"
+            );
+        }
+        let hits = removed.search("high and low tide times for the harbour", 3, &Filters::default()).unwrap().hits;
+        assert_eq!(without_klingon.api(hits[0].api).function_name, "mine__tide_tables", "{mode:?}");
+    }
+}

@@ -3,8 +3,10 @@ built on the official `mcp` SDK (1.x low-level server).
 
 Its tools exercise what the public servers cannot be made to do on demand:
     echo {text}              -> the text
-    add_tool {name, flood?}  -> adds a tool named `name` and sends
+    add_tool {name, flood?, description?}
+                             -> adds a tool named `name` and sends
                                 notifications/tools/list_changed (`flood` times)
+    remove_tool {name}       -> removes an added tool and sends list_changed
     hang {}                  -> never answers
     huge {bytes}             -> a text result of that many bytes
     stats {}                 -> {"list_calls": N, "pid": PID}
@@ -23,7 +25,7 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
 
 server = Server("toolrouter-fixture", instructions="A fixture server for toolrouter's tests.")
-added = []
+added = {}  # name -> description
 list_calls = 0
 
 OBJECT = {"type": "object", "properties": {}}
@@ -45,8 +47,13 @@ async def list_tools():
         }),
         tool("add_tool", "Adds a tool to this server and announces it", {
             "type": "object",
-            "properties": {"name": {"type": "string"}, "flood": {"type": "integer"}},
+            "properties": {
+                "name": {"type": "string"}, "flood": {"type": "integer"}, "description": {"type": "string"},
+            },
             "required": ["name"],
+        }),
+        tool("remove_tool", "Removes a tool added at run time and announces it", {
+            "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"],
         }),
         tool("hang", "Never answers"),
         tool("huge", "Answers with a text of the given size", {
@@ -56,7 +63,7 @@ async def list_tools():
         tool("bad_schema", "Has an input schema that cannot be used", {
             "type": "object", "properties": {"a": {"type": "string", "pattern": "("}},
         }),
-    ] + [tool(name, f"A tool added at run time: {name}") for name in added]
+    ] + [tool(name, added[name]) for name in added]
 
 
 @server.call_tool(validate_input=False)
@@ -64,11 +71,16 @@ async def call_tool(name, arguments):
     if name == "echo":
         return [types.TextContent(type="text", text=arguments["text"])]
     if name == "add_tool":
-        added.append(arguments["name"])
+        name = arguments["name"]
+        added[name] = arguments.get("description") or f"A tool added at run time: {name}"
         session = server.request_context.session
         for _ in range(int(arguments.get("flood", 1))):
             await session.send_tool_list_changed()
         return [types.TextContent(type="text", text=f"added {arguments['name']}")]
+    if name == "remove_tool":
+        added.pop(arguments["name"], None)
+        await server.request_context.session.send_tool_list_changed()
+        return [types.TextContent(type="text", text=f"removed {arguments['name']}")]
     if name == "bad_schema":
         return [types.TextContent(type="text", text="unchecked " + json.dumps(arguments, sort_keys=True))]
     if name == "hang":
