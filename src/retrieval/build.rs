@@ -230,7 +230,10 @@ mod tests {
         let report = progress.report();
         assert_eq!(report.percent, Some(25));
         assert!(report.eta_s.is_some());
-        assert!(report.to_string().starts_with("embedding remembered runs again, 25% done, ready in about "), "{report}");
+        assert!(
+            report.to_string().starts_with("embedding remembered runs again, 25% done, ready in about "),
+            "{report}"
+        );
         let mut logged = 0;
         progress.log_tenths(&mut logged);
         assert_eq!(logged, 2, "the tenths crossed are remembered");

@@ -63,10 +63,12 @@ fn hash(value: impl Hash) -> u64 {
     h.finish()
 }
 
-/// Per item of `new`, the item of `old` with the same fingerprint, if any.
+/// Per item of `new`, the item of `old` with the same fingerprint, if any;
+/// each old item is kept once (two tools alike in every word are two
+/// documents, the second made anew).
 fn kept(old: &[u64], new: &[u64]) -> Vec<Option<u32>> {
-    let by_fingerprint: HashMap<u64, u32> = old.iter().enumerate().map(|(i, f)| (*f, i as u32)).collect();
-    new.iter().map(|f| by_fingerprint.get(f).copied()).collect()
+    let mut by_fingerprint: HashMap<u64, u32> = old.iter().enumerate().map(|(i, f)| (*f, i as u32)).collect();
+    new.iter().map(|f| by_fingerprint.remove(f)).collect()
 }
 
 impl Retriever {
@@ -106,11 +108,10 @@ impl Retriever {
                 _ => Ok(Dense::new(1, Vec::new(), None)),
             };
             let hash = document::catalog_hash(&catalog, &docs);
-            let joined =
-                |name| move |_| RetrievalError::Io { context: name, source: std::io::Error::other("panicked") };
+            let joined = |panicked| std::panic::resume_unwind(panicked);
             Ok::<_, RetrievalError>((
-                bm25.join().map_err(joined("carrying BM25 over".into()))?,
-                tools.join().map_err(joined("carrying the tools' BM25 over".into()))?,
+                bm25.join().unwrap_or_else(joined),
+                tools.join().unwrap_or_else(joined),
                 dense?,
                 hash,
             ))
@@ -138,6 +139,7 @@ impl Retriever {
         self.fingerprints = fingerprints;
         self
     }
+
     /// Whether this index is makeshift: BM25 alone while the dense index is
     /// built, or carried over from another catalog. The full index should be
     /// built in the background ([`Retriever::open_with`]).
@@ -184,5 +186,16 @@ impl Retriever {
             }
         }
         Ok(vectors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_old_item_is_kept_once() {
+        assert_eq!(kept(&[7, 8, 9], &[9, 1, 7]), [Some(2), None, Some(0)]);
+        assert_eq!(kept(&[5, 5], &[5, 5, 5]), [Some(1), None, None], "alike items: the second made anew");
     }
 }
