@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use tracing::Instrument;
 
 use crate::args::{self, Invalid, Options};
-use crate::catalog::{Catalog, Sources, UnknownApi};
+use crate::catalog::{Catalog, UnknownApi};
 use crate::compress::{Compressed, FieldChoices, compress};
 use crate::config::Config;
 use crate::downstream::{Downstream, Health};
@@ -155,8 +155,12 @@ pub struct CallRequest<'a> {
 pub struct Engine {
     pub config: Config,
     /// The catalog of the configured sources alone; the world's adds the
-    /// downstream MCP servers' tools to it.
-    base: Arc<Catalog>,
+    /// downstream MCP servers' tools to it. Replaced when a reload changes
+    /// the sources ([`Engine::reload_catalog`]).
+    base: RwLock<Arc<Catalog>>,
+    /// Held while a new world is made, so that two changes (a reload, a
+    /// downstream server's) never make worlds from the same old one.
+    rebuilding: Mutex<()>,
     /// The catalog and index as they are now ([`World`]).
     world: RwLock<Arc<World>>,
     /// The user's own MCP servers, when any is configured.
@@ -208,13 +212,8 @@ impl Engine {
         progress: &Progress,
         first_build: FirstBuild,
     ) -> anyhow::Result<Arc<Engine>> {
-        let sources = Sources {
-            paths: config.catalog.paths.clone(),
-            include_embedded: config.catalog.include_embedded,
-            query_files: config.catalog.query_files.clone(),
-        };
         progress.set_stage("loading the catalog");
-        let base = Arc::new(Catalog::load(&sources)?);
+        let base = Arc::new(Catalog::load(&world::sources(config))?);
         let downstream = Engine::connect_downstream(config, progress);
         let (catalog, mcp) = Engine::with_downstream_tools(&base, downstream.as_ref());
         let embedder = match config.retrieval.mode {
@@ -341,7 +340,8 @@ impl Engine {
         };
         let engine = Arc::new(Engine {
             config: config.clone(),
-            base,
+            base: RwLock::new(base),
+            rebuilding: Mutex::default(),
             world: RwLock::new(Arc::new(world)),
             downstream,
             tools_changed: tokio::sync::watch::channel(0).0,
@@ -626,7 +626,7 @@ mod tests {
         let state = tempfile::tempdir().unwrap();
         let mut config = Config::default();
         config.state.dir = state.path().to_path_buf();
-        let catalog = Arc::new(Catalog::load(&Sources::default()).unwrap());
+        let catalog = Arc::new(Catalog::load(&crate::catalog::Sources::default()).unwrap());
         let engine = Engine::open_for_calls(&config, catalog).unwrap();
         let call =
             |function, arguments| CallRequest { function, arguments, client: None, purpose: "", standalone: true };

@@ -1,9 +1,10 @@
 //! A reload of the engine's share of the configuration, in place: the
 //! upstream credentials (secrets read again) and rate limits, and the
 //! downstream MCP servers (added, removed, restarted; the catalog and
-//! index follow their tools as after any `list_changed`). What else the
-//! engine was opened with (catalog paths, index, graph, state directory)
-//! needs a restart.
+//! index follow their tools as after any `list_changed`). The catalog's
+//! own sources are reloaded by `Engine::reload_catalog` (engine::world).
+//! What else the engine was opened with (index settings, graph, state
+//! directory) needs a restart.
 
 use crate::config::Config;
 use crate::downstream;

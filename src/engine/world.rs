@@ -24,7 +24,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::{Engine, EngineError};
-use crate::catalog::{Catalog, McpServerTools};
+use crate::catalog::{Catalog, McpServerTools, Sources};
+use crate::config::Config;
 use crate::retrieval::Retriever;
 
 /// Downstream changes closer than this are one rebuild.
@@ -96,19 +97,47 @@ impl Engine {
         })
     }
 
-    /// Rebuilds the world from the downstream tools as listed now, unless
-    /// they are those it holds: the new catalog's index is carried over from
-    /// the one in use (milliseconds), the full index built afterwards
+    /// Loads the catalog's sources as `config` names them (paths added or
+    /// removed, OpenAPI specs edited: a reload) and, if that changes the
+    /// catalog, swaps the world for one made of it, its index carried over,
+    /// and builds the full index in the background. Blocking (reading the
+    /// sources). Whether the catalog changed.
+    pub fn reload_catalog(self: &Arc<Self>, config: &Config) -> anyhow::Result<bool> {
+        let base = Arc::new(Catalog::load(&sources(config))?);
+        let same = |a: &Catalog, b: &Catalog| {
+            // Any field counts (a spec's server URL changes calls, not documents).
+            serde_json::to_vec(&(a.tools(), a.apis())).ok() == serde_json::to_vec(&(b.tools(), b.apis())).ok()
+        };
+        if same(&self.base(), &base) {
+            return Ok(false);
+        }
+        self.upstream.set_catalog(&base);
+        *self.base.write().unwrap_or_else(|e| e.into_inner()) = base;
+        if self.rebuild_world(true)? {
+            build_full_index(self);
+        }
+        Ok(true)
+    }
+
+    /// The catalog of the configured sources alone.
+    fn base(&self) -> Arc<Catalog> {
+        self.base.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Rebuilds the world from the catalog's sources and the downstream
+    /// tools as listed now, unless they are those it holds (`force`: the
+    /// sources changed): the new catalog's index is carried over from the
+    /// one in use (milliseconds), the full index built afterwards
     /// ([`build_full_index`]). Whether it changed.
-    fn rebuild_world(&self) -> anyhow::Result<bool> {
-        let Some(downstream) = &self.downstream else { return Ok(false) };
-        let tools = downstream.tools();
+    fn rebuild_world(&self, force: bool) -> anyhow::Result<bool> {
+        let _one_at_a_time = self.rebuilding.lock().unwrap_or_else(|e| e.into_inner());
+        let tools = self.downstream.as_ref().map(|d| d.tools()).unwrap_or_default();
         let current = self.world();
-        if current.mcp == tools {
+        if current.mcp == tools && !force {
             return Ok(false);
         }
         let started = std::time::Instant::now();
-        let catalog = Arc::new(self.base.with_mcp_tools(&tools));
+        let catalog = Arc::new(self.base().with_mcp_tools(&tools));
         let retriever = match &current.retriever {
             Some(r) => Some(r.carry_over(catalog.clone(), &self.config)?),
             None => None,
@@ -125,6 +154,15 @@ impl Engine {
     }
 }
 
+/// The catalog sources `config` names.
+pub(super) fn sources(config: &Config) -> Sources {
+    Sources {
+        paths: config.catalog.paths.clone(),
+        include_embedded: config.catalog.include_embedded,
+        query_files: config.catalog.query_files.clone(),
+    }
+}
+
 /// Rebuilds `engine`'s world after every settled downstream change, until
 /// the engine is dropped.
 pub(super) async fn follow_downstream(engine: Weak<Engine>, mut changes: watch::Receiver<u64>) {
@@ -133,7 +171,7 @@ pub(super) async fn follow_downstream(engine: Weak<Engine>, mut changes: watch::
         changes.borrow_and_update();
         let Some(engine) = engine.upgrade() else { return };
         let rebuilding = engine.clone();
-        match tokio::task::spawn_blocking(move || rebuilding.rebuild_world()).await {
+        match tokio::task::spawn_blocking(move || rebuilding.rebuild_world(false)).await {
             Ok(Ok(true)) => build_full_index(&engine),
             Ok(Ok(false)) => {}
             Ok(Err(e)) => tracing::error!("the catalog could not take the downstream tools' change: {e:#}"),

@@ -11,6 +11,10 @@
 //!   even when the config names the same files), the upstream rate limits,
 //!   and the downstream MCP servers (started, stopped, restarted; the
 //!   catalog follows their tools);
+//! * the catalog's sources (`catalog.paths`, `include_embedded`,
+//!   `query_files`) are read again, even when the keys are unchanged (a
+//!   spec edited in place): a changed catalog is searched at once, its
+//!   index carried over ([`crate::engine::Engine::reload_catalog`]);
 //! * the TLS certificate and key files are read again (as their watcher
 //!   does when they change).
 //!
@@ -37,7 +41,10 @@ pub type Source = Arc<dyn Fn() -> Result<Config, String> + Send + Sync>;
 
 /// The keys a reload applies in place in every face; any other changed key
 /// needs a restart.
-const ENGINE_KEYS: [&str; 9] = [
+const ENGINE_KEYS: [&str; 12] = [
+    "catalog.paths",
+    "catalog.include_embedded",
+    "catalog.query_files",
     "catalog.mcp_servers",
     "upstream.credentials",
     "upstream.rapidapi_key_file",
@@ -167,6 +174,15 @@ impl Reloader {
                 restarted = ?servers.restarted,
                 "downstream MCP servers reconfigured"
             );
+        }
+        // The sources are read again even when the keys did not change:
+        // a spec edited in place is a change too.
+        let (config, engine) = (config.clone(), engine.clone());
+        match tokio::task::spawn_blocking(move || engine.reload_catalog(&config)).await {
+            Ok(Ok(true)) => tracing::info!("the catalog's sources changed: the catalog and its index follow"),
+            Ok(Ok(false)) => {}
+            Ok(Err(e)) => tracing::error!("the catalog's sources were not reloaded, the catalog in use stays: {e:#}"),
+            Err(e) => tracing::error!("reloading the catalog's sources failed: {e}"),
         }
     }
 }

@@ -30,7 +30,9 @@ pub struct Refused(pub String);
 /// The hosts and addresses calls may reach.
 #[derive(Debug, Clone)]
 pub struct Guard {
-    catalog_hosts: HashSet<String>,
+    /// The hosts the catalog's APIs name (replaced when the catalog is
+    /// reloaded; shared by the guard's clones).
+    catalog_hosts: Arc<ArcSwap<HashSet<String>>>,
     allowlist: Vec<String>,
     pub allow_private: bool,
     /// Hosts allowed private addresses (their credentials say so),
@@ -38,21 +40,31 @@ pub struct Guard {
     private_hosts: Arc<ArcSwap<HashSet<String>>>,
 }
 
+/// The hosts of `catalog`'s APIs' URLs.
+fn hosts_of(catalog: &Catalog) -> HashSet<String> {
+    catalog
+        .apis()
+        .iter()
+        .filter_map(|a| a.url_template.as_deref())
+        .filter_map(|t| Url::parse(&t.replace(['{', '}'], "")).ok())
+        .filter_map(|u| u.host_str().map(normalize))
+        .collect()
+}
+
 impl Guard {
     pub fn new(catalog: &Catalog, allowlist: &[String], allow_private: bool) -> Guard {
-        let catalog_hosts = catalog
-            .apis()
-            .iter()
-            .filter_map(|a| a.url_template.as_deref())
-            .filter_map(|t| Url::parse(&t.replace(['{', '}'], "")).ok())
-            .filter_map(|u| u.host_str().map(normalize))
-            .collect();
         Guard {
-            catalog_hosts,
+            catalog_hosts: Arc::new(ArcSwap::from_pointee(hosts_of(catalog))),
             allowlist: allowlist.iter().map(|h| h.trim().to_ascii_lowercase()).collect(),
             allow_private,
             private_hosts: Arc::default(),
         }
+    }
+
+    /// Allows the hosts `catalog` names instead of those of the catalog so
+    /// far (a reload that changed the catalog's sources).
+    pub fn set_catalog(&self, catalog: &Catalog) {
+        self.catalog_hosts.store(Arc::new(hosts_of(catalog)));
     }
 
     /// The guard with `hosts` (names or addresses, no port) allowed
@@ -86,7 +98,7 @@ impl Guard {
             return Err(Refused(format!("`{url}` has no host")));
         }
         let port = url.port_or_known_default();
-        if !self.catalog_hosts.contains(&host) && !self.allowlisted(&host, port) {
+        if !self.catalog_hosts.load().contains(&host) && !self.allowlisted(&host, port) {
             return Err(Refused(format!(
                 "host `{host}` is neither an API host of the catalog nor in upstream.allowed_hosts"
             )));

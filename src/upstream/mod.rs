@@ -261,6 +261,12 @@ impl Upstream {
         self.limits.reconfigure(config)
     }
 
+    /// Calls the hosts `catalog` names (its sources were reloaded). The
+    /// replay table stays as loaded at start.
+    pub fn set_catalog(&self, catalog: &Catalog) {
+        self.guard.set_catalog(catalog);
+    }
+
     /// Sends calls to the catalog's MCP tools to `downstream`.
     pub fn with_downstream(mut self, downstream: Arc<Downstream>) -> Upstream {
         self.downstream = Some(downstream);

@@ -157,10 +157,10 @@ fn reload_refuses_a_bad_config_whole() {
 fn reload_names_what_needs_a_restart_and_keeps_it() {
     let mut served = Served::start(&keys(&["key-a"]));
     let moved =
-        keys(&["key-a"]).replace("127.0.0.1:0", "127.0.0.1:1") + "threads = 3\n[catalog]\ninclude_embedded = true\n";
+        keys(&["key-a"]).replace("127.0.0.1:0", "127.0.0.1:1") + "threads = 3\n[planner]\nmax_steps = 3\n";
     served.reload(&moved);
     let log = served.log();
-    for key in ["server.listen", "server.threads", "catalog.include_embedded"] {
+    for key in ["server.listen", "server.threads", "planner.max_steps"] {
         assert!(log.contains(&format!("{key} changed: restart to apply")), "{key}: {log}");
     }
     assert!(log.contains("applied no changed key"), "{log}");
@@ -317,15 +317,58 @@ fn reload_in_mcp_over_stdio() {
             log.matches("configuration reloaded").count() + log.matches("not reloaded").count() >= n
         })
     };
-    std::fs::write(&config, "[server]\nlisten = \"127.0.0.1:1\"\n[catalog]\ninclude_embedded = true\n").unwrap();
+    std::fs::write(&config, "[server]\nlisten = \"127.0.0.1:1\"\n[planner]\nmax_steps = 3\n").unwrap();
     assert_eq!(unsafe { libc::kill(child.0.id() as i32, libc::SIGHUP) }, 0);
     assert!(ended(1), "{}", read());
     std::fs::write(&config, "[[[").unwrap();
     assert_eq!(unsafe { libc::kill(child.0.id() as i32, libc::SIGHUP) }, 0);
     assert!(ended(2), "{}", read());
     let log = read();
-    assert!(log.contains("catalog.include_embedded changed: restart to apply"), "{log}");
+    assert!(log.contains("planner.max_steps changed: restart to apply"), "{log}");
     assert!(!log.contains("server.listen"), "mcp has no listener: {log}");
     assert!(log.contains("is not valid TOML"), "{log}");
     assert!(child.0.try_wait().unwrap().is_none(), "SIGHUP ended mcp: {log}");
+}
+
+/// The catalog's sources are read again at every reload: a spec added to
+/// a catalog directory is searched and called, a spec removed leaves the
+/// catalog (never found, no longer callable), and an unchanged catalog is
+/// left alone.
+#[test]
+fn reload_reads_the_catalog_sources_again() {
+    let port = echo_service();
+    let specs = tempfile::tempdir().unwrap();
+    std::fs::write(specs.path().join("secured.json"), spec(port).to_string()).unwrap();
+    let config = format!(
+        "[catalog]\npaths = [\"{}\"]\n[server]\nlisten = \"127.0.0.1:0\"\n[upstream]\nallow_private = true\n",
+        specs.path().display()
+    );
+    let mut served = Served::start(&config);
+    common::wait_ready(&served.url, None);
+    assert_eq!(search(&served.url, "who is calling the service")[..1], ["whoami_for_secured".to_string()]);
+    served.hangup();
+    assert!(!served.log().contains("sources changed"), "an unchanged catalog is left alone: {}", served.log());
+
+    let harbour = json!({
+        "openapi": "3.0.3",
+        "info": {"title": "harbour", "version": "1"},
+        "servers": [{"url": format!("http://127.0.0.1:{port}")}],
+        "paths": {"/tides": {"get": {"operationId": "tide_tables", "summary": "High and low water times for a harbour"}}}
+    });
+    std::fs::write(specs.path().join("harbour.json"), harbour.to_string()).unwrap();
+    served.hangup();
+    assert!(served.log().contains("the catalog's sources changed"), "{}", served.log());
+    let found = search(&served.url, "when is high water in the harbour");
+    assert_eq!(found.first().map(String::as_str), Some("tide_tables_for_harbour"), "{found:?}");
+    let (status, body) = served.call("tide_tables_for_harbour", json!({}));
+    assert_eq!(status, 200, "an added API is callable: {body}");
+
+    std::fs::remove_file(specs.path().join("secured.json")).unwrap();
+    served.hangup();
+    for query in ["who is calling the service", "whoami secured", "Who the service thinks is calling"] {
+        let found = search(&served.url, query);
+        assert!(!found.iter().any(|n| n.contains("whoami")), "a removed API never appears: {found:?}");
+    }
+    assert_eq!(served.call("whoami_for_secured", json!({})).0, 404);
+    assert_eq!(served.call("tide_tables_for_harbour", json!({})).0, 200);
 }
