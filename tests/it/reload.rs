@@ -156,8 +156,7 @@ fn reload_refuses_a_bad_config_whole() {
 #[test]
 fn reload_names_what_needs_a_restart_and_keeps_it() {
     let mut served = Served::start(&keys(&["key-a"]));
-    let moved =
-        keys(&["key-a"]).replace("127.0.0.1:0", "127.0.0.1:1") + "threads = 3\n[planner]\nmax_steps = 3\n";
+    let moved = keys(&["key-a"]).replace("127.0.0.1:0", "127.0.0.1:1") + "threads = 3\n[planner]\nmax_steps = 3\n";
     served.reload(&moved);
     let log = served.log();
     for key in ["server.listen", "server.threads", "planner.max_steps"] {
