@@ -18,8 +18,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::names::{MAX_FUNCTION_NAME, last_chars, openai_safe, toolbench_function_name};
+use super::reuse::Previous;
 use super::toolbench::{QueryApiEntry, ToolFile};
-use super::{Api, ApiId, Catalog, Method, Origin, Param, Score, Tool, ToolId, embedded, openapi, toolbench};
+use super::{Api, ApiId, Catalog, Method, Origin, Param, Score, Stamp, Tool, ToolId, embedded, openapi, toolbench};
 
 /// Upper bound on catalog parsing threads (the work is I/O and JSON parsing).
 pub const MAX_LOAD_THREADS: usize = 8;
@@ -58,6 +59,9 @@ pub struct Skipped {
 pub struct LoadReport {
     /// Files read (tool files, JSONL files, specs; query files not counted).
     pub files_read: usize,
+    /// Of those, files a reload took from the catalog in use, unchanged
+    /// since it read them (not read again).
+    pub files_reused: usize,
     /// Files in catalog directories whose extension is not a catalog format.
     pub files_ignored: usize,
     pub skipped_files: Vec<Skipped>,
@@ -113,7 +117,7 @@ pub(crate) struct ApiDraft {
 }
 
 /// Findings of one file's parse, merged into the [`LoadReport`].
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Notes {
     pub skipped_apis: Vec<String>,
     pub skipped_lines: Vec<(usize, String)>,
@@ -125,6 +129,17 @@ pub(crate) struct Notes {
 }
 
 impl Notes {
+    fn is_empty(&self) -> bool {
+        self.skipped_apis.is_empty()
+            && self.skipped_lines.is_empty()
+            && self.defaults_dropped.is_empty()
+            && self.duplicate_params
+                + self.renamed_params
+                + self.synthesized_path_params
+                + self.path_params_made_required
+                == 0
+    }
+
     pub fn skip_api(&mut self, reason: String) {
         self.skipped_apis.push(reason);
     }
@@ -167,10 +182,32 @@ impl Catalog {
     /// Loads a catalog. Unusable files are skipped and reported in
     /// [`Catalog::report`]; only missing paths and unreadable query files fail.
     pub fn load(sources: &Sources) -> Result<Catalog, LoadError> {
+        Catalog::load_reusing(sources, None)
+    }
+
+    /// [`Catalog::load`] again, taking the tools of every file not written
+    /// since this catalog read it from this catalog (module `reuse`): the
+    /// same catalog a fresh load makes, without reading what did not change.
+    pub fn reload(&self, sources: &Sources) -> Result<Catalog, LoadError> {
+        Catalog::load_reusing(sources, Some(&Previous::of(self)))
+    }
+
+    fn load_reusing(sources: &Sources, previous: Option<&Previous<'_>>) -> Result<Catalog, LoadError> {
         let start = Instant::now();
         let mut report = LoadReport::default();
         let jobs = collect_jobs(&sources.paths, &mut report)?;
         report.files_read = jobs.len();
+        // Before reading: a file written meanwhile is read again at the next reload.
+        let stamp = stamp_of(sources, &jobs);
+        let mut reused: Vec<Option<(Vec<ToolDraft>, Notes)>> = match previous {
+            Some(previous) => {
+                jobs.iter().zip(stamp.files()).map(|(job, (_, now))| previous.reuse(&job.path, now)).collect()
+            }
+            None => jobs.iter().map(|_| None).collect(),
+        };
+        report.files_reused = reused.iter().flatten().count();
+        let to_parse: Vec<&Job> = jobs.iter().zip(&reused).filter(|(_, r)| r.is_none()).map(|(job, _)| job).collect();
+        let mut parsed = parse_all(&to_parse).into_iter();
         let mut builder = Builder::default();
         if sources.paths.is_empty() || sources.include_embedded {
             for (name, text) in embedded::SPECS {
@@ -180,8 +217,16 @@ impl Catalog {
                 builder.add(tool, PathBuf::from(format!("embedded:{name}")));
             }
         }
-        for (job, parsed) in jobs.iter().zip(parse_all(&jobs)) {
+        let mut notes_by_file = HashMap::new();
+        for (job, reused) in jobs.iter().zip(&mut reused) {
+            let parsed = match reused.take() {
+                Some((tools, notes)) => Parsed { tools: Ok(tools), notes },
+                None => parsed.next().expect("a parse for every file not reused"),
+            };
             let location = job.path.display().to_string();
+            if !parsed.notes.is_empty() {
+                notes_by_file.insert(job.path.clone(), parsed.notes.clone());
+            }
             merge_notes(&mut report, &location, parsed.notes);
             match parsed.tools {
                 Ok(tools) => {
@@ -200,8 +245,21 @@ impl Catalog {
         }
         let (tools, apis) = builder.finish(&mut report);
         report.elapsed_ms = start.elapsed().as_millis();
-        Ok(Catalog::new(tools, apis, report))
+        Ok(Catalog { stamp, notes: notes_by_file, ..Catalog::new(tools, apis, report) })
     }
+}
+
+impl Sources {
+    /// The stamp of the files these sources name now: what
+    /// [`Catalog::stamp`] is if nothing was written since it was loaded.
+    pub fn stamp(&self) -> Result<Stamp, LoadError> {
+        Ok(stamp_of(self, &collect_jobs(&self.paths, &mut LoadReport::default())?))
+    }
+}
+
+fn stamp_of(sources: &Sources, jobs: &[Job]) -> Stamp {
+    let files = jobs.iter().map(|job| job.path.as_path()).chain(sources.query_files.iter().map(PathBuf::as_path));
+    Stamp::of(sources, files)
 }
 
 fn collect_jobs(paths: &[PathBuf], report: &mut LoadReport) -> Result<Vec<Job>, LoadError> {
@@ -231,7 +289,7 @@ fn collect_jobs(paths: &[PathBuf], report: &mut LoadReport) -> Result<Vec<Job>, 
 }
 
 /// Parses every job on a few threads; results come back in job order.
-fn parse_all(jobs: &[Job]) -> Vec<Parsed> {
+fn parse_all(jobs: &[&Job]) -> Vec<Parsed> {
     let workers =
         std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_LOAD_THREADS).min(jobs.len().max(1));
     let next = AtomicUsize::new(0);

@@ -104,7 +104,7 @@ impl Catalog {
                 source: PathBuf::from(format!("mcp:{}", server.server)),
             });
         }
-        Catalog::new(tools, apis, report)
+        Catalog { stamp: self.stamp.clone(), notes: self.notes.clone(), ..Catalog::new(tools, apis, report) }
     }
 }
 

@@ -26,10 +26,13 @@ mod mcp;
 pub mod names;
 mod openapi;
 mod resolve;
+mod reuse;
 pub mod schema;
+mod stamp;
 mod stats;
 mod toolbench;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;
 
@@ -39,6 +42,7 @@ use serde_json::{Map, Value, json};
 pub use loader::{LoadReport, Sources};
 pub use mcp::{McpServerTools, McpTool, NAMESPACE_SEPARATOR};
 pub use resolve::{Resolution, ResolvedBy};
+pub use stamp::Stamp;
 
 /// Availability prior of an API whose tool has no RapidAPI success rate (docs/architecture.md §4).
 pub const DEFAULT_AVAILABILITY_PRIOR: f64 = 0.5;
@@ -80,7 +84,7 @@ pub struct Score {
 }
 
 /// A tool: a named group of APIs, usually one host.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Tool {
     pub id: ToolId,
     /// The original name (`tool_name`, or an OpenAPI spec's `info.title`).
@@ -209,7 +213,7 @@ impl Param {
 }
 
 /// One callable API (an endpoint).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Api {
     pub id: ApiId,
     pub tool: ToolId,
@@ -290,12 +294,16 @@ pub struct Catalog {
     apis: Vec<Api>,
     resolver: resolve::Resolver,
     report: LoadReport,
+    /// What its source files were when read, and what reading each noted
+    /// (files with notes only): for a reload to reuse them.
+    stamp: Stamp,
+    notes: HashMap<PathBuf, loader::Notes>,
 }
 
 impl Catalog {
     fn new(tools: Vec<Tool>, apis: Vec<Api>, report: LoadReport) -> Catalog {
         let resolver = resolve::Resolver::build(&tools, &apis);
-        Catalog { tools, apis, resolver, report }
+        Catalog { tools, apis, resolver, report, stamp: Stamp::default(), notes: HashMap::new() }
     }
 
     /// All APIs, indexed by [`ApiId`].
@@ -324,6 +332,11 @@ impl Catalog {
     /// What loading found: sources, skipped files and entries, adjustments.
     pub fn report(&self) -> &LoadReport {
         &self.report
+    }
+
+    /// What its sources' files were when they were read.
+    pub fn stamp(&self) -> &Stamp {
+        &self.stamp
     }
 
     /// Finds an API by function name, including the variant spellings of

@@ -334,3 +334,72 @@ fn every_default_stands_for_silence_and_gives_way_to_the_request() {
     eprintln!("{defaults} required parameters with a default; {years} year-like, {countries} country codes");
     assert!(years >= 20 && countries >= 20, "{years} years, {countries} countries");
 }
+
+/// A reload takes the tools of unchanged files from the catalog in use: on
+/// the whole catalog, with files changed, removed, added and unreadable
+/// beside it, the result is what a fresh load makes (every tool, API,
+/// function name and report entry), and only the changed files are read.
+#[test]
+fn a_reload_makes_what_a_fresh_load_makes() {
+    let Some(dir) = common::toolbench_dir() else { return };
+    let changing = tempfile::tempdir().unwrap();
+    // A category copied beside the catalog: the same tools twice, so names
+    // are disambiguated across sources.
+    let weather = changing.path().join("Weather");
+    std::fs::create_dir(&weather).unwrap();
+    for entry in std::fs::read_dir(dir.join("tools/Weather")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, weather.join(path.file_name().unwrap())).unwrap();
+    }
+    let sources = Sources {
+        paths: vec![dir.join("tools"), changing.path().to_path_buf(), dir.join("tools_dropped_compact.jsonl")],
+        ..Sources::default()
+    };
+    let first = Catalog::load(&sources).unwrap();
+    let unchanged = first.reload(&sources).unwrap();
+    assert_same(&unchanged, &first);
+    assert_eq!(unchanged.report().files_reused, first.report().files_read, "nothing written: nothing read");
+
+    let mut files: Vec<_> = std::fs::read_dir(&weather).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    let mut edited: Value = serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap();
+    edited["tool_description"] = json!("Edited while serving: tide tables and storm surge warnings");
+    std::fs::write(&files[0], edited.to_string()).unwrap();
+    std::fs::remove_file(&files[1]).unwrap();
+    std::fs::write(changing.path().join("broken.json"), "{ not json").unwrap();
+    let spec = json!({
+        "openapi": "3.0.3",
+        "info": {"title": "harbour", "version": "1"},
+        "servers": [{"url": "https://tides.example.com"}],
+        "paths": {"/tides": {"get": {"operationId": "tide_tables", "summary": "High and low water times"}}}
+    });
+    std::fs::write(changing.path().join("harbour.json"), spec.to_string()).unwrap();
+    let reloaded = first.reload(&sources).unwrap();
+    let fresh = Catalog::load(&sources).unwrap();
+    assert_same(&reloaded, &fresh);
+    assert_eq!(reloaded.report().files_read, first.report().files_read + 1, "one removed, two added");
+    assert_eq!(reloaded.report().files_reused, first.report().files_read - 2, "all but the edited and removed");
+    assert_eq!(reloaded.report().skipped_files.len(), 1, "the unreadable file is reported");
+    assert!(reloaded.apis().iter().any(|a| a.function_name == "tide_tables_for_harbour"));
+    let tool = reloaded.tools().iter().find(|t| t.source == files[0]).unwrap();
+    assert_eq!(tool.description, "Edited while serving: tide tables and storm surge warnings");
+    // And back: a reload of the reloaded catalog, reusing what it read.
+    assert_same(&reloaded.reload(&sources).unwrap(), &fresh);
+}
+
+fn assert_same(got: &Catalog, want: &Catalog) {
+    assert_eq!(got.tools().len(), want.tools().len());
+    assert!(got.tools() == want.tools(), "the tools differ");
+    assert_eq!(got.apis().len(), want.apis().len());
+    for (a, b) in got.apis().iter().zip(want.apis()) {
+        assert!(a == b, "{} differs from {}", a.function_name, b.function_name);
+    }
+    let report = |c: &Catalog| {
+        let mut r = serde_json::to_value(c.report()).unwrap();
+        r["elapsed_ms"] = json!(0);
+        r["files_reused"] = json!(0);
+        r
+    };
+    assert_eq!(report(got), report(want));
+    assert!(got.stamp() == want.stamp());
+}
