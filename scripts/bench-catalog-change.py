@@ -18,6 +18,8 @@ server. Standard library only.
 """
 
 import json
+import os
+import signal
 import statistics
 import sys
 import time
@@ -51,9 +53,40 @@ def until(check, limit=30.0):
     raise SystemExit("not within 30 s")
 
 
+def spec_added_at_reload(url, pid, spec_dir, i):
+    """Seconds from a spec written and SIGHUP to its operation found first."""
+    word = WORDS[i % len(WORDS)]
+    tool, operation = f"harbour{i}_{int(time.time())}", f"{word}_tide_tables_{i}"
+    description = f"{word.capitalize()} tide tables of {tool}: high and low water for a harbour"
+    spec = {
+        "openapi": "3.0.3",
+        "info": {"title": tool, "version": "1"},
+        "servers": [{"url": "https://tides.example.com"}],
+        "paths": {"/tides": {"get": {"operationId": operation, "summary": description}}},
+    }
+    started = time.monotonic()
+    with open(os.path.join(spec_dir, f"{tool}.json"), "w") as f:
+        json.dump(spec, f)
+    os.kill(pid, signal.SIGHUP)
+    until(lambda: search(url, description)[:1] == [f"{operation}_for_{tool}"])
+    return time.monotonic() - started
+
+
 def main():
-    url, runs = sys.argv[1].rstrip("/"), int(sys.argv[2]) if len(sys.argv) > 2 else 10
-    pause = float(sys.argv[3]) if len(sys.argv) > 3 else 40.0
+    args = sys.argv[1:]
+    reload = None
+    if "--reload" in args:
+        at = args.index("--reload")
+        reload, args = (int(args[at + 1]), args[at + 2]), args[:at] + args[at + 3 :]
+    url, runs = args[0].rstrip("/"), int(args[1]) if len(args) > 1 else 10
+    pause = float(args[2]) if len(args) > 2 else 40.0
+    if reload:
+        times = []
+        for i in range(runs):
+            times.append(spec_added_at_reload(url, *reload, i))
+            time.sleep(pause)
+        report([("a spec added, SIGHUP, until found first", times)])
+        return
     added, removed = [], []
     for i in range(runs):
         name = f"bench_{i}_{int(time.time())}"
@@ -69,9 +102,14 @@ def main():
         until(lambda: f"fixture__{name}" not in search(url, description))
         removed.append(time.monotonic() - started)
         time.sleep(pause)
-    for what, times in [("added, until found first", added), ("removed, until gone", removed)]:
+    report([("added, until found first", added), ("removed, until gone", removed)])
+
+
+def report(rows):
+    for what, times in rows:
         ms = sorted(t * 1000 for t in times)
-        print(f"{what}: {len(ms)} runs, median {statistics.median(ms):.0f} ms, max {ms[-1]:.0f} ms")
+        runs = ", ".join(f"{t:.0f}" for t in ms)
+        print(f"{what}: {len(ms)} runs, median {statistics.median(ms):.0f} ms, max {ms[-1]:.0f} ms ({runs})")
 
 
 main()

@@ -347,6 +347,11 @@ fn reload_reads_the_catalog_sources_again() {
     assert_eq!(search(&served.url, "who is calling the service")[..1], ["whoami_for_secured".to_string()]);
     served.hangup();
     assert!(!served.log().contains("sources changed"), "an unchanged catalog is left alone: {}", served.log());
+    // Written again with the same text: read, found the same, left alone.
+    std::fs::write(specs.path().join("secured.json"), spec(port).to_string()).unwrap();
+    served.hangup();
+    let log = served.log();
+    assert!(log.contains("written but hold the same catalog") && !log.contains("sources changed"), "{log}");
 
     let harbour = json!({
         "openapi": "3.0.3",
