@@ -126,7 +126,8 @@ impl Engine {
         if self.rebuild_world(true)? {
             build_full_index(self);
         }
-        tracing::info!(read_ms, ms = started.elapsed().as_millis() as u64, "the catalog follows its sources");
+        let ms = started.elapsed().as_millis() as u64;
+        tracing::info!(read_ms, ms, "the catalog's sources changed: the catalog and its index follow");
         Ok(true)
     }
 
