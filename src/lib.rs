@@ -28,7 +28,9 @@
 //!   specs, query `api_list` entries and the embedded example specs into
 //!   one model of tools and APIs, each with a JSON Schema and a unique,
 //!   OpenAI-valid function name; resolves the name variants of trajectories;
-//!   reads JSON Schema of any dialect as draft 2020-12 (`catalog::dialect`).
+//!   reads JSON Schema of any dialect as draft 2020-12 (`catalog::dialect`);
+//!   on a reload, reads only the source files written since
+//!   (`catalog::stamp`, `catalog::reuse`).
 //! * [`args`]: validates a call's arguments against its API's schema, with
 //!   safe coercions, strict mode and LLM-actionable errors (compiled
 //!   validators cached by schema); checks URLs against the catalog's hosts.
