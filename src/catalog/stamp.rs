@@ -2,7 +2,9 @@
 //! sizes and change times. A reload (SIGHUP) compares the stamp of the
 //! sources now with the catalog's and reads nothing when they are equal:
 //! walking and stating the full ToolBench catalog's 12,239 files takes
-//! milliseconds, reading and parsing them half a second of CPU.
+//! about 30 ms, reading and parsing them 0.75 s of CPU. When they differ,
+//! the files whose stamps did not change are taken from the catalog in
+//! use (module `reuse`).
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
