@@ -17,10 +17,11 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::draft::{Notes, ToolDraft};
 use super::names::{MAX_FUNCTION_NAME, last_chars, openai_safe, toolbench_function_name};
 use super::reuse::Previous;
 use super::toolbench::{QueryApiEntry, ToolFile};
-use super::{Api, ApiId, Catalog, Method, Origin, Param, Score, Stamp, Tool, ToolId, embedded, openapi, toolbench};
+use super::{Api, ApiId, Catalog, Origin, Stamp, Tool, ToolId, embedded, openapi, toolbench};
 
 /// Upper bound on catalog parsing threads (the work is I/O and JSON parsing).
 pub const MAX_LOAD_THREADS: usize = 8;
@@ -89,64 +90,6 @@ pub struct LoadReport {
     pub query_tools_added: usize,
     pub query_apis_added: usize,
     pub elapsed_ms: u128,
-}
-
-/// A tool as parsed, before ids and function names are assigned.
-#[derive(Debug)]
-pub(crate) struct ToolDraft {
-    pub name: String,
-    pub std_name: String,
-    pub category: String,
-    pub description: String,
-    pub host: Option<String>,
-    pub score: Option<Score>,
-    pub origin: Origin,
-    pub apis: Vec<ApiDraft>,
-}
-
-/// An API as parsed, before ids and function names are assigned.
-#[derive(Debug)]
-pub(crate) struct ApiDraft {
-    pub name: String,
-    /// Standardized API name (ToolBench rules), the first half of the function name.
-    pub std_name: String,
-    pub description: String,
-    pub method: Method,
-    pub url_template: Option<String>,
-    pub params: Vec<Param>,
-}
-
-/// Findings of one file's parse, merged into the [`LoadReport`].
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Notes {
-    pub skipped_apis: Vec<String>,
-    pub skipped_lines: Vec<(usize, String)>,
-    pub defaults_dropped: Vec<String>,
-    pub duplicate_params: usize,
-    pub renamed_params: usize,
-    pub synthesized_path_params: usize,
-    pub path_params_made_required: usize,
-}
-
-impl Notes {
-    fn is_empty(&self) -> bool {
-        self.skipped_apis.is_empty()
-            && self.skipped_lines.is_empty()
-            && self.defaults_dropped.is_empty()
-            && self.duplicate_params
-                + self.renamed_params
-                + self.synthesized_path_params
-                + self.path_params_made_required
-                == 0
-    }
-
-    pub fn skip_api(&mut self, reason: String) {
-        self.skipped_apis.push(reason);
-    }
-
-    pub fn drop_default(&mut self, reason: String) {
-        self.defaults_dropped.push(reason);
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -18,10 +18,13 @@
 //! reported in the [`LoadReport`], never fatal.
 
 pub mod dialect;
+mod draft;
 mod embedded;
 mod loader;
 #[cfg(test)]
-pub(crate) use loader::{Notes, parse_json};
+pub(crate) use draft::Notes;
+#[cfg(test)]
+pub(crate) use loader::parse_json;
 mod mcp;
 pub mod names;
 mod openapi;
@@ -297,7 +300,7 @@ pub struct Catalog {
     /// What its source files were when read, and what reading each noted
     /// (files with notes only): for a reload to reuse them.
     stamp: Stamp,
-    notes: HashMap<PathBuf, loader::Notes>,
+    notes: HashMap<PathBuf, draft::Notes>,
 }
 
 impl Catalog {

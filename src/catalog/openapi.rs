@@ -14,7 +14,7 @@
 use super::dialect::normalize;
 use serde_json::{Map, Value, json};
 
-use super::loader::{ApiDraft, Notes, ToolDraft};
+use super::draft::{ApiDraft, Notes, ToolDraft};
 use super::names::{standardize, standardize_member};
 use super::{Method, Origin, Param, ParamLocation};
 

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::path::Path;
 
-use super::loader::{ApiDraft, Notes, ToolDraft};
+use super::draft::{ApiDraft, Notes, ToolDraft};
 use super::names::standardize_member;
 use super::stamp::FileStamp;
 use super::{Catalog, ToolId};

@@ -11,7 +11,7 @@
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use super::loader::{ApiDraft, Notes, ToolDraft};
+use super::draft::{ApiDraft, Notes, ToolDraft};
 use super::names::{category_dir_name, standardize, standardize_member};
 use super::schema::toolbench_param;
 use super::{Method, Origin, Param, ParamLocation, Score};
