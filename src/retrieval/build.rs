@@ -5,7 +5,7 @@
 //! `embedding.batch_size`, which bounds memory, and each chunk is appended
 //! to the cache before the next starts, so an interrupted build resumes
 //! where it stopped. Progress goes to a bar with ETA on a terminal, and to
-//! the log (every 10%) otherwise.
+//! the log (every 10%, with the time left) otherwise.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -164,15 +164,9 @@ pub(super) fn build(
         cache.put(&entries).map_err(io(format!("writing the embedding cache {}", cache.path().display())))?;
         progress.inc(chunk.len() as u64);
         shown.advance(chunk.iter().map(|&i| work(i)).sum());
-        let done = progress.position() as usize;
-        if progress.is_hidden() && done * 10 / missing.len().max(1) > logged {
-            logged = done * 10 / missing.len().max(1);
-            let left = shown.report().eta_s.map_or(String::new(), |s| format!(", about {s} s left"));
-            tracing::info!(
-                "embedded {done}/{} documents ({:.0} s{left})",
-                missing.len(),
-                embed_started.elapsed().as_secs_f64()
-            );
+        if progress.is_hidden() {
+            // No bar on a terminal: the log says each tenth instead.
+            shown.log_tenths(&mut logged);
         }
     }
     progress.finish_and_clear();
