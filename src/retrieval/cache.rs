@@ -203,6 +203,20 @@ pub fn embed_through_counted(
     shown: Option<(&Progress, &'static str)>,
 ) -> Result<Vec<Vec<f32>>, RetrievalError> {
     let keys: Vec<Key> = texts.iter().map(|t| key(embedder.id(), &embedder.as_read(role, t))).collect();
+    embed_keyed(cache, embedder, role, texts, &keys, batch, shown)
+}
+
+/// [`embed_through_counted`] with the cache keys given (`keys[i]` is
+/// `texts[i]`'s): for a caller that keys texts as the index build does.
+pub(super) fn embed_keyed(
+    cache: &mut EmbeddingCache,
+    embedder: &Embedder,
+    role: Role,
+    texts: &[String],
+    keys: &[Key],
+    batch: usize,
+    shown: Option<(&Progress, &'static str)>,
+) -> Result<Vec<Vec<f32>>, RetrievalError> {
     let mut missing: Vec<usize> = (0..texts.len()).filter(|&i| cache.get(&keys[i]).is_none()).collect();
     missing.sort_by_key(|&i| (texts[i].len(), keys[i]));
     missing.dedup_by_key(|i| keys[*i]);

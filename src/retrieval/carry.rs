@@ -18,6 +18,7 @@ use super::bm25::Carried;
 use super::cache::{self, EmbeddingCache};
 use super::dense::Dense;
 use super::document::{self, Documents};
+use super::embedder::Role;
 use super::index_files::{self, Index};
 use super::tools::tool_documents_of;
 use super::{Embedder, RetrievalError, Retriever};
@@ -163,19 +164,13 @@ impl Retriever {
             // Keyed as the index build keys them, so that it finds them.
             let keys: Vec<cache::Key> = missing.iter().map(|&i| cache::key(embedder.id(), &docs.dense[i])).collect();
             let dir = config.embedding.cache_dir();
-            let io = |context: String| move |source| RetrievalError::Io { context, source };
-            let mut cache = EmbeddingCache::open_for(&dir, embedder.id(), dims, &keys)
-                .map_err(io(format!("opening the embedding cache in {}", dir.display())))?;
-            let uncached: Vec<usize> = (0..missing.len()).filter(|&j| cache.get(&keys[j]).is_none()).collect();
-            for chunk in uncached.chunks(config.embedding.batch_size.max(1)) {
-                let texts: Vec<String> = chunk.iter().map(|&j| docs.dense[missing[j]].clone()).collect();
-                let entries: Vec<(cache::Key, Vec<f32>)> =
-                    chunk.iter().map(|&j| keys[j]).zip(embedder.embed_documents(&texts)?).collect();
-                cache.put(&entries).map_err(io(format!("writing the embedding cache {}", cache.path().display())))?;
-            }
-            for (j, &i) in missing.iter().enumerate() {
-                fresh.insert(i, cache.get(&keys[j]).expect("every document is cached now").to_vec());
-            }
+            let mut cache = EmbeddingCache::open_for(&dir, embedder.id(), dims, &keys).map_err(|source| {
+                RetrievalError::Io { context: format!("opening the embedding cache in {}", dir.display()), source }
+            })?;
+            let texts: Vec<String> = missing.iter().map(|&i| docs.dense[i].clone()).collect();
+            let batch = config.embedding.batch_size;
+            let embedded = cache::embed_keyed(&mut cache, embedder, Role::Document, &texts, &keys, batch, None)?;
+            fresh.extend(missing.iter().copied().zip(embedded));
         }
         let old = self.index.dense.vectors();
         let mut vectors = Vec::with_capacity(docs.dense.len() * dims);
