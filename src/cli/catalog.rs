@@ -1,4 +1,4 @@
-//! `toolrouter catalog stats` and `toolrouter catalog show`.
+//! `toolrouter catalog stats`, `show`, `coverage` and `documents`.
 
 use std::process::ExitCode;
 
@@ -30,6 +30,12 @@ pub(super) enum CatalogCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Every API's texts as retrieval reads them, one JSON object a line:
+    /// `function`, `tool`, `api`, `category`, `dense` (the embedded
+    /// document), `lexical` (the BM25 document) and `definition` (the text
+    /// route mode reads of the API offered as a client's tool). What
+    /// `scripts/train-retriever.py` trains on.
+    Documents,
     /// One API: description, URL, parameters and JSON Schema.
     Show {
         /// Function name (variant spellings of trajectories are accepted).
@@ -46,7 +52,28 @@ pub(super) fn run(command: &CatalogCommand, config: &Config) -> Result<ExitCode,
         CatalogCommand::Stats { json } => stats(&catalog, *json),
         CatalogCommand::Show { function, json } => show(&catalog, function, *json),
         CatalogCommand::Coverage { trajectories, json } => super::coverage::run(&catalog, trajectories, *json),
+        CatalogCommand::Documents => documents(&catalog),
     }
+}
+
+fn documents(catalog: &Catalog) -> Result<ExitCode, CliError> {
+    use std::io::Write;
+    let docs = crate::retrieval::document::documents(catalog);
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for ((api, dense), lexical) in catalog.apis().iter().zip(&docs.dense).zip(&docs.lexical) {
+        let tool = catalog.tool_of(api);
+        let definition = catalog.function_definition(api);
+        let as_offered = crate::server::chat::tools::client_tool(&definition, false)
+            .map(|t| t.text)
+            .map_err(|e| anyhow::anyhow!("{}: {e:?}", api.function_name))?;
+        let line = json!({
+            "function": api.function_name, "tool": tool.name, "api": api.name, "category": tool.category,
+            "dense": dense, "lexical": lexical, "definition": as_offered,
+        });
+        writeln!(out, "{line}").map_err(anyhow::Error::from)?;
+    }
+    out.flush().map_err(anyhow::Error::from)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn stats(catalog: &Catalog, json: bool) -> Result<ExitCode, CliError> {
