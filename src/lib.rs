@@ -38,12 +38,14 @@
 //!   CoT chains, converted answers, StepTool runs, SFT conversations) into
 //!   one model, and maps their function names to catalog APIs.
 //! * [`retrieval`]: finds the APIs for a request: BM25 over APIs and whole
-//!   tools, fastembed embeddings (offline model) with an HNSW graph or
+//!   tools, fastembed embeddings (toolrouter's own model, trained for
+//!   tools: `models/tool-minilm/`) with an HNSW graph or
 //!   exact scan, fused by weighted reciprocal rank; multi-part requests
 //!   split into intents; the index persists in the state directory. Route
 //!   mode ranks a client's own tools (`tool_list`), their vectors kept per
 //!   tool (`tool_vectors`), learning which tools the model called for
-//!   which request (`tool_memory`).
+//!   which request and each tool's vector from the requests it served
+//!   (`tool_memory`).
 //! * [`graph`]: the tool graph (petgraph): transition weights and API
 //!   availability learned from trajectories, updated online after every
 //!   run, durable as a snapshot plus an fsync'd run log.

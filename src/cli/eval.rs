@@ -78,6 +78,17 @@ pub(super) struct RouteArgs {
     /// Weight of earlier user messages' BM25 ranking (a list sweeps values).
     #[arg(long, value_delimiter = ',', value_name = "W")]
     earlier_weight: Vec<f32>,
+    /// Weight of each tool's server's BM25 ranking (a list sweeps values; 0: off).
+    #[arg(long, value_delimiter = ',', value_name = "W")]
+    server_weight: Vec<f32>,
+    /// Weight of a tool's vector learned from use (with `--learning`; a list sweeps values; 0: off).
+    #[arg(long, value_delimiter = ',', value_name = "W")]
+    learned_weight: Vec<f32>,
+    /// Sessions' tools named `server__tool`, as clients that connect several
+    /// servers and toolrouter's own federation name them (default: as each
+    /// server lists them, prefixed only where two servers share a name).
+    #[arg(long)]
+    server_names: bool,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -276,7 +287,7 @@ fn run_route(args: &RouteArgs, config: &Config) -> Result<ExitCode, CliError> {
         }
         for path in &args.sessions {
             let name = path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into());
-            sets.push((name, route::load_sessions(path).map_err(CliError::Usage)?));
+            sets.push((name, route::load_sessions(path, args.server_names).map_err(CliError::Usage)?));
         }
         let mut distractors = Vec::new();
         for path in &args.distractors {
@@ -290,14 +301,25 @@ fn run_route(args: &RouteArgs, config: &Config) -> Result<ExitCode, CliError> {
     use crate::retrieval::tool_list::ListWeights;
     let base = ListWeights::default();
     let or_default = |v: &[f32], d: f32| if v.is_empty() { vec![d] } else { v.to_vec() };
-    let swept = [&args.lexical_weight, &args.dense_weight, &args.intent_weight, &args.earlier_weight];
+    let swept = [
+        &args.lexical_weight,
+        &args.dense_weight,
+        &args.intent_weight,
+        &args.earlier_weight,
+        &args.server_weight,
+        &args.learned_weight,
+    ];
     let sweep = swept.iter().any(|v| !v.is_empty());
     let mut grid = Vec::new();
     for lexical in or_default(&args.lexical_weight, base.lexical) {
         for dense in or_default(&args.dense_weight, base.dense) {
             for intent in or_default(&args.intent_weight, base.intent) {
                 for earlier in or_default(&args.earlier_weight, base.earlier) {
-                    grid.push(ListWeights { lexical, dense, intent, earlier, ..base });
+                    for server in or_default(&args.server_weight, base.server) {
+                        for learned in or_default(&args.learned_weight, base.learned) {
+                            grid.push(ListWeights { lexical, dense, intent, earlier, server, learned, ..base });
+                        }
+                    }
                 }
             }
         }
@@ -316,7 +338,10 @@ fn run_route(args: &RouteArgs, config: &Config) -> Result<ExitCode, CliError> {
         if !args.json {
             if sweep {
                 let w = &weights;
-                println!("lexical {}, dense {}, intent {}, earlier {}:", w.lexical, w.dense, w.intent, w.earlier);
+                println!(
+                    "lexical {}, dense {}, intent {}, earlier {}, server {}, learned {}:",
+                    w.lexical, w.dense, w.intent, w.earlier, w.server, w.learned
+                );
             }
             print!("{}", route::markdown(&report));
         }

@@ -15,7 +15,14 @@
 //! * the tool graph's transition weight from the last tool called: the
 //!   catalog graph's, by name, or the share of earlier requests that
 //!   called the tool after that one ([`super::tool_memory`]), the larger;
-//! * the tools earlier similar requests called ([`super::tool_memory`]).
+//! * the tools earlier similar requests called ([`super::tool_memory`]);
+//! * each tool's server (`server__tool`, `api_for_tool`), ranked by BM25
+//!   over its tools' text together ([`servers`]), at [`ListWeights::server`]
+//!   (off by default: measured, it helps ToolBench's lists and not real
+//!   MCP servers').
+//!
+//! The dense signal reads each tool's vector plus, for a tool that served
+//! earlier requests, the mean of theirs ([`ListWeights::learned`]).
 //!
 //! Before that order: the tools the conversation already called and the
 //! `tool_choice` target (always kept), then the tools whose name the
@@ -39,6 +46,7 @@
 //! repeat its user message.
 
 mod embedding;
+mod servers;
 
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
@@ -56,6 +64,7 @@ use super::tool_vectors::ToolVectors;
 use super::{dense::dot, intents};
 pub use embedding::OnEmbedded;
 use embedding::Shared;
+pub use servers::server_of;
 
 /// Tool sets whose index is kept.
 const LISTS: usize = 256;
@@ -79,6 +88,16 @@ pub struct ListWeights {
     pub graph: f32,
     /// The tools earlier similar requests called ([`super::tool_memory`]).
     pub memory: f32,
+    /// Each tool's server's BM25 rank for the latest message ([`servers`]).
+    /// Off by default: on ToolBench's lists (a hundred small servers) it
+    /// raised route mode by 0.006-0.012, on real MCP servers' sessions it
+    /// lowered it by 0.010-0.015 (docs/benchmarks.md, "Servers, trained
+    /// vectors and learned vectors in route mode").
+    pub server: f32,
+    /// How much a tool's vector learned from use (the mean of the requests
+    /// it served, [`Recalled::served`]) adds to its own in the dense
+    /// ranking, at full strength once it served many (`n / (n + 1)`).
+    pub learned: f32,
     pub rrf_k: f32,
 }
 
@@ -91,6 +110,8 @@ impl Default for ListWeights {
             intent: 0.5,
             graph: 1.0,
             memory: 1.0,
+            server: 0.0,
+            learned: 1.0,
             rrf_k: super::RRF_K,
         }
     }
@@ -116,6 +137,8 @@ pub struct ListIndex {
     bm25: Bm25,
     /// Tools by the words of their name.
     name_index: NameIndex,
+    /// Their servers, when the names say (at least two of two tools or more).
+    servers: Option<servers::Servers>,
     /// The tools' vectors as last gathered; gathered again while some are missing.
     vectors: Mutex<Option<Arc<ListVectors>>>,
     /// Its missing tools are being embedded in the background.
@@ -129,7 +152,16 @@ impl ListIndex {
             name_index.insert(name, i as u32, 1);
         }
         let bm25 = Bm25::build(&texts);
-        ListIndex { names, texts, bm25, name_index, vectors: Mutex::new(None), embedding: AtomicBool::new(false) }
+        let servers = servers::Servers::of(&names, &texts);
+        ListIndex {
+            names,
+            texts,
+            bm25,
+            name_index,
+            servers,
+            vectors: Mutex::new(None),
+            embedding: AtomicBool::new(false),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -473,7 +505,12 @@ fn scores(
         }
     }
     if let Some(d) = dense.filter(|_| w.dense > 0.0) {
-        add_ranks(&mut scores, &closest(d), w.dense, w.rrf_k);
+        add_ranks(&mut scores, &closest(d, w.learned), w.dense, w.rrf_k);
+    }
+    if let Some(servers) = index.servers.as_ref().filter(|_| w.server > 0.0) {
+        for (tool, rank) in servers.ranked_tools(conversation.latest) {
+            scores[tool as usize] += w.server / (w.rrf_k + rank as f32 + 1.0);
+        }
     }
     if let Some(d) = dense.filter(|d| w.memory > 0.0 && d.remembered.similar.len() == n) {
         let mut hits: Vec<(u32, f32)> =
@@ -503,14 +540,32 @@ fn scores(
 /// cosine as a ranking of its own in the fusion, or each intent keeping
 /// its best tool, was below that: docs/benchmarks.md, "Several needs in
 /// one request".)
-fn closest(d: Dense) -> Vec<(u32, f32)> {
+///
+/// A tool that served earlier requests is its own vector plus, at
+/// `learned`, the mean of theirs ([`Recalled::served`]).
+fn closest(d: Dense, learned: f32) -> Vec<(u32, f32)> {
     let queries: Vec<&[f32]> = std::iter::once(&d.query.latest).chain(&d.query.intents).map(|q| &q[..]).collect();
+    let served = d.remembered.served.as_slice();
+    let mut blended = Vec::new();
     let mut hits: Vec<(u32, f32)> = d
         .tools
         .flat
         .chunks_exact(d.tools.dims)
         .enumerate()
-        .map(|(i, v)| (i as u32, queries.iter().map(|q| dot(q, v)).fold(f32::MIN, f32::max)))
+        .map(|(i, v)| {
+            let v = match served.get(i) {
+                Some((n, mean)) if *n > 0 && learned > 0.0 && mean.len() == v.len() => {
+                    let share = learned * *n as f32 / (*n as f32 + 1.0);
+                    blended.clear();
+                    blended.extend(v.iter().zip(mean).map(|(a, b)| a + share * b));
+                    let norm = dot(&blended, &blended).sqrt().max(f32::MIN_POSITIVE);
+                    blended.iter_mut().for_each(|x| *x /= norm);
+                    &blended[..]
+                }
+                _ => v,
+            };
+            (i as u32, queries.iter().map(|q| dot(q, v)).fold(f32::MIN, f32::max))
+        })
         .collect();
     let n = hits.len();
     super::bm25::top_k(&mut hits, n);

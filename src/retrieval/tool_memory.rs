@@ -16,6 +16,11 @@
 //! share of such entries that called it ([`Recalled::followed`]): the tool
 //! graph of the client's own tools, keyed by content as the rest.
 //!
+//! And it learns each tool's vector from use: the mean of the vectors of the
+//! held requests that called it ([`Recalled::served`], after Tool2Vec), which
+//! route mode adds to the tool's own vector so that a *new* request worded
+//! like the ones a tool served finds it, with no threshold of similarity.
+//!
 //! The memory holds one model's entries (vectors of two models are never
 //! compared), at most `bound` of them, oldest dropped first, and with a
 //! directory it is a [`Journal`] (`<dir>/<model id>.jsonl`, each entry
@@ -68,6 +73,9 @@ pub struct Recalled {
     /// Of the requests whose conversation last called the same tool as this
     /// one's, the share that called the tool.
     pub followed: Vec<f32>,
+    /// Per tool, the held requests that called it and their vectors' mean,
+    /// unit length (`(0, [])` for a tool never called).
+    pub served: Vec<(u32, Vec<f32>)>,
 }
 
 /// A held entry.
@@ -99,6 +107,8 @@ struct Held {
     /// Per tool called last before an entry: such entries, and how many
     /// of them called each tool.
     follows: HashMap<Key, (u32, HashMap<Key, u32>)>,
+    /// Per tool, the sum of the vectors of the held entries that called it.
+    sums: HashMap<Key, Vec<f32>>,
     next_seq: u64,
     journal: Option<(Journal, usize)>,
 }
@@ -209,7 +219,7 @@ impl ToolMemory {
             Some((n, next)) => tools.iter().map(|t| next.get(t).map_or(0.0, |c| *c as f32 / *n as f32)).collect(),
             None => vec![0.0; tools.len()],
         };
-        Recalled { similar: held.similar(query, tools), followed }
+        Recalled { similar: held.similar(query, tools), followed, served: held.served(tools) }
     }
 
     /// The held entries of `model`, read from its journal on first use.
@@ -223,6 +233,7 @@ impl ToolMemory {
             ids: Default::default(),
             by_tool: HashMap::new(),
             follows: HashMap::new(),
+            sums: HashMap::new(),
             next_seq: 1,
             journal: None,
         };
@@ -272,6 +283,32 @@ impl Held {
         out
     }
 
+    /// For each of `tools`, how many held requests called it and their
+    /// vectors' mean, unit length.
+    fn served(&self, tools: &[Key]) -> Vec<(u32, Vec<f32>)> {
+        let unit = |sum: &Vec<f32>| {
+            let norm = dot(sum, sum).sqrt();
+            sum.iter().map(|x| x / norm).collect::<Vec<f32>>()
+        };
+        tools
+            .iter()
+            .map(|key| match (self.by_tool.get(key), self.sums.get(key)) {
+                (Some(ids), Some(sum)) if dot(sum, sum) > 0.0 => (ids.len() as u32, unit(sum)),
+                _ => (0, Vec::new()),
+            })
+            .collect()
+    }
+
+    /// Adds (`sign` 1) or takes away (-1) `entry`'s vector from its tools' sums.
+    fn add_to_sums(&mut self, entry: &Entry, sign: f32) {
+        for key in &entry.tools {
+            let sum = self.sums.entry(*key).or_insert_with(|| vec![0.0; entry.query.len()]);
+            if sum.len() == entry.query.len() {
+                sum.iter_mut().zip(entry.query.iter()).for_each(|(s, q)| *s += sign * q);
+            }
+        }
+    }
+
     /// Holds `entry` (numbered here), dropping the oldest past `bound`.
     fn push(&mut self, mut entry: Entry, bound: usize) {
         entry.seq = self.next_seq;
@@ -279,12 +316,14 @@ impl Held {
         for key in &entry.tools {
             self.by_tool.entry(*key).or_default().push_back(entry.seq);
         }
+        self.add_to_sums(&entry, 1.0);
         self.count_follows(&entry, 1);
         self.ids.insert(entry.id);
         self.entries.push_back(entry);
         while self.entries.len() > bound {
             let Some(old_entry) = self.entries.pop_front() else { break };
             self.count_follows(&old_entry, -1);
+            self.add_to_sums(&old_entry, -1.0);
             let Entry { seq: old, tools, id, .. } = old_entry;
             self.ids.remove(&id);
             for key in tools {
@@ -294,6 +333,7 @@ impl Held {
                     }
                     if ids.is_empty() {
                         self.by_tool.remove(&key);
+                        self.sums.remove(&key);
                     }
                 }
             }
@@ -365,6 +405,27 @@ mod tests {
             Recalled::default(),
             "another model's vectors never count"
         );
+    }
+
+    /// A tool's vector learned from use: the mean of the requests that
+    /// called it, forgotten with them.
+    #[test]
+    fn a_tool_is_known_by_the_requests_it_served() {
+        let memory = ToolMemory::new(None, 3);
+        memory.record("m", &[1.0, 0.0], &[k(1)], None);
+        memory.record("m", &[0.0, 1.0], &[k(1), k(2)], None);
+        let served = memory.recall("m", &[1.0, 0.0], None, &[k(1), k(2), k(3)]).served;
+        let half = std::f32::consts::FRAC_1_SQRT_2;
+        assert_eq!(served[0].0, 2);
+        assert!((served[0].1[0] - half).abs() < 1e-6 && (served[0].1[1] - half).abs() < 1e-6, "{served:?}");
+        assert_eq!(served[1], (1, vec![0.0, 1.0]));
+        assert_eq!(served[2], (0, Vec::new()), "never called: nothing learned");
+        memory.record("m", &[0.0, 1.0], &[k(3)], None);
+        memory.record("m", &[0.0, 1.0], &[k(3)], None);
+        let served = memory.recall("m", &[1.0, 0.0], None, &[k(1), k(2)]).served;
+        assert_eq!(served[0], (1, vec![0.0, 1.0]), "the oldest request dropped, its vector with it");
+        memory.record("m", &[0.0, 1.0], &[k(3)], None);
+        assert_eq!(memory.recall("m", &[1.0, 0.0], None, &[k(1)]).served[0], (0, Vec::new()));
     }
 
     #[test]

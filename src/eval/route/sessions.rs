@@ -9,6 +9,8 @@
 //! "inputSchema"}]}`, as the servers list them). A tool name two servers
 //! share is prefixed with its server (`github_create_issue`), as clients
 //! that connect several servers do; a session names the tools unprefixed.
+//! With `server_names`, every tool is named `server__tool`, as toolrouter's
+//! federation and most MCP gateways name them.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -46,12 +48,12 @@ struct McpTool {
 }
 
 /// Every step of the sessions in `path` (in order), as route cases.
-pub fn load_sessions(path: &Path) -> Result<Vec<Case>, String> {
+pub fn load_sessions(path: &Path, server_names: bool) -> Result<Vec<Case>, String> {
     let tools_path = path.with_file_name("tools.json");
     let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("reading {}: {e}", p.display()));
     let servers: HashMap<String, Vec<McpTool>> = serde_json::from_str(&read(&tools_path)?)
         .map_err(|e| format!("{}: {e} (expected {{server: [tools as listed]}})", tools_path.display()))?;
-    let definitions = definitions(&servers);
+    let definitions = definitions(&servers, server_names);
     let mut cases = Vec::new();
     for (n, line) in read(path)?.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let at = format!("{}:{}", path.display(), n + 1);
@@ -65,7 +67,7 @@ pub fn load_sessions(path: &Path) -> Result<Vec<Case>, String> {
 /// Per server, its tools' OpenAI definitions by their name on the server.
 type Definitions = HashMap<String, HashMap<String, Value>>;
 
-fn definitions(servers: &HashMap<String, Vec<McpTool>>) -> Definitions {
+fn definitions(servers: &HashMap<String, Vec<McpTool>>, server_names: bool) -> Definitions {
     let mut owners: HashMap<&str, usize> = HashMap::new();
     for tool in servers.values().flatten() {
         *owners.entry(&tool.name).or_default() += 1;
@@ -74,6 +76,8 @@ fn definitions(servers: &HashMap<String, Vec<McpTool>>) -> Definitions {
     for (server, tools) in servers {
         for tool in tools {
             let name = match owners[tool.name.as_str()] {
+                _ if server_names => format!("{server}__{}", tool.name)
+                    .replace(|c: char| !c.is_ascii_alphanumeric() && c != '_' && c != '-', "_"),
                 1 => tool.name.clone(),
                 _ => format!("{server}_{}", tool.name),
             };
@@ -159,7 +163,7 @@ mod tests {
             {"calls": ["search"]},
             {"user": "commit it", "calls": ["git_commit"]}]});
         std::fs::write(&path, session.to_string()).unwrap();
-        let cases = load_sessions(&path).unwrap();
+        let cases = load_sessions(&path, false).unwrap();
         assert_eq!(cases.len(), 3);
         assert_eq!(cases[0].tools.len(), 4);
         assert_eq!(cases[1].relevant, vec!["git_search"], "the first server's, prefixed");
@@ -173,7 +177,7 @@ mod tests {
             (json!({"id": "b", "servers": ["git"], "turns": [{"calls": ["git_status"]}]}), "first turn"),
         ] {
             std::fs::write(&path, format!("{session}\n{bad}")).unwrap();
-            let error = load_sessions(&path).err().unwrap();
+            let error = load_sessions(&path, false).err().unwrap();
             assert!(error.contains("sessions.jsonl:2") && error.contains(says), "{error}");
         }
     }
