@@ -64,7 +64,6 @@ use super::tool_vectors::ToolVectors;
 use super::{dense::dot, intents};
 pub use embedding::OnEmbedded;
 use embedding::Shared;
-pub use servers::server_of;
 
 /// Tool sets whose index is kept.
 const LISTS: usize = 256;
@@ -137,8 +136,9 @@ pub struct ListIndex {
     bm25: Bm25,
     /// Tools by the words of their name.
     name_index: NameIndex,
-    /// Their servers, when the names say (at least two of two tools or more).
-    servers: Option<servers::Servers>,
+    /// Their servers, when the names say (at least two of two tools or
+    /// more): indexed on first use, as the weight is off by default.
+    servers: std::sync::OnceLock<Option<servers::Servers>>,
     /// The tools' vectors as last gathered; gathered again while some are missing.
     vectors: Mutex<Option<Arc<ListVectors>>>,
     /// Its missing tools are being embedded in the background.
@@ -152,13 +152,12 @@ impl ListIndex {
             name_index.insert(name, i as u32, 1);
         }
         let bm25 = Bm25::build(&texts);
-        let servers = servers::Servers::of(&names, &texts);
         ListIndex {
             names,
             texts,
             bm25,
             name_index,
-            servers,
+            servers: std::sync::OnceLock::new(),
             vectors: Mutex::new(None),
             embedding: AtomicBool::new(false),
         }
@@ -507,7 +506,8 @@ fn scores(
     if let Some(d) = dense.filter(|_| w.dense > 0.0) {
         add_ranks(&mut scores, &closest(d, w.learned), w.dense, w.rrf_k);
     }
-    if let Some(servers) = index.servers.as_ref().filter(|_| w.server > 0.0) {
+    let servers = || index.servers.get_or_init(|| servers::Servers::of(&index.names, &index.texts)).as_ref();
+    if let Some(servers) = (w.server > 0.0).then(servers).flatten() {
         for (tool, rank) in servers.ranked_tools(conversation.latest) {
             scores[tool as usize] += w.server / (w.rrf_k + rank as f32 + 1.0);
         }
@@ -623,6 +623,31 @@ mod tests {
         };
         assert!(!keep_with(Vec::new()).contains(&11), "the whole message alone leans to the first need");
         assert!(keep_with(needs).contains(&11));
+    }
+
+    /// A tool whose own text is far from a request, but that served
+    /// requests like it, is kept by its vector learned from use.
+    #[test]
+    fn a_tool_that_served_requests_like_this_one_is_kept() {
+        let names: Vec<String> = (0..10).map(|i| format!("tool_{i:02}")).collect();
+        let texts: Vec<String> = names.iter().map(|n| format!("{n} does things")).collect();
+        let set = set_of(&ToolListRanker::default(), &names, &texts);
+        let own = |i: usize| if i == 9 { [0.0, 0.0, 1.0] } else { [0.866, 0.5, 0.0] };
+        let flat: Vec<f32> = (0..10).flat_map(own).collect();
+        let tools =
+            ListVectors { model: "m".into(), dims: 3, flat, keys: Vec::new(), present: vec![true; 10], missing: 0 };
+        let query = QueryVectors { latest: Arc::from([0.0, 1.0, 0.0]), intents: Vec::new() };
+        let mut served = vec![(0, Vec::new()); 10];
+        served[9] = (3, vec![0.0, 1.0, 0.0]);
+        let remembered = Recalled { served, ..Recalled::default() };
+        let conversation = Conversation { latest: "find the right one", ..Default::default() };
+        let keep_with = |learned: f32| {
+            let dense = Dense { query: &query, tools: &tools, remembered: &remembered };
+            let weights = ListWeights { learned, ..ListWeights::default() };
+            keep(&set, &conversation, Some(dense), 1, &weights, &|_, _| 0.0).tools
+        };
+        assert_eq!(keep_with(1.0), vec![9]);
+        assert_eq!(keep_with(0.0), vec![0], "without what it learned, its own vector ranks it last");
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub(super) struct Servers {
 }
 
 /// The server a tool's name says it belongs to, when it says.
-pub fn server_of(name: &str) -> Option<&str> {
+fn server_of(name: &str) -> Option<&str> {
     if let Some((server, tool)) = name.rsplit_once(NAMESPACE_SEPARATOR) {
         return (!server.is_empty() && !tool.is_empty()).then_some(server);
     }
