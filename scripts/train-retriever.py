@@ -326,19 +326,21 @@ def export(encoder, out_dir, texts):
     ort.InferenceSession(floats, options, providers=["CPUExecutionProvider"])
     quantized = os.path.join(out_dir, "model.onnx")
     quantize_dynamic(folded, quantized, weight_type=QuantType.QInt8, per_channel=True)
-    # The int8 model against the float one.
-    with torch.no_grad():
-        reference = torch.cat([encoder.embed(texts[i:i + 64], 128) for i in range(0, len(texts), 64)]).numpy()
-    session = ort.InferenceSession(quantized, providers=["CPUExecutionProvider"])
-    pooled = []
-    for i in range(0, len(texts), 64):
-        batch = encoder.tokenizer(texts[i:i + 64], padding=True, truncation=True, max_length=128, return_tensors="np")
-        hidden = session.run(None, {n: batch[n].astype(np.int64) for n in names})[0]
-        mask = batch["attention_mask"][..., None].astype(np.float32)
-        pooled.append((hidden * mask).sum(1) / mask.sum(1))
-    pooled = np.concatenate(pooled)
-    pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)
-    cosine = (pooled * reference).sum(1)
+    # The int8 model against the float one (the exported float graph: it
+    # gives the PyTorch model's vectors, padded batches included).
+    def vectors(path):
+        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        pooled = []
+        for i in range(0, len(texts), 64):
+            batch = encoder.tokenizer(texts[i:i + 64], padding=True, truncation=True, max_length=128,
+                                      return_tensors="np")
+            hidden = session.run(None, {n: batch[n].astype(np.int64) for n in names})[0]
+            mask = batch["attention_mask"][..., None].astype(np.float32)
+            pooled.append((hidden * mask).sum(1) / mask.sum(1))
+        pooled = np.concatenate(pooled)
+        return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+
+    cosine = (vectors(quantized) * vectors(folded)).sum(1)
     print(f"int8 against float over {len(texts)} texts: cosine mean {cosine.mean():.4f}, min {cosine.min():.4f}",
           file=sys.stderr)
     os.remove(floats)
