@@ -65,7 +65,7 @@ fn documents(catalog: &Catalog) -> Result<ExitCode, CliError> {
         let definition = catalog.function_definition(api);
         let as_offered = crate::server::chat::tools::client_tool(&definition, false)
             .map(|t| t.text)
-            .map_err(|e| anyhow::anyhow!("{}: {e:?}", api.function_name))?;
+            .map_err(|e| anyhow::anyhow!("{}: {}", api.function_name, e.message))?;
         let line = json!({
             "function": api.function_name, "tool": tool.name, "api": api.name, "category": tool.category,
             "dense": dense, "lexical": lexical, "definition": as_offered,

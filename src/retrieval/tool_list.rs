@@ -90,8 +90,8 @@ pub struct ListWeights {
     /// Each tool's server's BM25 rank for the latest message ([`servers`]).
     /// Off by default: on ToolBench's lists (a hundred small servers) it
     /// raised route mode by 0.006-0.012, on real MCP servers' sessions it
-    /// lowered it by 0.010-0.015 (docs/benchmarks.md, "Servers, trained
-    /// vectors and learned vectors in route mode").
+    /// lowered it by 0.010-0.015 (docs/benchmarks.md, "Servers in route
+    /// mode").
     pub server: f32,
     /// How much a tool's vector learned from use (the mean of the requests
     /// it served, [`Recalled::served`]) adds to its own in the dense
