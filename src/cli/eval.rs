@@ -84,6 +84,10 @@ pub(super) struct RouteArgs {
     /// Weight of a tool's vector learned from use (with `--learning`; a list sweeps values; 0: off).
     #[arg(long, value_delimiter = ',', value_name = "W")]
     learned_weight: Vec<f32>,
+    /// Whether kept tools bring along the tools that produce what they need
+    /// (`true,false` sweeps both).
+    #[arg(long, value_delimiter = ',', value_name = "BOOL")]
+    companions: Vec<bool>,
     /// Sessions' tools named `server__tool`, as clients that connect several
     /// servers and toolrouter's own federation name them (default: as each
     /// server lists them, prefixed only where two servers share a name).
@@ -309,7 +313,8 @@ fn run_route(args: &RouteArgs, config: &Config) -> Result<ExitCode, CliError> {
         &args.server_weight,
         &args.learned_weight,
     ];
-    let sweep = swept.iter().any(|v| !v.is_empty());
+    let sweep = swept.iter().any(|v| !v.is_empty()) || !args.companions.is_empty();
+    let companions = if args.companions.is_empty() { vec![base.companions] } else { args.companions.clone() };
     let mut grid = Vec::new();
     for lexical in or_default(&args.lexical_weight, base.lexical) {
         for dense in or_default(&args.dense_weight, base.dense) {
@@ -317,7 +322,18 @@ fn run_route(args: &RouteArgs, config: &Config) -> Result<ExitCode, CliError> {
                 for earlier in or_default(&args.earlier_weight, base.earlier) {
                     for server in or_default(&args.server_weight, base.server) {
                         for learned in or_default(&args.learned_weight, base.learned) {
-                            grid.push(ListWeights { lexical, dense, intent, earlier, server, learned, ..base });
+                            for &companions in &companions {
+                                grid.push(ListWeights {
+                                    lexical,
+                                    dense,
+                                    intent,
+                                    earlier,
+                                    server,
+                                    learned,
+                                    companions,
+                                    ..base
+                                });
+                            }
                         }
                     }
                 }
@@ -339,8 +355,8 @@ fn run_route(args: &RouteArgs, config: &Config) -> Result<ExitCode, CliError> {
             if sweep {
                 let w = &weights;
                 println!(
-                    "lexical {}, dense {}, intent {}, earlier {}, server {}, learned {}:",
-                    w.lexical, w.dense, w.intent, w.earlier, w.server, w.learned
+                    "lexical {}, dense {}, intent {}, earlier {}, server {}, learned {}, companions {}:",
+                    w.lexical, w.dense, w.intent, w.earlier, w.server, w.learned, w.companions
                 );
             }
             print!("{}", route::markdown(&report));

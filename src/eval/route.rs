@@ -327,7 +327,8 @@ fn learn(
     let Some(embedder) = embedder.filter(|_| options.learning) else { return Ok(()) };
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     let texts: Vec<&str> = tools.iter().map(|t| t.text.as_str()).collect();
-    let set = ranker.set(&names, &texts);
+    let needs: Vec<&[String]> = tools.iter().map(|t| t.needs.as_slice()).collect();
+    let set = ranker.set(&names, &texts, &needs);
     let asked = Asked::of(messages);
     let query = ranker.query_vectors(embedder, &asked.latest)?;
     let called: Vec<usize> = measured.kept[LEARNING].iter().copied().filter(|i| relevant.contains(i)).collect();
@@ -359,7 +360,8 @@ fn narrow(
     let started = Instant::now();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     let texts: Vec<&str> = tools.iter().map(|t| t.text.as_str()).collect();
-    let set = ranker.set(&names, &texts);
+    let needs: Vec<&[String]> = tools.iter().map(|t| t.needs.as_slice()).collect();
+    let set = ranker.set(&names, &texts, &needs);
     measured.kept[WORDS_ONLY] = keep(&set, None);
     measured.ms[0] = crate::units::ms(started.elapsed());
     let Some(embedder) = embedder else { return Ok(measured) };
@@ -367,9 +369,9 @@ fn narrow(
     // Timed as the server narrows (the memory read too, with `--learning`);
     // kept without the memory, and with it.
     type Timed = (Vec<usize>, Vec<usize>, f64);
-    let timed = |names: &[&str], texts: &[&str]| -> Result<Timed, crate::retrieval::EmbedError> {
+    let timed = |names: &[&str], texts: &[&str], needs: &[&[String]]| -> Result<Timed, crate::retrieval::EmbedError> {
         let started = Instant::now();
-        let set = ranker.set(names, texts);
+        let set = ranker.set(names, texts, needs);
         let vectors = ranker.vectors(&set, embedder);
         let query = ranker.query_vectors(embedder, &asked.latest)?;
         let remembered = match options.learning {
@@ -384,8 +386,8 @@ fn narrow(
         };
         Ok((without, learned, ms))
     };
-    (measured.kept[ROUTE], measured.kept[LEARNING], measured.ms[1]) = timed(&names, &texts)?;
-    measured.ms[2] = timed(&names, &texts)?.2;
+    (measured.kept[ROUTE], measured.kept[LEARNING], measured.ms[1]) = timed(&names, &texts, &needs)?;
+    measured.ms[2] = timed(&names, &texts, &needs)?.2;
     let query = ranker.query_vectors(embedder, &asked.latest)?;
     let first = ranker.vectors(&set, embedder).first_request(&set, options.first_embedded);
     measured.kept[FIRST_REQUEST] =
@@ -395,7 +397,8 @@ fn narrow(
     rng.shuffle(&mut order);
     let names: Vec<&str> = order.iter().map(|&i| names[i]).collect();
     let texts: Vec<&str> = order.iter().map(|&i| texts[i]).collect();
-    let (permuted, _, ms) = timed(&names, &texts)?;
+    let needs: Vec<&[String]> = order.iter().map(|&i| needs[i]).collect();
+    let (permuted, _, ms) = timed(&names, &texts, &needs)?;
     measured.kept[PERMUTED] = sorted(permuted.into_iter().map(|j| order[j]).collect());
     measured.ms[3] = ms;
     Ok(measured)

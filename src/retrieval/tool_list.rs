@@ -24,6 +24,9 @@
 //! The dense signal reads each tool's vector plus, for a tool that served
 //! earlier requests, the mean of theirs ([`ListWeights::learned`]).
 //!
+//! After that order, each of the best tools brings along the tool that
+//! produces what it needs ([`companions`]), within the K kept.
+//!
 //! Before that order: the tools the conversation already called and the
 //! `tool_choice` target (always kept), then the tools whose name the
 //! latest message spells out (any case; `_`, `-` or spaces; with or
@@ -45,6 +48,7 @@
 //! Query vectors are kept by text too: the turns of one conversation
 //! repeat its user message.
 
+mod companions;
 mod embedding;
 mod servers;
 
@@ -97,6 +101,9 @@ pub struct ListWeights {
     /// it served, [`Recalled::served`]) adds to its own in the dense
     /// ranking, at full strength once it served many (`n / (n + 1)`).
     pub learned: f32,
+    /// Whether a kept tool brings along the tool that produces what it
+    /// needs ([`companions`]).
+    pub companions: bool,
     pub rrf_k: f32,
 }
 
@@ -111,6 +118,7 @@ impl Default for ListWeights {
             memory: 1.0,
             server: 0.0,
             learned: 1.0,
+            companions: true,
             rrf_k: super::RRF_K,
         }
     }
@@ -133,12 +141,16 @@ pub struct Conversation<'a> {
 pub struct ListIndex {
     names: Vec<String>,
     texts: Vec<String>,
+    /// Each tool's required parameters.
+    needs: Vec<Vec<String>>,
     bm25: Bm25,
     /// Tools by the words of their name.
     name_index: NameIndex,
     /// Their servers, when the names say (at least two of two tools or
     /// more): indexed on first use, as the weight is off by default.
     servers: std::sync::OnceLock<Option<servers::Servers>>,
+    /// The tools that produce what each tool needs, found on first use.
+    companions: std::sync::OnceLock<companions::Companions>,
     /// The tools' vectors as last gathered; gathered again while some are missing.
     vectors: Mutex<Option<Arc<ListVectors>>>,
     /// Its missing tools are being embedded in the background.
@@ -146,7 +158,7 @@ pub struct ListIndex {
 }
 
 impl ListIndex {
-    fn build(names: Vec<String>, texts: Vec<String>) -> ListIndex {
+    fn build(names: Vec<String>, texts: Vec<String>, needs: Vec<Vec<String>>) -> ListIndex {
         let mut name_index = NameIndex::default();
         for (i, name) in names.iter().enumerate() {
             name_index.insert(name, i as u32, 1);
@@ -155,9 +167,11 @@ impl ListIndex {
         ListIndex {
             names,
             texts,
+            needs,
             bm25,
             name_index,
             servers: std::sync::OnceLock::new(),
+            companions: std::sync::OnceLock::new(),
             vectors: Mutex::new(None),
             embedding: AtomicBool::new(false),
         }
@@ -315,23 +329,26 @@ impl ToolListRanker {
         self.shared.held()
     }
 
-    /// The set of a request's tools (`names[i]`, `texts[i]`: tool `i`),
-    /// its index from the cache or built now. Any order of the same tools
-    /// gives the same index.
-    pub fn set(&self, names: &[&str], texts: &[&str]) -> ToolSet {
+    /// The set of a request's tools (`names[i]`, `texts[i]`, `needs[i]`
+    /// its required parameters: tool `i`), its index from the cache or
+    /// built now. Any order of the same tools gives the same index.
+    pub fn set(&self, names: &[&str], texts: &[&str], needs: &[&[String]]) -> ToolSet {
         let mut positions: Vec<usize> = (0..names.len()).collect();
         positions.sort_by(|&a, &b| names[a].cmp(names[b]).then(texts[a].cmp(texts[b])));
+        let need = |i: usize| needs.get(i).copied().unwrap_or_default();
         let mut h = std::hash::DefaultHasher::new();
         for &i in &positions {
             names[i].hash(&mut h);
             texts[i].hash(&mut h);
+            need(i).hash(&mut h);
         }
         let key = h.finish();
         if let Some(index) = locked(&self.lists).get(&key) {
             return ToolSet { index: index.clone(), positions };
         }
         let own = |v: &[&str]| positions.iter().map(|&i| v[i].to_string()).collect();
-        let index = Arc::new(ListIndex::build(own(names), own(texts)));
+        let own_needs = positions.iter().map(|&i| need(i).to_vec()).collect();
+        let index = Arc::new(ListIndex::build(own(names), own(texts), own_needs));
         locked(&self.lists).put(key, index.clone());
         ToolSet { index, positions }
     }
@@ -477,10 +494,44 @@ pub fn keep(
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by(|&a, &b| rank[a].cmp(&rank[b]).then(scores[b].total_cmp(&scores[a])).then(a.cmp(&b)));
     order.truncate(kept);
+    if weights.companions {
+        let called = |i: usize| must.contains(index.names[i].as_str());
+        bring_companions(index, &mut order, &rank, &scores, k, &called);
+    }
     let mut tools: Vec<usize> = order.into_iter().map(|i| set.positions[i]).collect();
     tools.sort_unstable();
     let by_words = if dense.is_some() { Vec::new() } else { (0..n).collect() };
     Kept { tools, by_words }
+}
+
+/// Brings along the producer of what each of the best `⌈k / 4⌉` tools not
+/// called yet needs ([`companions`]; the one the request ranks highest),
+/// in place of the last kept tools that were neither pinned nor brought.
+fn bring_companions(
+    index: &ListIndex,
+    kept: &mut [usize],
+    rank: &[u32],
+    scores: &[f32],
+    k: usize,
+    called: &dyn Fn(usize) -> bool,
+) {
+    let companions =
+        index.companions.get_or_init(|| companions::Companions::of(&index.names, &index.texts, &index.needs));
+    let consumers: Vec<usize> = kept.iter().copied().filter(|&i| !called(i)).take(k.div_ceil(4)).collect();
+    let mut brought: Vec<usize> = Vec::new();
+    for &c in &consumers {
+        let best = companions.producers(c).iter().map(|&p| p as usize).max_by(|&a, &b| {
+            scores[a].total_cmp(&scores[b]).then(b.cmp(&a))
+        });
+        if let Some(p) = best.filter(|p| !kept.contains(p) && !brought.contains(p)) {
+            brought.push(p);
+        }
+    }
+    let free: Vec<usize> =
+        (0..kept.len()).rev().filter(|&j| rank[kept[j]] == u32::MAX && !consumers.contains(&kept[j])).collect();
+    for (j, p) in free.into_iter().zip(brought) {
+        kept[j] = p;
+    }
 }
 
 /// Every tool's fused score (in the set's order).
@@ -579,7 +630,7 @@ mod tests {
     fn set_of(ranker: &ToolListRanker, names: &[String], texts: &[String]) -> ToolSet {
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-        ranker.set(&names, &texts)
+        ranker.set(&names, &texts, &[])
     }
 
     #[test]
@@ -648,6 +699,38 @@ mod tests {
         };
         assert_eq!(keep_with(1.0), vec![9]);
         assert_eq!(keep_with(0.0), vec![0], "without what it learned, its own vector ranks it last");
+    }
+
+    /// The best tool needs an issue's number: the tool that lists issues
+    /// comes along in place of the last kept, never in place of a called one.
+    #[test]
+    fn a_kept_tool_brings_the_tool_that_produces_what_it_needs() {
+        let mut tools: Vec<(String, String, Vec<String>)> = (0..20)
+            .map(|i| (format!("other__tool_{i:02}"), format!("summarize the bug report text {i}"), Vec::new()))
+            .collect();
+        let needs = |p: &[&str]| p.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+        tools.push(("github__get_issue".into(), "summarize the bug issue".into(), needs(&["repo", "issue_number"])));
+        tools.push(("github__list_issues".into(), "open tickets of a repository".into(), needs(&["repo"])));
+        let names: Vec<&str> = tools.iter().map(|t| t.0.as_str()).collect();
+        let texts: Vec<&str> = tools.iter().map(|t| t.1.as_str()).collect();
+        let need_lists: Vec<&[String]> = tools.iter().map(|t| t.2.as_slice()).collect();
+        let set = ToolListRanker::default().set(&names, &texts, &need_lists);
+        let conversation = Conversation { latest: "summarize the newest bug issue on acme/api", ..Default::default() };
+        let keep_with = |companions: bool| {
+            let weights = ListWeights { companions, ..ListWeights::default() };
+            keep(&set, &conversation, None, 4, &weights, &|_, _| 0.0).tools
+        };
+        let (get, list) = (20, 21);
+        let without = keep_with(false);
+        assert!(without.contains(&get) && !without.contains(&list), "{without:?}");
+        let with = keep_with(true);
+        assert_eq!(with.len(), 4);
+        assert!(with.contains(&get) && with.contains(&list), "{with:?}");
+        // Called already, get_issue needs nothing brought: the list is as ranked.
+        let called = vec!["github__get_issue".to_string()];
+        let after = Conversation { called: &called, ..conversation };
+        let weights = ListWeights::default();
+        assert!(!keep(&set, &after, None, 4, &weights, &|_, _| 0.0).tools.contains(&list));
     }
 
     #[test]

@@ -29,11 +29,23 @@ pub(super) struct Servers {
 
 /// The server a tool's name says it belongs to, when it says.
 fn server_of(name: &str) -> Option<&str> {
+    split_name(name).0
+}
+
+/// A tool's name as its server (when the name says) and its own part:
+/// `slack__list_channels` is `list_channels` of `slack`,
+/// `get_weather_for_openweather` `get_weather` of `openweather`.
+pub(super) fn split_name(name: &str) -> (Option<&str>, &str) {
     if let Some((server, tool)) = name.rsplit_once(NAMESPACE_SEPARATOR) {
-        return (!server.is_empty() && !tool.is_empty()).then_some(server);
+        if !server.is_empty() && !tool.is_empty() {
+            return (Some(server), tool);
+        }
+        return (None, name);
     }
-    let (api, tool) = name.rsplit_once("_for_")?;
-    (!api.is_empty() && !tool.is_empty()).then_some(tool)
+    match name.rsplit_once("_for_") {
+        Some((api, tool)) if !api.is_empty() && !tool.is_empty() => (Some(tool), api),
+        _ => (None, name),
+    }
 }
 
 impl Servers {

@@ -103,7 +103,8 @@ impl Narrowing {
     pub fn set(&self, tools: &[Arc<ClientTool>]) -> ToolSet {
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
         let texts: Vec<&str> = tools.iter().map(|t| t.text.as_str()).collect();
-        self.ranker.set(&names, &texts)
+        let needs: Vec<&[String]> = tools.iter().map(|t| t.needs.as_slice()).collect();
+        self.ranker.set(&names, &texts, &needs)
     }
 
     /// The tools to offer, in their original order: the `max` best by
@@ -500,6 +501,7 @@ mod tests {
         Arc::new(ClientTool {
             name: name.into(),
             text: format!("{name} {description} city"),
+            needs: vec!["city".into()],
             definition: serde_json::value::to_raw_value(
                 &json!({"type": "function", "function": {"name": name, "parameters": schema.clone()}}),
             )

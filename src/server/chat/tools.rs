@@ -43,6 +43,9 @@ pub struct ClientTool {
     pub name: String,
     /// Name, description and parameter names, for relevance.
     pub text: String,
+    /// Its required parameters' names (route mode brings along the tools
+    /// that produce them: `retrieval::tool_list`).
+    pub needs: Vec<String>,
     /// The tool as sent upstream: the client's own JSON text.
     pub definition: Box<RawValue>,
     pub check: Check,
@@ -319,8 +322,9 @@ pub fn catalog_tool(mut definition: Value, api: &Api, options: args::Options) ->
     let name = api.function_name.clone();
     let description = definition["function"]["description"].as_str().unwrap_or("");
     let text = tool_text(&name, description, &definition["function"]["parameters"]);
+    let needs = required(&definition["function"]["parameters"]);
     let definition = raw(&definition);
-    ClientTool { text, name, definition, check: Check::Api(Box::new(api.clone()), options) }
+    ClientTool { text, name, needs, definition, check: Check::Api(Box::new(api.clone()), options) }
 }
 
 /// What a tool is about, for ranking: its name (split into words by the
@@ -336,6 +340,12 @@ fn tool_text(name: &str, description: &str, schema: &Value) -> String {
         }
     }
     text
+}
+
+/// The names a JSON Schema object lists as `required`.
+fn required(schema: &Value) -> Vec<String> {
+    let names = schema.get("required").and_then(Value::as_array).into_iter().flatten();
+    names.filter_map(Value::as_str).map(str::to_string).collect()
 }
 
 /// A client's tool definition (`{"type": "function", "function": {...}}`) checked and read.
@@ -377,6 +387,7 @@ fn tool(i: usize, t: &Value, definition: Box<RawValue>, strict: bool) -> Result<
         ));
     }
     let text = tool_text(name, f.get("description").and_then(Value::as_str).unwrap_or(""), &schema);
+    let needs = required(&schema);
     let schema = Schema::new(&schema, strict);
-    Ok(ClientTool { name: name.to_string(), text, definition, check: Check::Schema(schema) })
+    Ok(ClientTool { name: name.to_string(), text, needs, definition, check: Check::Schema(schema) })
 }
