@@ -520,9 +520,11 @@ fn bring_companions(
     let consumers: Vec<usize> = kept.iter().copied().filter(|&i| !called(i)).take(k.div_ceil(4)).collect();
     let mut brought: Vec<usize> = Vec::new();
     for &c in &consumers {
-        let best = companions.producers(c).iter().map(|&p| p as usize).max_by(|&a, &b| {
-            scores[a].total_cmp(&scores[b]).then(b.cmp(&a))
-        });
+        let best = companions
+            .producers(c)
+            .iter()
+            .map(|&p| p as usize)
+            .max_by(|&a, &b| scores[a].total_cmp(&scores[b]).then(b.cmp(&a)));
         if let Some(p) = best.filter(|p| !kept.contains(p) && !brought.contains(p)) {
             brought.push(p);
         }

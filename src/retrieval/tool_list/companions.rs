@@ -195,7 +195,10 @@ mod tests {
     #[test]
     fn a_bare_id_is_the_id_of_what_its_tool_is_about() {
         assert_eq!(need_of("get_product_details", "id"), Some(Need::Thing(vec!["product".into()])));
-        assert_eq!(need_of("getPullRequests", "pullRequestNumber"), Some(Need::Thing(vec!["pull".into(), "request".into()])));
+        assert_eq!(
+            need_of("getPullRequests", "pullRequestNumber"),
+            Some(Need::Thing(vec!["pull".into(), "request".into()]))
+        );
         assert_eq!(need_of("redis_get", "key"), None, "a bare key is the user's");
         assert_eq!(need_of("search", "query"), None);
     }
