@@ -41,6 +41,11 @@ pub(super) struct RouteArgs {
     /// (tests/data/mcp-sessions).
     #[arg(long = "sessions", value_name = "FILE", num_args = 1.., conflicts_with = "queries")]
     sessions: Vec<PathBuf>,
+    /// With `--sessions`: also whole tasks of 2 and 3 sessions' opening
+    /// requests on different servers, each one message (see
+    /// `eval::route::sessions::load_tasks`).
+    #[arg(long, requires = "sessions")]
+    tasks: bool,
     /// Route-case files whose tools are only distractors (not measured).
     #[arg(long = "distractors", value_name = "FILE", num_args = 1.., conflicts_with = "queries")]
     distractors: Vec<PathBuf>,
@@ -291,7 +296,11 @@ fn run_route(args: &RouteArgs, config: &Config) -> Result<ExitCode, CliError> {
         }
         for path in &args.sessions {
             let name = path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into());
-            sets.push((name, route::load_sessions(path, args.server_names).map_err(CliError::Usage)?));
+            sets.push((name.clone(), route::load_sessions(path, args.server_names).map_err(CliError::Usage)?));
+            for size in [2, 3].into_iter().filter(|_| args.tasks) {
+                let tasks = route::load_tasks(path, args.server_names, size).map_err(CliError::Usage)?;
+                sets.push((format!("{name}: tasks of {size} servers"), tasks));
+            }
         }
         let mut distractors = Vec::new();
         for path in &args.distractors {

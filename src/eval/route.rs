@@ -63,7 +63,7 @@ mod sessions;
 
 use report::Tally;
 pub use report::{RouteReport, Scores, SetReport, markdown};
-pub use sessions::load_sessions;
+pub use sessions::{load_sessions, load_tasks};
 
 /// The methods compared, in [`Measured::kept`]'s order.
 const ROUTE: usize = 0;

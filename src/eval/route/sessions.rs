@@ -11,6 +11,12 @@
 //! that connect several servers do; a session names the tools unprefixed.
 //! With `server_names`, every tool is named `server__tool`, as toolrouter's
 //! federation and most MCP gateways name them.
+//!
+//! [`load_tasks`] composes whole tasks across servers from the same
+//! sessions: the opening requests of two or three sessions whose first
+//! tool is on different servers, as one message, needing every tool each
+//! opening's calls used (the whole-task measure of multi-server
+//! collections: needed tools kept, all kept).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -49,19 +55,88 @@ struct McpTool {
 
 /// Every step of the sessions in `path` (in order), as route cases.
 pub fn load_sessions(path: &Path, server_names: bool) -> Result<Vec<Case>, String> {
+    Ok(read_sessions(path, server_names)?.into_iter().flat_map(|(_, steps)| steps).collect())
+}
+
+/// Tasks of `size` sessions' opening requests each (see the module's
+/// doc): session `i` with sessions `i + j·n/size` (`n` sessions), the
+/// next on when one's first tool is on a server already in the task.
+pub fn load_tasks(path: &Path, server_names: bool, size: usize) -> Result<Vec<Case>, String> {
+    let openings: Vec<(String, Case)> = read_sessions(path, server_names)?
+        .into_iter()
+        .filter_map(|(server, steps)| Some((server, opening(steps)?)))
+        .collect();
+    let n = openings.len();
+    let mut tasks = Vec::new();
+    for i in 0..n {
+        let mut parts: Vec<&(String, Case)> = vec![&openings[i]];
+        for j in 1..size {
+            let start = i + j * n / size;
+            let other = (0..n)
+                .map(|d| &openings[(start + d) % n])
+                .find(|(server, _)| parts.iter().all(|(taken, _)| taken != server));
+            parts.extend(other);
+        }
+        let parts: Vec<&Case> = parts.into_iter().map(|(_, case)| case).collect();
+        if parts.len() < size {
+            continue;
+        }
+        let query = parts.iter().map(|c| sentence(&c.query)).collect::<Vec<_>>().join(" ");
+        let mut tools: Vec<Value> = Vec::new();
+        let mut relevant: Vec<String> = Vec::new();
+        for part in &parts {
+            for tool in &part.tools {
+                if !tools.iter().any(|t| t["function"]["name"] == tool["function"]["name"]) {
+                    tools.push(tool.clone());
+                }
+            }
+            relevant.extend(part.relevant.iter().filter(|r| !relevant.contains(r)).cloned().collect::<Vec<_>>());
+        }
+        tasks.push(Case { query, tools, relevant, conversation: Vec::new() });
+    }
+    if tasks.is_empty() {
+        return Err(format!("{}: no {size} sessions open on different servers", path.display()));
+    }
+    Ok(tasks)
+}
+
+/// A session's opening request: its first user message, needing every
+/// tool called before the next one.
+fn opening(steps: Vec<Case>) -> Option<Case> {
+    let mut steps = steps.into_iter();
+    let mut first = steps.next()?;
+    for step in steps.take_while(|s| s.query == first.query) {
+        first.relevant.extend(step.relevant.into_iter().filter(|r| !first.relevant.contains(r)).collect::<Vec<_>>());
+    }
+    Some(first)
+}
+
+/// `text` ending as a sentence does, so that requests joined stay apart.
+fn sentence(text: &str) -> String {
+    let text = text.trim();
+    match text.ends_with(['.', '?', '!']) {
+        true => text.to_string(),
+        false => format!("{text}."),
+    }
+}
+
+/// Each session of `path`: the server of its first call, its steps.
+fn read_sessions(path: &Path, server_names: bool) -> Result<Vec<(String, Vec<Case>)>, String> {
     let tools_path = path.with_file_name("tools.json");
     let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("reading {}: {e}", p.display()));
     let servers: HashMap<String, Vec<McpTool>> = serde_json::from_str(&read(&tools_path)?)
         .map_err(|e| format!("{}: {e} (expected {{server: [tools as listed]}})", tools_path.display()))?;
     let definitions = definitions(&servers, server_names);
-    let mut cases = Vec::new();
+    let mut sessions = Vec::new();
     for (n, line) in read(path)?.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let at = format!("{}:{}", path.display(), n + 1);
         let session: Session = serde_json::from_str(line).map_err(|e| format!("{at}: {e}"))?;
         let steps = steps(&session, &definitions).map_err(|e| format!("{at} (session {}): {e}", session.id))?;
-        cases.extend(steps);
+        let first = &session.turns[0].calls[0];
+        let server = session.servers.iter().find(|s| definitions[*s].contains_key(first)).cloned().unwrap_or_default();
+        sessions.push((server, steps));
     }
-    Ok(cases)
+    Ok(sessions)
 }
 
 /// Per server, its tools' OpenAI definitions by their name on the server.
@@ -180,5 +255,32 @@ mod tests {
             let error = load_sessions(&path, false).err().unwrap();
             assert!(error.contains("sessions.jsonl:2") && error.contains(says), "{error}");
         }
+    }
+
+    /// A task joins openings whose first tool is on different servers and
+    /// needs every tool each opening called before its next message.
+    #[test]
+    fn tasks_join_openings_on_different_servers() {
+        let dir = tempfile::tempdir().unwrap();
+        let tool = |name: &str| json!({"name": name, "description": name, "inputSchema": {"type": "object"}});
+        let tools = json!({"git": [tool("status"), tool("diff"), tool("commit")], "web": [tool("fetch")]});
+        std::fs::write(dir.path().join("tools.json"), tools.to_string()).unwrap();
+        let path = dir.path().join("sessions.jsonl");
+        let sessions = [
+            json!({"id": "a", "servers": ["git"], "turns": [
+                {"user": "what changed", "calls": ["status"]}, {"calls": ["diff"]},
+                {"user": "commit it", "calls": ["commit"]}]}),
+            json!({"id": "b", "servers": ["web"], "turns": [{"user": "read example.com!", "calls": ["fetch"]}]}),
+            json!({"id": "c", "servers": ["git", "web"], "turns": [{"user": "commit now.", "calls": ["commit"]}]}),
+        ];
+        std::fs::write(&path, sessions.map(|s| s.to_string()).join("\n")).unwrap();
+        let tasks = load_tasks(&path, true, 2).unwrap();
+        assert_eq!(tasks.len(), 3, "c pairs with b, the next on another server");
+        assert_eq!(tasks[0].query, "what changed. read example.com!");
+        assert_eq!(tasks[0].relevant, ["git__status", "git__diff", "web__fetch"]);
+        assert_eq!(tasks[2].query, "commit now. read example.com!");
+        assert_eq!(tasks[2].tools.len(), 4, "every tool of the sessions' servers, once");
+        let error = load_tasks(&path, true, 3).err().unwrap();
+        assert!(error.contains("no 3 sessions"), "{error}");
     }
 }
