@@ -515,15 +515,14 @@ fn bring_companions(
     k: usize,
     called: &dyn Fn(usize) -> bool,
 ) {
-    let companions =
-        index.companions.get_or_init(|| companions::Companions::of(&index.names, &index.texts, &index.needs));
+    let companions = index.companions.get_or_init(|| companions::Companions::of(&index.names));
     let consumers: Vec<usize> = kept.iter().copied().filter(|&i| !called(i)).take(k.div_ceil(4)).collect();
     let mut brought: Vec<usize> = Vec::new();
     for &c in &consumers {
         let best = companions
-            .producers(c)
-            .iter()
-            .map(|&p| p as usize)
+            .producers(c, &index.names, &index.texts, &index.needs)
+            .into_iter()
+            .map(|p| p as usize)
             .max_by(|&a, &b| scores[a].total_cmp(&scores[b]).then(b.cmp(&a)));
         if let Some(p) = best.filter(|p| !kept.contains(p) && !brought.contains(p)) {
             brought.push(p);

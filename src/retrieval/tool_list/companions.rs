@@ -15,6 +15,7 @@
 //! comes along.
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use super::super::names::words;
 use super::servers::split_name;
@@ -79,27 +80,29 @@ fn need_of(tool: &str, param: &str) -> Option<Need> {
     (!thing.is_empty()).then_some(Need::Thing(thing))
 }
 
-/// Each tool's candidate producers, in a tool set's order.
+/// What finds a tool set's producers: its tools by the words of their
+/// own name (built once per set, from names only); each tool's producers
+/// are found when it is kept, so a list pays only for the few it keeps.
 pub(super) struct Companions {
-    /// `producers[i]`: the tools that produce what tool `i` needs.
-    producers: Vec<Vec<u32>>,
+    by_word: HashMap<String, Vec<u32>>,
+    /// Tools whose name or text says they geocode, found on first need.
+    geocoders: OnceLock<Vec<u32>>,
+}
+
+/// The needs of a tool's required parameters, each once.
+fn needs_of(name: &str, params: &[String]) -> Vec<Need> {
+    let mut found: Vec<Need> = Vec::new();
+    for need in params.iter().filter_map(|p| need_of(name, p)) {
+        if !found.contains(&need) {
+            found.push(need);
+        }
+    }
+    found
 }
 
 impl Companions {
-    /// The producers of every tool of a set (`needs[i]`: tool `i`'s required
-    /// parameters).
-    pub(super) fn of(names: &[String], texts: &[String], needs: &[Vec<String>]) -> Companions {
-        let server: Vec<Option<&str>> = names.iter().map(|n| split_name(n).0).collect();
-        let tool_needs: Vec<Vec<Need>> = names
-            .iter()
-            .zip(needs)
-            .map(|(name, params)| {
-                let mut found: Vec<Need> = params.iter().filter_map(|p| need_of(name, p)).collect();
-                found.dedup();
-                found
-            })
-            .collect();
-        // Tools by the words of their own name; geocoders by name or text.
+    /// The index of a set's tools `names`.
+    pub(super) fn of(names: &[String]) -> Companions {
         let mut by_word: HashMap<String, Vec<u32>> = HashMap::new();
         for (i, name) in names.iter().enumerate() {
             for w in own_words(name) {
@@ -109,39 +112,42 @@ impl Companions {
                 }
             }
         }
-        let geocoders: Vec<u32> = (0..names.len() as u32)
-            .filter(|&i| {
-                let text = &texts[i as usize];
-                own_words(&names[i as usize])
-                    .iter()
-                    .chain(&words(text.get(..text.len().min(300)).unwrap_or(text)))
-                    .any(|w| GEOCODER_WORDS.contains(&w.as_str()))
-            })
-            .collect();
-        let producers = (0..names.len())
-            .map(|i| {
-                let mut found: Vec<u32> = Vec::new();
-                for need in &tool_needs[i] {
-                    let candidates: Vec<u32> = match need {
-                        Need::Coordinates => geocoders.clone(),
-                        Need::Thing(thing) => with_all_words(&by_word, thing),
-                    };
-                    found.extend(candidates.into_iter().filter(|&p| {
-                        let p = p as usize;
-                        p != i && server[p] == server[i] && !tool_needs[p].contains(need)
-                    }));
-                }
-                found.sort_unstable();
-                found.dedup();
-                found
-            })
-            .collect();
-        Companions { producers }
+        Companions { by_word, geocoders: OnceLock::new() }
     }
 
-    /// The tools that produce what tool `i` needs.
-    pub(super) fn producers(&self, i: usize) -> &[u32] {
-        self.producers.get(i).map_or(&[], Vec::as_slice)
+    /// The tools of the set (`names`, `texts`, `needs`: each tool's required
+    /// parameters) that produce what tool `i` needs: of its server, not
+    /// needing it themselves.
+    pub(super) fn producers(&self, i: usize, names: &[String], texts: &[String], needs: &[Vec<String>]) -> Vec<u32> {
+        let server = |t: usize| split_name(&names[t]).0;
+        let own = needs_of(&names[i], &needs[i]);
+        let mut found: Vec<u32> = Vec::new();
+        for need in &own {
+            let candidates = match need {
+                Need::Coordinates => self.geocoders(names, texts).to_vec(),
+                Need::Thing(thing) => with_all_words(&self.by_word, thing),
+            };
+            found.extend(candidates.into_iter().filter(|&p| {
+                let p = p as usize;
+                p != i && server(p) == server(i) && !needs_of(&names[p], &needs[p]).contains(need)
+            }));
+        }
+        found.sort_unstable();
+        found.dedup();
+        found
+    }
+
+    fn geocoders(&self, names: &[String], texts: &[String]) -> &[u32] {
+        self.geocoders.get_or_init(|| {
+            let says = |w: &String| GEOCODER_WORDS.contains(&w.as_str());
+            (0..names.len() as u32)
+                .filter(|&i| {
+                    let text = &texts[i as usize];
+                    let head = text.get(..text.len().min(300)).unwrap_or(text);
+                    own_words(&names[i as usize]).iter().any(says) || words(head).iter().any(says)
+                })
+                .collect()
+        })
     }
 }
 
@@ -157,22 +163,30 @@ fn with_all_words(by_word: &HashMap<String, Vec<u32>>, thing: &[String]) -> Vec<
 mod tests {
     use super::*;
 
-    fn companions(tools: &[(&str, &str, &[&str])]) -> (Vec<String>, Companions) {
+    struct Set {
+        names: Vec<String>,
+        texts: Vec<String>,
+        needs: Vec<Vec<String>>,
+        companions: Companions,
+    }
+
+    fn companions(tools: &[(&str, &str, &[&str])]) -> Set {
         let names: Vec<String> = tools.iter().map(|t| t.0.to_string()).collect();
         let texts: Vec<String> = tools.iter().map(|t| t.1.to_string()).collect();
         let needs: Vec<Vec<String>> = tools.iter().map(|t| t.2.iter().map(|p| p.to_string()).collect()).collect();
-        let c = Companions::of(&names, &texts, &needs);
-        (names, c)
+        let companions = Companions::of(&names);
+        Set { names, texts, needs, companions }
     }
 
-    fn producers_of<'a>(names: &'a [String], c: &Companions, tool: &str) -> Vec<&'a str> {
-        let i = names.iter().position(|n| n == tool).expect("listed");
-        c.producers(i).iter().map(|&p| names[p as usize].as_str()).collect()
+    fn producers_of<'a>(set: &'a Set, tool: &str) -> Vec<&'a str> {
+        let i = set.names.iter().position(|n| n == tool).expect("listed");
+        let found = set.companions.producers(i, &set.names, &set.texts, &set.needs);
+        found.iter().map(|&p| set.names[p as usize].as_str()).collect()
     }
 
     #[test]
     fn a_reference_parameter_needs_the_tools_named_for_its_thing() {
-        let (names, c) = companions(&[
+        let set = companions(&[
             ("github__get_issue", "Get an issue", &["owner", "repo", "issue_number"]),
             ("github__list_issues", "List issues of a repository", &["owner", "repo"]),
             ("github__update_issue", "Update an issue", &["owner", "repo", "issue_number"]),
@@ -184,12 +198,12 @@ mod tests {
             ("maps__geocode", "Address to coordinates", &["address"]),
         ]);
         // Of its own server only; not a tool that needs the same number.
-        assert_eq!(producers_of(&names, &c, "github__get_issue"), ["github__list_issues"]);
-        assert_eq!(producers_of(&names, &c, "slack__post_message"), ["slack__list_channels"]);
+        assert_eq!(producers_of(&set, "github__get_issue"), ["github__list_issues"]);
+        assert_eq!(producers_of(&set, "slack__post_message"), ["slack__list_channels"]);
         // A thread's timestamp: no tool of slack is named for threads but the reply itself.
-        assert_eq!(producers_of(&names, &c, "slack__reply_to_thread"), ["slack__list_channels"]);
-        assert_eq!(producers_of(&names, &c, "maps__search_places"), ["maps__geocode"]);
-        assert!(producers_of(&names, &c, "github__list_issues").is_empty(), "owner and repo are the user's");
+        assert_eq!(producers_of(&set, "slack__reply_to_thread"), ["slack__list_channels"]);
+        assert_eq!(producers_of(&set, "maps__search_places"), ["maps__geocode"]);
+        assert!(producers_of(&set, "github__list_issues").is_empty(), "owner and repo are the user's");
     }
 
     #[test]
