@@ -151,6 +151,37 @@ impl Companions {
     }
 }
 
+/// Brings along the producer of what each of the best `⌈k / 4⌉` tools not
+/// called yet needs (the one the request ranks highest),
+/// in place of the last kept tools that were neither pinned nor brought.
+pub(super) fn bring_along(
+    index: &super::ListIndex,
+    kept: &mut [usize],
+    rank: &[u32],
+    scores: &[f32],
+    k: usize,
+    called: &dyn Fn(usize) -> bool,
+) {
+    let companions = index.companions.get_or_init(|| Companions::of(&index.names));
+    let consumers: Vec<usize> = kept.iter().copied().filter(|&i| !called(i)).take(k.div_ceil(4)).collect();
+    let mut brought: Vec<usize> = Vec::new();
+    for &c in &consumers {
+        let best = companions
+            .producers(c, &index.names, &index.texts, &index.needs)
+            .into_iter()
+            .map(|p| p as usize)
+            .max_by(|&a, &b| scores[a].total_cmp(&scores[b]).then(b.cmp(&a)));
+        if let Some(p) = best.filter(|p| !kept.contains(p) && !brought.contains(p)) {
+            brought.push(p);
+        }
+    }
+    let free: Vec<usize> =
+        (0..kept.len()).rev().filter(|&j| rank[kept[j]] == u32::MAX && !consumers.contains(&kept[j])).collect();
+    for (j, p) in free.into_iter().zip(brought) {
+        kept[j] = p;
+    }
+}
+
 /// The tools whose own name has every word of `thing`.
 fn with_all_words(by_word: &HashMap<String, Vec<u32>>, thing: &[String]) -> Vec<u32> {
     let mut lists = thing.iter().map(|w| by_word.get(w).map_or(&[][..], Vec::as_slice));
