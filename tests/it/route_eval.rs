@@ -108,6 +108,34 @@ fn on_a_collection_never_tuned_on_route_mode_beats_bm25_and_the_embedding_alone(
     }
 }
 
+/// The 84 sessions over 18 real MCP servers' 124 tools
+/// (`tests/data/mcp-sessions`, never tuned on), each step and each whole
+/// task across 2 and 3 servers, 10 kept: route mode above BM25 top 10 by
+/// 0.05 everywhere, and kept tools bringing what they need raise the
+/// steps (a step often needs the tool that gives its successor an id).
+#[test]
+fn on_real_mcp_servers_tools_route_mode_beats_bm25_and_companions_help() {
+    if !common::model_available() {
+        return;
+    }
+    let sessions = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/mcp-sessions/sessions.jsonl");
+    let mut args: Vec<std::ffi::OsString> =
+        ["--k", "10", "--server-names", "--tasks", "--sessions"].map(Into::into).to_vec();
+    args.extend([sessions.into(), "--companions".into(), "false,true".into()]);
+    let reports = eval_route(args);
+    let [off, on] = [&reports[0], &reports[1]];
+    let f = |v: &Value| v.as_f64().unwrap();
+    let sets = on["sets"].as_array().unwrap();
+    assert_eq!(sets.len(), 3, "steps, tasks of 2 and of 3 servers: {on}");
+    for set in sets {
+        assert!(set["queries"].as_u64().unwrap() >= 80, "{set}");
+        let (route, bm25) = (f(&set["route"]["recall"]), f(&set["bm25"]["recall"]));
+        assert!(route >= bm25 + 0.05, "route mode {route} not 0.05 above BM25 {bm25}: {set}");
+    }
+    let steps = |r: &Value| f(&r["sets"][0]["route"]["recall"]);
+    assert!(steps(on) > steps(off) + 0.01, "companions {} against {} without", steps(on), steps(off));
+}
+
 /// BFCL requests translated by hand into Chinese, Spanish, Portuguese and
 /// German, and English requests for tools described in Chinese
 /// (`tests/data/route-languages`), each among 300 tools (BFCL's as
