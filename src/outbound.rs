@@ -2,12 +2,24 @@
 //! ([`crate::llm`]) and the APIs' ([`crate::upstream`]), so that both read
 //! alike: when to try again (exponential backoff with jitter, a server's
 //! `Retry-After`), reading a body up to a size cap, and a client per
-//! thread.
+//! thread; the `User-Agent` and the TLS crypto provider of every client.
 
 use std::time::{Duration, SystemTime};
 
 use bytes::Buf;
 use http_body_util::BodyExt;
+
+/// The `User-Agent` of upstream calls.
+pub const USER_AGENT: &str = concat!("toolrouter/", env!("CARGO_PKG_VERSION"));
+
+/// Installs rustls' crypto provider (ring) once per process (reqwest is
+/// built without one).
+pub fn install_crypto() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
 
 /// A pooled HTTP client per thread. A pool's connections are tasks of the
 /// runtime that opened them: shared between `toolrouter serve`'s threads

@@ -80,7 +80,7 @@ where
     S: tracing::Subscriber + for<'a> LookupSpan<'a>,
 {
     let Some(url) = config.traces_url() else { return Ok(None) };
-    crate::upstream::install_crypto();
+    crate::outbound::install_crypto();
     let (handle, stop) = exporter_runtime()?;
     let client = TokioReqwest { client: reqwest::Client::builder().timeout(EXPORT_TIMEOUT).build()?, handle };
     let exporter = opentelemetry_otlp::SpanExporter::builder()

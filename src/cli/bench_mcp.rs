@@ -191,7 +191,7 @@ async fn http_paths(url: &str, args: &McpBenchArgs) -> Result<(Path, Path, Strin
         };
         headers.insert(name, value);
     }
-    crate::upstream::install_crypto();
+    crate::outbound::install_crypto();
     let http = reqwest::Client::builder().no_proxy().build().map_err(|e| CliError::Failure(e.into()))?;
     let direct = Path::Get { client: http.clone(), url: direct_url, headers };
     let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url);

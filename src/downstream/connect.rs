@@ -75,7 +75,7 @@ pub(super) async fn connect(config: &McpServerConfig, handler: Handler) -> Resul
         McpTransport::Http => {
             let headers = headers(config)?;
             let client = reqwest::Client::builder()
-                .user_agent(crate::upstream::USER_AGENT)
+                .user_agent(crate::outbound::USER_AGENT)
                 .no_proxy()
                 .build()
                 .map_err(|e| format!("building the HTTP client: {e}"))?;

@@ -174,7 +174,7 @@ impl Downstream {
     /// server's tools as kept in `state_dir` from an earlier run are known
     /// at once (calls to them answer "unavailable" until it is up).
     pub fn start(configs: &[McpServerConfig], state_dir: &Path) -> Arc<Downstream> {
-        crate::upstream::install_crypto();
+        crate::outbound::install_crypto();
         let downstream = Downstream {
             servers: ArcSwap::default(),
             state_dir: state_dir.to_path_buf(),

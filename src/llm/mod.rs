@@ -152,7 +152,7 @@ impl LlmClient {
         if config.llm.base_url.is_empty() {
             return Err(LlmError::NotConfigured);
         }
-        crate::upstream::install_crypto();
+        crate::outbound::install_crypto();
         let key = config.llm_key().map_err(LlmError::Connect)?;
         let connect_timeout = Duration::from_millis(config.llm.timeout_ms);
         let http = transport::Http::new(&config.llm.base_url, key.as_ref().map(|k| k.expose()), connect_timeout)

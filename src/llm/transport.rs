@@ -111,7 +111,7 @@ impl Http {
         *request.method_mut() = method;
         *request.uri_mut() = uri.clone();
         let headers = request.headers_mut();
-        headers.insert(USER_AGENT, HeaderValue::from_static(crate::upstream::USER_AGENT));
+        headers.insert(USER_AGENT, HeaderValue::from_static(crate::outbound::USER_AGENT));
         if post {
             headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         }

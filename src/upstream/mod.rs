@@ -55,8 +55,6 @@ pub use guard::Guard;
 pub use limits::{Limit, Limits};
 pub use replay::{Match, Outage, ReplayTable, replay_body};
 
-/// The `User-Agent` of upstream calls.
-pub const USER_AGENT: &str = concat!("toolrouter/", env!("CARGO_PKG_VERSION"));
 /// The longest `Retry-After` honoured within a call; longer ones end it.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
@@ -210,15 +208,6 @@ pub struct Upstream {
     /// Credentials of the user's own services, by host, and the RapidAPI
     /// key (shared with the clients' redirect policy).
     credentials: Arc<ArcSwap<Credentials>>,
-}
-
-/// Installs rustls' crypto provider (ring) once per process (reqwest is
-/// built without one).
-pub fn install_crypto() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
 }
 
 impl Upstream {
@@ -472,7 +461,7 @@ fn client(
     guard: Arc<Guard>,
     credentials: Arc<ArcSwap<Credentials>>,
 ) -> anyhow::Result<reqwest::Client> {
-    install_crypto();
+    crate::outbound::install_crypto();
     let max_redirects = c.max_redirects;
     let resolver = guard.resolver();
     let policy = reqwest::redirect::Policy::custom(move |attempt| {
@@ -491,7 +480,7 @@ fn client(
         }
     });
     Ok(reqwest::Client::builder()
-        .user_agent(USER_AGENT)
+        .user_agent(crate::outbound::USER_AGENT)
         .redirect(policy)
         .dns_resolver(Arc::new(resolver))
         .connect_timeout(Duration::from_millis(c.timeout_ms))
