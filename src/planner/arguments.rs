@@ -15,70 +15,12 @@
 //! field of the same name (ignoring case and punctuation) whose value fits
 //! the parameter's type, the latest output first.
 
-use regex::Regex;
 use serde_json::{Map, Value, json};
 
 use super::defaults::Fallback;
+pub use super::explicit::{Explicit, explicit_values};
 use crate::catalog::Api;
 use crate::catalog::schema::{JsonType, declared_types};
-
-/// Values found in a request, by kind.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct Explicit {
-    pub quoted: Vec<String>,
-    pub dates: Vec<String>,
-    pub emails: Vec<String>,
-    pub urls: Vec<String>,
-    pub numbers: Vec<f64>,
-    /// The countries the request names ([`super::defaults::countries_in`]).
-    pub countries: Vec<celes::Country>,
-    /// The request's words, lower-case, each once.
-    words: std::collections::BTreeSet<String>,
-}
-
-impl Explicit {
-    /// Whether the request names `value` (its words, in any case).
-    pub fn names(&self, value: &str) -> bool {
-        let words: Vec<String> = lower_words(value).collect();
-        !words.is_empty() && words.iter().all(|w| self.words.contains(w))
-    }
-}
-
-fn lower_words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase)
-}
-
-/// Finds the explicit values of a request.
-pub fn explicit_values(task: &str) -> Explicit {
-    fn re(p: &str) -> Regex {
-        Regex::new(p).expect("valid pattern")
-    }
-    let quoted = re(r#""([^"]{1,200})"|'([^']{1,200})'"#);
-    let date = re(r"\b(\d{4}-\d{2}-\d{2})\b");
-    let email = re(r"\b[\w.+-]+@[\w-]+\.[\w.-]+\b");
-    let url = re(r#"\bhttps?://[^\s"'<>]+"#);
-    let number = re(r"(?:^|[\s(])(-?\d+(?:\.\d+)?)\b");
-    let mut out = Explicit::default();
-    for c in quoted.captures_iter(task) {
-        if let Some(m) = c.get(1).or_else(|| c.get(2)) {
-            out.quoted.push(m.as_str().to_string());
-        }
-    }
-    let dates: Vec<_> = date.find_iter(task).map(|m| m.range()).collect();
-    out.dates = dates.iter().map(|r| task[r.clone()].to_string()).collect();
-    out.emails = email.find_iter(task).map(|m| m.as_str().to_string()).collect();
-    out.urls = url.find_iter(task).map(|m| m.as_str().trim_end_matches(['.', ',', ')']).to_string()).collect();
-    // Numbers, except the parts of dates.
-    out.numbers = number
-        .captures_iter(task)
-        .filter_map(|c| c.get(1))
-        .filter(|m| !dates.iter().any(|d| d.contains(&m.start())))
-        .filter_map(|m| m.as_str().parse().ok())
-        .collect();
-    out.countries = super::defaults::countries_in(task);
-    out.words = lower_words(task).collect();
-    out
-}
 
 /// A step's arguments as filled from the request.
 #[derive(Debug, Default, Clone, PartialEq)]

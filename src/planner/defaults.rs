@@ -21,7 +21,7 @@
 use celes::Country;
 use serde_json::Value;
 
-use super::arguments::Explicit;
+use super::explicit::{Explicit, named_country};
 use crate::catalog::Param;
 
 /// What a required parameter without a value from the request gets.
@@ -112,41 +112,6 @@ fn spelled(c: &Country, like: &str) -> String {
     if like.chars().all(|ch| ch.is_ascii_lowercase()) { code.to_ascii_lowercase() } else { code.to_string() }
 }
 
-/// The country these words name together, if any ("United States", "Germany").
-fn named_country(words: &[&str]) -> Option<Country> {
-    let joined: String = words.iter().flat_map(|w| w.chars()).filter(char::is_ascii_alphabetic).collect();
-    let joined = joined.to_ascii_lowercase();
-    if joined.len() < 4 {
-        return None;
-    }
-    Country::from_name(&joined).or_else(|_| Country::from_alias(&joined)).ok()
-}
-
-/// The countries `task` names: the longest run of up to five words that
-/// names one, or an upper-case ISO code standing alone ("US", "DEU").
-pub fn countries_in(task: &str) -> Vec<Country> {
-    let words: Vec<&str> = task.split(|c: char| !c.is_alphanumeric() && c != '.').filter(|w| !w.is_empty()).collect();
-    let mut found: Vec<Country> = Vec::new();
-    let mut i = 0;
-    while i < words.len() {
-        let longest = (1..=5.min(words.len() - i)).rev().find_map(|n| named_country(&words[i..i + n]).map(|c| (n, c)));
-        let code = || {
-            let w = words[i].trim_end_matches('.').replace('.', "");
-            let upper = (2..=3).contains(&w.len()) && w.chars().all(|c| c.is_ascii_uppercase());
-            upper.then(|| Country::from_alpha2(&w).or_else(|_| Country::from_alpha3(&w)).ok()).flatten()
-        };
-        let (step, country) = match longest {
-            Some((n, c)) => (n, Some(c)),
-            None => (1, code()),
-        };
-        if let Some(c) = country.filter(|c| !found.iter().any(|f| f.alpha2 == c.alpha2)) {
-            found.push(c);
-        }
-        i += step;
-    }
-    found
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,7 +165,10 @@ mod tests {
         let day = param("date", json!({"type": "string", "default": "2022-01-01"}));
         assert_eq!(fallback(&day, &explicit_values("on 2024-03-05")), Fallback::Request(json!("2024-03-05")));
         let named: Vec<&str> =
-            countries_in("Trips from Spain to South Korea, the USA and Japan.").iter().map(|c| c.alpha2).collect();
+            super::super::explicit::countries_in("Trips from Spain to South Korea, the USA and Japan.")
+                .iter()
+                .map(|c| c.alpha2)
+                .collect();
         assert_eq!(named, ["ES", "KR", "US", "JP"]);
     }
 }

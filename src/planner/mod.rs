@@ -24,6 +24,7 @@ pub mod arguments;
 pub mod caller;
 pub mod decider;
 pub mod defaults;
+pub mod explicit;
 pub mod llm_decider;
 pub mod memory;
 mod search;
