@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::RetrievalError;
-use super::build::Progress;
 use super::embedder::{Embedder, Role};
+use super::progress::Progress;
 
 pub(super) const MAGIC: &[u8; 8] = b"TREMBED1";
 pub(super) const HEADER: usize = 12;

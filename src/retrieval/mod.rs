@@ -44,6 +44,7 @@ pub mod index_files;
 pub mod intents;
 pub mod names;
 mod options;
+mod progress;
 pub mod tool_list;
 pub mod tool_memory;
 pub mod tool_vectors;
@@ -56,9 +57,10 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-pub use build::{BuildReport, Progress};
+pub use build::BuildReport;
 pub use embedder::{EmbedError, Embedder};
 pub use options::*;
+pub use progress::{Progress, ProgressReport};
 
 use crate::catalog::{ApiId, Catalog, names::category_dir_name, names::standardize};
 use crate::config::{Config, DenseIndex, SearchMode};
