@@ -21,6 +21,7 @@ pub mod route;
 pub mod stream;
 pub mod tools;
 pub mod traces;
+mod unparsable;
 
 use std::sync::Arc;
 

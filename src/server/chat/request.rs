@@ -14,6 +14,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::tools::{ClientTool, ToolLists};
+use super::unparsable::unparsable;
 use crate::config::OpenAiConfig;
 use crate::llm::wire::{Message, RequestBody};
 use crate::server::error::ApiError;
@@ -45,7 +46,7 @@ pub struct ChatRequest {
 impl ChatRequest {
     /// The conversation, typed (read when a mode needs it, not for every
     /// request). Its roles were checked by [`parse`]; what can still fail
-    /// is nesting past [`MAX_JSON_DEPTH`].
+    /// is nesting past [`super::unparsable::MAX_JSON_DEPTH`].
     pub fn messages(&self) -> Result<Vec<Message>, ApiError> {
         messages(&self.body)
     }
@@ -61,21 +62,6 @@ pub fn messages(body: &RequestBody) -> Result<Vec<Message>, ApiError> {
 pub use crate::config::ChatMode as Mode;
 
 const ROLES: [&str; 5] = ["system", "developer", "user", "assistant", "tool"];
-
-/// Nesting levels serde_json parses (its recursion limit, not configurable
-/// without risking the stack).
-const MAX_JSON_DEPTH: usize = 128;
-
-/// Why `what` could not be parsed, in words: JSON nested past
-/// [`MAX_JSON_DEPTH`] is valid JSON, and saying otherwise misleads.
-/// (serde_json reports depth as a syntax error: only its message tells.)
-pub(super) fn unparsable(what: &str, e: &serde_json::Error) -> String {
-    if e.to_string().starts_with("recursion limit exceeded") {
-        format!("{what} is nested more than {MAX_JSON_DEPTH} levels deep, the most toolrouter reads; flatten it")
-    } else {
-        format!("{what} is not valid JSON: {e}")
-    }
-}
 
 /// A message's role, all that is read of it to check it.
 #[derive(Deserialize)]

@@ -32,7 +32,7 @@ use lru::LruCache;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::request::unparsable;
+use super::unparsable::unparsable;
 use crate::args;
 use crate::catalog::Api;
 use crate::server::error::ApiError;
