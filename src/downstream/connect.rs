@@ -58,6 +58,21 @@ fn handshake_error(e: &rmcp::service::ClientInitializeError) -> String {
         E::JsonRpcError(error) => {
             format!("the server refused `initialize`: {}", crate::text::clip(&error.message, 300))
         }
+        // Its Display names the transport's Rust type: the cause and its
+        // sources say what happened ("connection refused").
+        E::TransportError { error, context } => {
+            use std::error::Error;
+            let mut reason = error.error.to_string();
+            let mut source = error.error.source();
+            while let Some(cause) = source {
+                let text = cause.to_string();
+                if !reason.contains(&text) {
+                    reason = format!("{reason}: {text}");
+                }
+                source = cause.source();
+            }
+            crate::text::clip(&format!("the connection failed while {context}: {reason}"), 300)
+        }
         other => crate::text::clip(&other.to_string(), 300),
     }
 }

@@ -306,6 +306,11 @@ connect_timeout_ms = 1500
 name = "malformed"
 command = "{python}"
 args = ["{malformed}"]
+
+[[catalog.mcp_servers]]
+name = "unreachable"
+url = "http://127.0.0.1:1/mcp"
+connect_timeout_ms = 1500
 "#,
         python = python.display(),
         malformed = python_dir().join("malformed_tools_server.py").display()
@@ -321,11 +326,13 @@ args = ["{malformed}"]
 
     let (first, url) = run(&format!("{fixture}{broken}"));
     let ready = get(&url, "/readyz");
-    for name in ["missing", "garbage", "silent", "wrong-answer"] {
+    for name in ["missing", "garbage", "silent", "wrong-answer", "unreachable"] {
         assert!(ready.contains(&format!("the MCP server `{name}` is down")), "{ready}");
     }
     assert!(ready.contains("the answer to `initialize` is not an initialize result"), "{ready}");
     assert!(!ready.contains("CustomResult") && !ready.contains("Some("), "no Rust type names: {ready}");
+    assert!(!ready.contains("rmcp::") && !ready.contains("Transport ["), "no Rust type names: {ready}");
+    assert!(ready.contains("the connection failed while"), "an unreachable server says why: {ready}");
     assert!(ready.starts_with("ready, degraded") && !ready.contains("`fixture`"), "{ready}");
     assert!(ready.contains("cannot start `/nonexistent/toolrouter-test-program`"), "{ready}");
     let metrics = get(&url, "/metrics");
