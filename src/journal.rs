@@ -102,6 +102,15 @@ impl Journal {
         self.file.sync_data()
     }
 
+    /// Renames the journal's file to `path` (replacing what is there) and
+    /// fsyncs the directory; appends go on to the same file.
+    pub fn move_to(&mut self, path: &Path) -> std::io::Result<()> {
+        std::fs::rename(&self.path, path)?;
+        File::open(path.parent().unwrap_or(Path::new(".")))?.sync_all()?;
+        self.path = path.to_path_buf();
+        Ok(())
+    }
+
     /// Empties the journal (its records are safe elsewhere, e.g. in a snapshot).
     pub fn clear(&mut self) -> std::io::Result<()> {
         self.file.set_len(0)?;

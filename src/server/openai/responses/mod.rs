@@ -16,6 +16,7 @@ mod events;
 mod output;
 mod request;
 pub mod store;
+mod writer;
 
 use std::sync::Arc;
 

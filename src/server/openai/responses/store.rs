@@ -3,7 +3,8 @@
 //! under its id, readable only by the client key that made it, for
 //! `openai.responses_ttl_s`, within `openai.responses_mb` (the oldest
 //! dropped first). Kept in the state directory's `responses.jsonl` (an
-//! fsync'd journal, rewritten when mostly stale) and, with `[cluster]`, in
+//! fsync'd journal written by one thread with group commit, rewritten in
+//! the background when mostly stale: [`super::writer`]) and, with `[cluster]`, in
 //! Redis with the same expiry, written before the response leaves: a
 //! follow-up works on any replica and after a restart.
 //!
@@ -18,6 +19,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::writer::Writer;
 use crate::cluster::Cluster;
 use crate::journal::Journal;
 
@@ -58,53 +60,104 @@ impl Keeper {
 pub struct ResponseStore {
     ttl: Duration,
     max_bytes: usize,
-    inner: Mutex<Held>,
+    held: Arc<Mutex<Held>>,
+    /// The journal's writer (`None`: kept in memory only).
+    writer: Option<Writer>,
     cluster: Option<Arc<Cluster>>,
 }
 
-#[derive(Default)]
-struct Held {
+/// The responses held, within their bounds.
+pub(super) struct Held {
+    ttl: Duration,
+    max_bytes: usize,
     /// Ids, oldest first.
     order: VecDeque<String>,
     by_id: HashMap<String, (Arc<Kept>, usize)>,
     bytes: usize,
-    /// The journal and the records in it.
-    journal: Option<(Journal, usize)>,
+}
+
+pub(super) fn locked(held: &Mutex<Held>) -> std::sync::MutexGuard<'_, Held> {
+    held.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Held {
+    /// Holds `kept` (`bytes` as a journal line) unless expired, dropping
+    /// the oldest beyond the bound.
+    pub(super) fn hold(&mut self, kept: Arc<Kept>, bytes: usize) {
+        if self.expired(&kept) {
+            return;
+        }
+        if let Some((_, old)) = self.by_id.remove(&kept.id) {
+            self.bytes -= old;
+            self.order.retain(|id| id != &kept.id);
+        }
+        self.order.push_back(kept.id.clone());
+        self.bytes += bytes;
+        self.by_id.insert(kept.id.clone(), (kept, bytes));
+        while self.bytes > self.max_bytes || self.order.front().is_some_and(|id| self.expired(&self.by_id[id].0)) {
+            let Some(id) = self.order.pop_front() else { break };
+            if let Some((_, bytes)) = self.by_id.remove(&id) {
+                self.bytes -= bytes;
+            }
+        }
+    }
+
+    /// Responses held.
+    pub(super) fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    /// The responses held, oldest first.
+    pub(super) fn records(&self) -> Vec<Arc<Kept>> {
+        self.order.iter().map(|id| self.by_id[id].0.clone()).collect()
+    }
+
+    fn expired(&self, kept: &Kept) -> bool {
+        crate::metrics::unix_ms().saturating_sub(kept.at_unix_ms) > self.ttl.as_millis() as u64
+    }
 }
 
 impl ResponseStore {
     /// The store kept in `dir` (`None`: in memory only), loading what it
     /// kept before; with `cluster`, shared.
     pub fn open(dir: Option<PathBuf>, ttl: Duration, max_bytes: usize, cluster: Option<Arc<Cluster>>) -> ResponseStore {
-        let store = ResponseStore { ttl, max_bytes, inner: Mutex::default(), cluster };
-        if max_bytes == 0 {
-            return store;
-        }
-        let Some(dir) = dir else { return store };
+        let held = Held { ttl, max_bytes, order: VecDeque::new(), by_id: HashMap::new(), bytes: 0 };
+        let mut store = ResponseStore { ttl, max_bytes, held: Arc::new(Mutex::new(held)), writer: None, cluster };
+        let Some(dir) = dir.filter(|_| max_bytes > 0) else { return store };
         let path = dir.join("responses.jsonl");
         let opened = std::fs::create_dir_all(&dir).and_then(|()| Journal::open::<Kept>(&path));
-        let mut held = store.held();
-        match opened {
+        let (journal, records) = match opened {
             Ok((journal, records, report)) => {
                 if report.dropped > 0 {
                     tracing::warn!(file = %path.display(), dropped = report.dropped, "damaged lines of the kept responses skipped");
                 }
-                let count = records.len();
-                for (_, kept) in records {
-                    let bytes = serde_json::to_vec(&kept).map_or(0, |line| line.len());
-                    store.hold(&mut held, Arc::new(kept), bytes);
-                }
-                held.journal = Some((journal, count));
-                store.compact(&mut held);
+                (journal, records)
             }
-            Err(e) => tracing::warn!(file = %path.display(), error = %e, "responses are kept in memory only"),
+            Err(e) => {
+                tracing::warn!(file = %path.display(), error = %e, "responses are kept in memory only");
+                return store;
+            }
+        };
+        let mut held = locked(&store.held);
+        let count = records.len();
+        for (_, kept) in records {
+            let bytes = serde_json::to_vec(&kept).map_or(0, |line| line.len());
+            held.hold(Arc::new(kept), bytes);
         }
+        // Rewritten now if mostly stale, before any request waits on it.
+        let (journal, count) = match count > 2 * held.len() + 64 {
+            true => match crate::journal::replace(&path, &held.records()).and_then(|()| Journal::open::<Kept>(&path)) {
+                Ok((journal, _, _)) => (journal, held.len()),
+                Err(e) => {
+                    tracing::warn!(file = %path.display(), error = %e, "the kept responses could not be compacted");
+                    (journal, count)
+                }
+            },
+            false => (journal, count),
+        };
         drop(held);
+        store.writer = Some(Writer::start(path, journal, count, store.held.clone()));
         store
-    }
-
-    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Whether responses are kept at all (`openai.responses_mb` > 0).
@@ -115,12 +168,22 @@ impl ResponseStore {
     /// Keeps `kept`: durable here (and, with a cluster, in Redis) when this
     /// returns `true`; `false` when it is too large or cannot be written.
     pub async fn put(self: &Arc<Self>, kept: Kept) -> bool {
-        let kept = Arc::new(kept);
-        let store = self.clone();
-        let local = kept.clone();
-        let written = tokio::task::spawn_blocking(move || store.keep(local)).await.unwrap_or(false);
-        if !written {
+        let Ok(line) = serde_json::to_vec(&kept) else { return false };
+        if line.len() > MAX_KEPT_BYTES.min(self.max_bytes) {
+            tracing::info!(id = %kept.id, bytes = line.len(), "a conversation too large to keep");
             return false;
+        }
+        let kept = Arc::new(kept);
+        match &self.writer {
+            Some(writer) => {
+                if !writer.write(kept.clone(), line.len()).await {
+                    return false;
+                }
+            }
+            None => {
+                let mut held = locked(&self.held);
+                held.hold(kept.clone(), line.len());
+            }
         }
         if let Some(cluster) = &self.cluster
             && let Ok(value) = serde_json::to_value(kept.as_ref())
@@ -131,71 +194,10 @@ impl ResponseStore {
         true
     }
 
-    /// Writes `kept` to the journal (fsync) and holds it.
-    fn keep(&self, kept: Arc<Kept>) -> bool {
-        let Ok(line) = serde_json::to_vec(kept.as_ref()) else { return false };
-        if line.len() > MAX_KEPT_BYTES.min(self.max_bytes) {
-            tracing::info!(id = %kept.id, bytes = line.len(), "a conversation too large to keep");
-            return false;
-        }
-        let mut held = self.held();
-        if let Some((journal, count)) = &mut held.journal {
-            if let Err(e) = journal.append(0, kept.as_ref()) {
-                tracing::error!(error = %e, "a response could not be kept in the state directory");
-                return false;
-            }
-            *count += 1;
-        }
-        self.hold(&mut held, kept, line.len());
-        self.compact(&mut held);
-        true
-    }
-
-    /// Holds `kept` (`bytes` as a journal line) unless expired, dropping
-    /// the oldest beyond the bound.
-    fn hold(&self, held: &mut Held, kept: Arc<Kept>, bytes: usize) {
-        if self.expired(&kept) {
-            return;
-        }
-        if let Some((_, old)) = held.by_id.remove(&kept.id) {
-            held.bytes -= old;
-            held.order.retain(|id| id != &kept.id);
-        }
-        held.order.push_back(kept.id.clone());
-        held.bytes += bytes;
-        held.by_id.insert(kept.id.clone(), (kept, bytes));
-        while held.bytes > self.max_bytes || held.order.front().is_some_and(|id| self.expired(&held.by_id[id].0)) {
-            let Some(id) = held.order.pop_front() else { break };
-            if let Some((_, bytes)) = held.by_id.remove(&id) {
-                held.bytes -= bytes;
-            }
-        }
-    }
-
-    /// Rewrites the journal when most of its records are no longer held.
-    fn compact(&self, held: &mut Held) {
-        let live = held.order.len();
-        let Some((journal, count)) = &held.journal else { return };
-        if *count <= 2 * live + 64 {
-            return;
-        }
-        let path = journal.path().to_path_buf();
-        let records: Vec<Kept> = held.order.iter().map(|id| held.by_id[id].0.as_ref().clone()).collect();
-        let rewritten = crate::journal::replace(&path, &records).and_then(|()| Journal::open::<Kept>(&path));
-        match rewritten {
-            Ok((journal, _, _)) => held.journal = Some((journal, live)),
-            Err(e) => tracing::warn!(file = %path.display(), error = %e, "the kept responses could not be compacted"),
-        }
-    }
-
-    fn expired(&self, kept: &Kept) -> bool {
-        crate::metrics::unix_ms().saturating_sub(kept.at_unix_ms) > self.ttl.as_millis() as u64
-    }
-
     /// The conversation of response `id`, if kept (here or shared), not
     /// expired and made by `owner`.
     pub async fn get(&self, id: &str, owner: Option<&str>) -> Option<Arc<Kept>> {
-        let local = self.held().by_id.get(id).map(|(kept, _)| kept.clone());
+        let local = { locked(&self.held).by_id.get(id).map(|(kept, _)| kept.clone()) };
         let kept = match local {
             Some(kept) => kept,
             None => {
@@ -203,7 +205,7 @@ impl ResponseStore {
                 Arc::new(serde_json::from_value::<Kept>(value).ok()?)
             }
         };
-        (kept.owner.as_deref() == owner && !self.expired(&kept)).then_some(kept)
+        (kept.owner.as_deref() == owner && !locked(&self.held).expired(&kept)).then_some(kept)
     }
 }
 
@@ -259,10 +261,37 @@ mod tests {
         for i in 0..200 {
             assert!(store.put(kept(&format!("resp_{i}"), None, "some words")).await);
         }
+        drop(store);
         let lines = std::fs::read_to_string(dir.path().join("responses.jsonl")).unwrap().lines().count();
         assert!(lines < 100, "{lines} lines for a handful held");
-        drop(store);
         let store = ResponseStore::open(Some(dir.path().into()), Duration::from_secs(60), 300, None);
         assert!(store.get("resp_199", None).await.is_some());
+    }
+
+    /// Many responses at once while the journal is rewritten under them:
+    /// each acknowledged one is read back after a restart, and the journal
+    /// stays compact.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_responses_share_fsyncs_and_survive_rewrites() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = || Arc::new(ResponseStore::open(Some(dir.path().into()), Duration::from_secs(60), 20_000, None));
+        let store = open();
+        let mut tasks = Vec::new();
+        for i in 0..2_000 {
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move { store.put(kept(&format!("resp_{i}"), None, "some words")).await }));
+        }
+        for task in tasks {
+            assert!(task.await.unwrap(), "every response is kept");
+        }
+        let held: Vec<String> = locked(&store.held).records().iter().map(|k| k.id.clone()).collect();
+        assert!(held.len() > 50 && held.len() < 2_000, "{}", held.len());
+        drop(store);
+        let lines = std::fs::read_to_string(dir.path().join("responses.jsonl")).unwrap().lines().count();
+        assert!(lines < 2 * held.len() + 64 + 256, "rewritten while written: {lines} lines for {} held", held.len());
+        let store = open();
+        for id in &held {
+            assert!(store.get(id, None).await.is_some(), "{id} was acknowledged and held, then lost");
+        }
     }
 }
