@@ -61,7 +61,6 @@ fn handshake_error(e: &rmcp::service::ClientInitializeError) -> String {
         // Its Display names the transport's Rust type: the cause and its
         // sources say what happened ("connection refused").
         E::TransportError { error, context } => {
-            use std::error::Error;
             let mut reason = error.error.to_string();
             let mut source = error.error.source();
             while let Some(cause) = source {
