@@ -39,15 +39,21 @@ fn route_mode_keeps_the_relevant_tools_better_than_bm25() {
         let (bm25, random) = (&set["bm25"], &set["random"]);
         let f = |v: &Value| v.as_f64().unwrap();
         assert!(set["queries"].as_u64().unwrap() > 100, "{set}");
-        let mut routes = vec![&set["route_words_only"]];
+        // Ranked by words only, a tool brought along for what a kept tool
+        // needs (`retrieval::tool_list::companions`) takes the last kept
+        // one's place: on G2_instruction that costs one request of 106
+        // (docs/benchmarks.md, "Tools that come with what they need"), so
+        // words only may be one request below BM25, never more.
+        let one = 1.0 / set["queries"].as_f64().unwrap() + 1e-9;
+        let mut routes = vec![(&set["route_words_only"], one)];
         if embedded {
-            routes.push(&set["route"]);
+            routes.push((&set["route"], 0.0));
             assert_eq!(f(&set["same_when_permuted"]), 1.0, "the order of the tools changed what was kept: {set}");
         }
-        for route in routes {
+        for (route, slack) in routes {
             assert!(f(&route["recall"]) >= 0.90 && f(&route["all_kept"]) >= 0.80, "{set}");
-            assert!(f(&route["recall"]) > f(&bm25["recall"]), "route mode not above BM25: {set}");
-            assert!(f(&route["all_kept"]) >= f(&bm25["all_kept"]), "route mode below BM25: {set}");
+            assert!(f(&route["recall"]) + slack > f(&bm25["recall"]), "route mode not above BM25: {set}");
+            assert!(f(&route["all_kept"]) + slack >= f(&bm25["all_kept"]), "route mode below BM25: {set}");
         }
         assert!(f(&random["recall"]) < 0.2, "{set}");
     }
