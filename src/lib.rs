@@ -42,7 +42,8 @@
 //!   tools: `models/tool-minilm/`) with an HNSW graph or
 //!   exact scan, fused by weighted reciprocal rank; multi-part requests
 //!   split into intents; the index persists in the state directory. Route
-//!   mode ranks a client's own tools (`tool_list`), their vectors kept per
+//!   mode ranks a client's own tools (`tool_list`; a kept tool brings the
+//!   tool that produces what it needs, `tool_list::companions`), their vectors kept per
 //!   tool (`tool_vectors`), learning which tools the model called for
 //!   which request and each tool's vector from the requests it served
 //!   (`tool_memory`).
@@ -58,8 +59,10 @@
 //!
 //! **Outbound HTTP** (toolrouter as a client):
 //!
-//! * [`outbound`]: what every outbound request shares (the model's and the
-//!   APIs'): backoff with jitter, `Retry-After`, bodies read up to a cap.
+//! * [`outbound`]: what every outbound request shares (the model's, the
+//!   APIs' and the downstream MCP servers'): backoff with jitter,
+//!   `Retry-After`, bodies read up to a cap, the `User-Agent`, the TLS
+//!   crypto provider.
 //! * [`upstream`]: calls the APIs: requests in RapidAPI's conventions, the
 //!   SSRF guard, rate limits (governor), retries, size and time caps, and
 //!   the replay table of recorded responses.
