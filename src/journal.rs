@@ -121,19 +121,24 @@ impl Journal {
 /// Replaces the journal at `path` by `records` (numbered from 1): written
 /// beside it, fsync'd, renamed into place, the directory fsync'd.
 pub fn replace<T: Serialize + DeserializeOwned>(path: &Path, records: &[T]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
+    let mut journal = write_beside(path, records)?;
+    journal.move_to(path)
+}
+
+/// A new journal beside the one at `path` (`*.jsonl.new`) holding `records`
+/// (numbered from 1), fsync'd; [`Journal::move_to`] puts it in place.
+pub fn write_beside<T: Serialize>(path: &Path, records: &[T]) -> std::io::Result<Journal> {
+    std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))?;
     let aside = path.with_extension("jsonl.new");
     // A leftover of an interrupted rewrite: appending to it would duplicate records.
     match std::fs::remove_file(&aside) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
         _ => {}
     }
-    let (mut journal, _, _) = Journal::open::<T>(&aside)?;
+    let file = OpenOptions::new().create(true).append(true).open(&aside)?;
+    let mut journal = Journal { path: aside, file };
     journal.append_all(1, records)?;
-    drop(journal);
-    std::fs::rename(&aside, path)?;
-    File::open(dir)?.sync_all()
+    Ok(journal)
 }
 
 /// Reads the intact records of the journal at `path` without changing it.

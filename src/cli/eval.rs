@@ -324,31 +324,32 @@ fn run_route(args: &RouteArgs, config: &Config) -> Result<ExitCode, CliError> {
     ];
     let sweep = swept.iter().any(|v| !v.is_empty()) || !args.companions.is_empty();
     let companions = if args.companions.is_empty() { vec![base.companions] } else { args.companions.clone() };
-    let mut grid = Vec::new();
-    for lexical in or_default(&args.lexical_weight, base.lexical) {
-        for dense in or_default(&args.dense_weight, base.dense) {
-            for intent in or_default(&args.intent_weight, base.intent) {
-                for earlier in or_default(&args.earlier_weight, base.earlier) {
-                    for server in or_default(&args.server_weight, base.server) {
-                        for learned in or_default(&args.learned_weight, base.learned) {
-                            for &companions in &companions {
-                                grid.push(ListWeights {
-                                    lexical,
-                                    dense,
-                                    intent,
-                                    earlier,
-                                    server,
-                                    learned,
-                                    companions,
-                                    ..base
-                                });
-                            }
-                        }
-                    }
-                }
-            }
-        }
+    // The sweep's grid, one field at a time: every weights so far, once per value of the next.
+    type Set = fn(&mut ListWeights, f32);
+    let fields: [(&Vec<f32>, f32, Set); 6] = [
+        (&args.lexical_weight, base.lexical, |w, v| w.lexical = v),
+        (&args.dense_weight, base.dense, |w, v| w.dense = v),
+        (&args.intent_weight, base.intent, |w, v| w.intent = v),
+        (&args.earlier_weight, base.earlier, |w, v| w.earlier = v),
+        (&args.server_weight, base.server, |w, v| w.server = v),
+        (&args.learned_weight, base.learned, |w, v| w.learned = v),
+    ];
+    let mut grid = vec![base];
+    for (values, default, set) in fields {
+        let values = or_default(values, default);
+        grid = grid
+            .iter()
+            .flat_map(|w| values.iter().map(move |&v| (*w, v)))
+            .map(|(mut w, v)| {
+                set(&mut w, v);
+                w
+            })
+            .collect();
     }
+    let grid: Vec<ListWeights> = grid
+        .into_iter()
+        .flat_map(|w| companions.iter().map(move |&companions| ListWeights { companions, ..w }))
+        .collect();
     let mut reports = Vec::new();
     for weights in grid {
         let options = RouteOptions {

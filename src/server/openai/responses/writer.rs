@@ -151,20 +151,13 @@ struct Rewrite {
 }
 
 impl Rewrite {
-    /// Writes `records` to the journal's aside file on another thread.
+    /// Writes `records` beside the journal ([`crate::journal::write_beside`]) on another thread.
     fn start(path: &Path, records: Vec<Arc<Kept>>) -> Rewrite {
-        let aside = path.with_extension("jsonl.new");
+        let path = path.to_path_buf();
         let live = records.len();
         let thread = std::thread::spawn(move || {
-            // A leftover of an interrupted rewrite: appending to it would duplicate records.
-            match std::fs::remove_file(&aside) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-                _ => {}
-            }
-            let (mut journal, _, _) = Journal::open::<Kept>(&aside)?;
             let refs: Vec<&Kept> = records.iter().map(AsRef::as_ref).collect();
-            journal.append_all(1, &refs)?;
-            Ok(journal)
+            crate::journal::write_beside(&path, &refs)
         });
         Rewrite { thread, live, since: Vec::new() }
     }
