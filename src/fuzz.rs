@@ -1,6 +1,6 @@
 //! Property tests of the parsers that read untrusted input (proptest): the
 //! model's event streams (`llm::sse`), chat request bodies
-//! (`server::chat::request::parse`), JSON in text (`json_text`), Python
+//! (`chat::request::parse`), JSON in text (`json_text`), Python
 //! literals (`trajectory::pyliteral`), JSON Schema of any dialect
 //! (`catalog::dialect`) and OpenAPI documents (the catalog loader). Each
 //! must end, without a panic, on any input; the wire formats must also
@@ -187,10 +187,10 @@ proptest! {
     #[test]
     fn a_chat_request_body_is_parsed_or_refused(body in json(), bytes in prop::collection::vec(any::<u8>(), 0..256)) {
         let config = crate::config::OpenAiConfig::default();
-        let lists = crate::server::chat::tools::ToolLists::new(false);
+        let lists = crate::chat::tools::ToolLists::new(false);
         let chat = serde_json::json!({"model": "m", "messages": [body.clone()], "tools": [body.clone()]});
         for input in [body.to_string().into_bytes(), chat.to_string().into_bytes(), bytes] {
-            let _ = crate::server::chat::request::parse(&input, &config, None, &lists, 1_000);
+            let _ = crate::chat::request::parse(&input, &config, None, &lists, std::time::Duration::from_secs(1));
         }
     }
 

@@ -78,18 +78,27 @@
 //!   stream ends told apart; one time budget per request; hyper-util's
 //!   pooled client, not reqwest's layers).
 //!
-//! **The engine** (what every face shares, protocol-neutral):
+//! **The engine and the chat core** (what every face shares,
+//! protocol-neutral):
 //!
 //! * [`engine`]: search, plan, the one call pipeline (resolve the name
 //!   with suggestions, validate, call upstream, compress, learn), recording
 //!   runs; [`engine::loading`] loads it in the background;
 //!   [`engine::solve`] carries a request out (execute mode's loop).
+//! * [`chat`]: a typed chat request in, a typed whole answer, chunk
+//!   stream or error out: route mode (the client's tools narrowed, tool
+//!   calls checked and repaired), plan and execute modes, their decision
+//!   records and traces. Every chat face is a codec over it; `eval` and
+//!   `bench` call it directly.
 //!
 //! **The faces** (everything that speaks a protocol):
 //!
-//! * [`server`]: `toolrouter serve` (middleware, connections, graceful
-//!   shutdown), the OpenAI-compatible face ([`server::openai`]), the MCP
-//!   face ([`server::mcp`]) and the replay server of recorded responses.
+//! * [`server`]: `toolrouter serve` (the shared state, middleware,
+//!   connections, graceful shutdown), the OpenAI-compatible face
+//!   ([`server::openai`]: chat completions and the Responses API), the
+//!   Anthropic face ([`server::anthropic`]), the MCP face
+//!   ([`server::mcp`]), the console and the replay server of recorded
+//!   responses; no face imports another or the router.
 //! * [`eval`]: measures retrieval (Recall@k, NDCG@k, MRR), planning
 //!   (precision, recall and F1 of the planned APIs) and response
 //!   compression against plain baselines.
@@ -101,6 +110,7 @@
 
 pub mod args;
 pub mod catalog;
+pub mod chat;
 pub mod cli;
 pub mod cluster;
 pub mod compress;

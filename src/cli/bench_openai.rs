@@ -27,10 +27,10 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 use super::CliError;
+use crate::chat::tools::{ClientTool, client_tool};
 use crate::config::Config;
 use crate::eval::retrieval::Latency;
 use crate::retrieval::Embedder;
-use crate::server::chat::tools::{ClientTool, client_tool};
 use crate::server::{App, hash_key, router};
 
 /// The API key the bench's client presents.
@@ -103,8 +103,8 @@ async fn bench(args: &OpenAiBenchArgs, config: &Config) -> Result<ExitCode, CliE
         let embedder = Arc::new(Embedder::load(&config.embedding).map_err(|e| CliError::Usage(e.to_string()))?);
         let client_tools: Vec<Arc<ClientTool>> =
             tools.iter().filter_map(|t| client_tool(t, true).ok()).map(Arc::new).collect();
-        app.set_route_embedder(embedder.clone());
-        let narrowing = app.narrowing();
+        app.chat.set_route_embedder(embedder.clone());
+        let narrowing = app.chat.narrowing();
         narrowing
             .ranker
             .embed_missing(&narrowing.set(&client_tools), &embedder, Duration::MAX)

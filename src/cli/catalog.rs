@@ -63,9 +63,9 @@ fn documents(catalog: &Catalog) -> Result<ExitCode, CliError> {
     for ((api, dense), lexical) in catalog.apis().iter().zip(&docs.dense).zip(&docs.lexical) {
         let tool = catalog.tool_of(api);
         let definition = catalog.function_definition(api);
-        let as_offered = crate::server::chat::tools::client_tool(&definition, false)
+        let as_offered = crate::chat::tools::client_tool(&definition, false)
             .map(|t| t.text)
-            .map_err(|e| anyhow::anyhow!("{}: {}", api.function_name, e.message))?;
+            .map_err(|e| anyhow::anyhow!("{}: {}", api.function_name, e))?;
         let line = json!({
             "function": api.function_name, "tool": tool.name, "api": api.name, "category": tool.category,
             "dense": dense, "lexical": lexical, "definition": as_offered,

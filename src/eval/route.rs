@@ -3,7 +3,7 @@
 //! (APIs of other queries' lists, then catalog APIs from a fixed random
 //! pool) up to `tools` tools, shuffled with a fixed seed, as OpenAI tool
 //! definitions. The server's own narrowing ([`crate::retrieval::tool_list`],
-//! the steps of [`crate::server::chat::route::Narrowing::narrow`]) keeps `k` of them,
+//! the steps of [`crate::chat::route::Narrowing::narrow`]) keeps `k` of them,
 //! once as a list seen for the first time (lexical) and once embedded;
 //! so do a plain BM25 top-`k` over the tools' names and descriptions and
 //! a random `k`, in the same run. Reported: the recall of the query's
@@ -27,12 +27,12 @@ use serde_json::Value;
 
 use super::queries::QueryRecord;
 use crate::catalog::{ApiId, Catalog};
+use crate::chat::route::Asked;
+use crate::chat::tools::{ClientTool, client_tool};
 use crate::retrieval::Embedder;
 use crate::retrieval::bm25::Bm25;
 use crate::retrieval::tool_list::{self, Dense, ListWeights, ToolListRanker, ToolSet};
 use crate::retrieval::tool_memory::Recalled;
-use crate::server::chat::route::Asked;
-use crate::server::chat::tools::{ClientTool, client_tool};
 
 /// Catalog APIs the random distractors are drawn from (a fixed pool keeps
 /// the texts to embed within a few thousand).
@@ -246,7 +246,7 @@ pub fn load_cases(path: &std::path::Path) -> Result<Vec<Case>, String> {
             .map_err(|e| format!("{at}: {e} (a case is {{\"query\": …, \"tools\": […], \"relevant\": [names]}})"))?;
         let mut names = HashSet::new();
         for (i, tool) in case.tools.iter().enumerate() {
-            let tool = client_tool(tool, false).map_err(|e| format!("{at}: tools[{i}]: {}", e.message))?;
+            let tool = client_tool(tool, false).map_err(|e| format!("{at}: tools[{i}]: {e}"))?;
             if !names.insert(tool.name) {
                 return Err(format!("{at}: tools[{i}] repeats a tool name"));
             }

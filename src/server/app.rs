@@ -1,6 +1,7 @@
-//! `toolrouter serve`: the HTTP listener the faces share, the state they
-//! share, their routes joined ([`router`]) and its life (start,
-//! housekeeping, graceful shutdown).
+//! `toolrouter serve`: the HTTP listener the faces share, their routes
+//! joined ([`router`]) over the shared state ([`super::state`]) and its
+//! life (start, housekeeping, graceful shutdown). Nothing imports this
+//! file but `serve`'s callers.
 //!
 //! * `GET /healthz`: 200 while the process runs;
 //! * `GET /readyz`: 200 once the engine (catalog, index, graph) is loaded,
@@ -31,192 +32,20 @@
 //! in place; a bad config is refused whole; the log names what needs a
 //! restart.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
-use arc_swap::ArcSwap;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
-use super::chat::execute::Runner;
-use super::chat::route::Narrowing;
-use super::chat::tools::ToolLists;
 use super::error::ApiError;
-use super::mcp::McpServer;
 use super::middleware::{admit, not_ready, observe};
+use super::state::{App, readiness};
 use crate::config::Config;
 use crate::downstream::{Health, ServerState};
-use crate::engine::Engine;
-use crate::engine::loading::{Loading, NotReady};
-use crate::llm::{ChatModel, LlmClient};
-use crate::retrieval::tool_list::ToolListRanker;
-use crate::retrieval::tool_memory::ToolMemory;
-use crate::retrieval::tool_vectors::ToolVectors;
-
-type McpService = StreamableHttpService<McpServer, LocalSessionManager>;
-
-/// What the routes share.
-pub struct App {
-    /// The configuration the server started with (a reload changes the
-    /// gate, and the engine's share, in place; the rest needs a restart).
-    pub(super) config: Config,
-    /// The API keys and the per-key request rate, swapped by a reload.
-    pub(super) gate: ArcSwap<super::gate::Gate>,
-    /// The console's last minutes of counters.
-    pub(super) history: super::console::history::History,
-    /// The engine, loading or loaded (`None` in a server without one, such
-    /// as the overhead bench's).
-    pub(super) loading: OnceLock<Arc<Loading>>,
-    pub(super) mcp: OnceLock<McpService>,
-    /// The upstream model (`None` without `llm.base_url`).
-    pub(super) llm: Option<Arc<dyn ChatModel>>,
-    /// The Redis cluster the per-key request rate is shared through (the
-    /// gate's local limiter is then this replica's share, used without Redis).
-    pub(super) cluster: Option<Arc<crate::cluster::Cluster>>,
-    /// Execute runs: the model, the cap on runs in flight, the traces
-    /// (`None` without a model).
-    pub(super) runner: Option<Arc<Runner>>,
-    /// Set when the shutdown grace is over: requests still running get 503.
-    pub(super) cut_off: tokio::sync::watch::Sender<bool>,
-    /// Route mode's tool-list indexes and vectors.
-    pub(super) ranker: Arc<ToolListRanker>,
-    /// Client tool lists parsed before.
-    pub(super) tool_lists: ToolLists,
-    /// The embedding model route mode uses when no engine is loaded (the
-    /// overhead bench's server).
-    pub(super) route_embedder: OnceLock<Arc<crate::retrieval::Embedder>>,
-}
-
-impl App {
-    /// The app of `config`, its model the server at `llm.base_url` (none without one).
-    pub fn new(config: &Config) -> Arc<App> {
-        let llm = LlmClient::new(config).ok().map(|client| Arc::new(client) as Arc<dyn ChatModel>);
-        App::with_model(config, llm)
-    }
-
-    /// The app of `config` with `llm` as its model (tests script one).
-    pub fn with_model(config: &Config, llm: Option<Arc<dyn ChatModel>>) -> Arc<App> {
-        let cluster = crate::cluster::Cluster::open(&config.cluster).unwrap_or_else(|e| {
-            tracing::error!("the cluster cannot be used, so limits are this replica's alone: {e:#}");
-            None
-        });
-        let runner = llm.clone().map(|llm| Arc::new(Runner::new(llm, config, cluster.clone())));
-        let gate = super::gate::Gate::new(&config.server, rate_share(config, cluster.is_some()));
-        Arc::new(App {
-            ranker: route_ranker(config, cluster.as_ref()),
-            config: config.clone(),
-            gate: ArcSwap::from_pointee(gate),
-            history: Default::default(),
-            loading: OnceLock::new(),
-            mcp: OnceLock::new(),
-            llm,
-            cluster,
-            runner,
-            cut_off: tokio::sync::watch::Sender::new(false),
-            tool_lists: ToolLists::new(config.args.strict),
-            route_embedder: OnceLock::new(),
-        })
-    }
-
-    /// Route mode ranks with `embedder` while no engine is loaded.
-    pub fn set_route_embedder(&self, embedder: Arc<crate::retrieval::Embedder>) {
-        let _ = self.route_embedder.set(embedder);
-    }
-
-    /// Route mode's narrowing with this server's ranker, without a graph
-    /// (the handler adds the engine's graph and model when it is loaded).
-    pub fn narrowing(&self) -> Narrowing {
-        Narrowing {
-            embedder: self.route_embedder.get().cloned(),
-            embed_budget: Duration::from_millis(self.config.openai.embed_budget_ms),
-            cluster: self.cluster.clone(),
-            memory_bound: self.config.openai.tool_memory_requests,
-            ..Narrowing::lexical(self.ranker.clone())
-        }
-    }
-
-    /// The loaded engine, or why there is none yet.
-    pub(super) fn engine(&self) -> Result<&Arc<Engine>, NotReady> {
-        let Some(loading) = self.loading.get() else {
-            return Err(NotReady::Failed("this server has no engine".into()));
-        };
-        loading.engine()
-    }
-
-    /// Serves the engine `loading` loads (MCP sessions open at once).
-    pub fn set_loading(&self, loading: Arc<Loading>) {
-        // Both structs are non-exhaustive: set the idle timeout on defaults.
-        let mut session_manager = LocalSessionManager::default();
-        session_manager.session_config.keep_alive = Some(Duration::from_secs(self.config.mcp.session_idle_s.max(1)));
-        let mcp_config = StreamableHttpServerConfig::default()
-            .with_allowed_hosts(self.config.server.mcp_hosts())
-            .with_max_request_body_bytes(self.config.server.max_body_bytes)
-            .with_json_response(true);
-        let factory_loading = loading.clone();
-        let service = StreamableHttpService::new(
-            move || Ok(McpServer::new(factory_loading.clone())),
-            Arc::new(session_manager),
-            mcp_config,
-        );
-        let _ = self.mcp.set(service);
-        let _ = self.loading.set(loading);
-    }
-}
-
-/// The replicas the per-key request rate is divided among: without Redis,
-/// each replica admits its share of the rate and of the burst.
-pub(super) fn rate_share(config: &Config, cluster: bool) -> u32 {
-    if cluster { config.cluster.replicas.max(1) } else { 1 }
-}
-
-/// Route mode's ranker, its tool vectors kept in the state directory
-/// (`tool-vectors/`) within `openai.tool_cache_*`, what the model called
-/// for which request in `tool-memory/` and, with a cluster,
-/// shared with the other replicas (written from the runtime of the
-/// caller, when there is one).
-fn route_ranker(config: &Config, cluster: Option<&Arc<crate::cluster::Cluster>>) -> Arc<ToolListRanker> {
-    let bounds = crate::retrieval::tool_vectors::Bounds {
-        entries: config.openai.tool_cache_entries,
-        bytes: config.openai.tool_cache_mb << 20,
-    };
-    let vectors = ToolVectors::new(Some(config.state.dir().join("tool-vectors")), bounds);
-    let memory = ToolMemory::new(Some(config.state.dir().join("tool-memory")), config.openai.tool_memory_requests);
-    let ranker = Arc::new(ToolListRanker::new(vectors, memory));
-    if let (Some(cluster), Ok(runtime)) = (cluster, tokio::runtime::Handle::try_current()) {
-        let (cluster, ttl) = (cluster.clone(), Duration::from_secs(config.cluster.tool_vectors_ttl_s));
-        let (shared, handle) = (cluster.clone(), runtime.clone());
-        ranker.on_embedded(Arc::new(move |entries| {
-            let cluster = shared.clone();
-            handle.spawn(async move { cluster.share_tool_vectors(&entries, ttl).await });
-        }));
-        if config.openai.tool_memory_requests > 0 {
-            runtime.spawn(follow_tool_memory(cluster, Arc::downgrade(&ranker)));
-        }
-    }
-    ranker
-}
-
-/// Keeps what the other replicas' route mode learned: the shared stream
-/// from its start, then every second, while the ranker lives.
-async fn follow_tool_memory(cluster: Arc<crate::cluster::Cluster>, ranker: std::sync::Weak<ToolListRanker>) {
-    let mut position = "0".to_string();
-    while ranker.strong_count() > 0 {
-        let entries = cluster.read_called(&position).await.unwrap_or_default();
-        let Some(last) = entries.last().map(|(id, _)| id.clone()) else {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            continue;
-        };
-        let Some(ranker) = ranker.upgrade() else { return };
-        let called: Vec<_> = entries.into_iter().filter_map(|(_, c)| c).collect();
-        // Keeping an entry appends to the memory's journal (fsync).
-        let _ = tokio::task::spawn_blocking(move || called.iter().filter(|c| ranker.learn_shared(c)).count()).await;
-        position = last;
-    }
-}
+use crate::engine::loading::Loading;
 
 /// The router of `toolrouter serve`.
 pub fn router(app: Arc<App>) -> axum::Router {
@@ -224,7 +53,7 @@ pub fn router(app: Arc<App>) -> axum::Router {
     let (console, console_api) = super::console::routes();
     let protected = face(super::openai::routes(&app), "openai")
         .merge(face(super::anthropic::routes(), "anthropic"))
-        .merge(face(super::mcp::routes(), "mcp"))
+        .merge(face(super::mcp::routes(&app), "mcp"))
         .merge(face(console_api, "console"))
         .route("/metrics", get(metrics))
         .layer(admit);
@@ -261,30 +90,6 @@ async fn readyz(State(app): State<Arc<App>>) -> Response {
     }
 }
 
-/// `ready`, or `ready, degraded: ` and what is down (the dense index
-/// still being built, downstream MCP servers, Redis).
-pub(super) async fn readiness(engine: &Engine) -> String {
-    let building = engine.index_status();
-    let mut down: Vec<String> = building.into_iter().collect();
-    down.extend(engine.downstream_health().into_iter().filter(|h| h.state != ServerState::Up).map(|h| {
-        format!(
-            "the MCP server `{}` is {} ({})",
-            h.server,
-            h.state.as_str(),
-            h.error.as_deref().unwrap_or("connecting")
-        )
-    }));
-    if let Some(cluster) = engine.cluster()
-        && let Err(e) = cluster.ping().await
-    {
-        let waiting = engine.sharing_stats().map_or(0, |s| s.backlog);
-        down.push(format!(
-            "{e}; each replica enforces its share of the limits (cluster.replicas); {waiting} runs wait to be shared"
-        ));
-    }
-    if down.is_empty() { "ready".to_string() } else { format!("ready, degraded: {}", down.join("; ")) }
-}
-
 /// The process counters, route mode's tool vectors and memory, then the
 /// cluster's and the downstream MCP servers' gauges.
 async fn metrics(State(app): State<Arc<App>>) -> Response {
@@ -297,8 +102,8 @@ async fn metrics(State(app): State<Arc<App>>) -> Response {
              # TYPE toolrouter_route_tool_vectors gauge\ntoolrouter_route_tool_vectors {}\n\
              # HELP toolrouter_route_remembered_requests Requests whose tool calls route mode remembers.\n\
              # TYPE toolrouter_route_remembered_requests gauge\ntoolrouter_route_remembered_requests {}",
-            app.ranker.tool_vectors(),
-            app.ranker.remembered_requests()
+            app.chat.ranker().tool_vectors(),
+            app.chat.ranker().remembered_requests()
         );
     }
     if let Ok(engine) = app.engine() {
@@ -389,7 +194,6 @@ pub async fn serve(config: &Config, source: super::reload::Source) -> anyhow::Re
     let loading = Loading::start(config);
     app.set_loading(loading.clone());
     tokio::spawn(housekeeping(app.clone()));
-    tokio::spawn(super::console::sample(app.clone()));
     let reloader = super::reload::Reloader::new(source, loading, Some(app.clone()));
     #[cfg(unix)]
     tokio::spawn(reloader.with_certificates(certificates.clone()).follow(hangups));

@@ -13,6 +13,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
+use crate::chat::ChatError;
+use crate::engine::loading::NotReady;
 use crate::llm::LlmError;
 
 /// An error in OpenAI's shape, `{"error": {"message", "type", "param",
@@ -160,6 +162,36 @@ impl ApiError {
             EngineError::Internal(message) => {
                 ApiError::server(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", message)
             }
+        }
+    }
+}
+
+impl ApiError {
+    /// 503 while the engine loads, saying how far it has got. Why a load
+    /// failed (paths, configuration) is for the log, not for whoever asks.
+    pub fn not_ready(why: NotReady) -> ApiError {
+        let why = match why {
+            NotReady::Failed(_) => "toolrouter's engine failed to load; the server's log says why".to_string(),
+            loading => loading.to_string(),
+        };
+        ApiError::server(StatusCode::SERVICE_UNAVAILABLE, "not_ready", why).with_retry_after(5)
+    }
+}
+
+impl From<ChatError> for ApiError {
+    fn from(e: ChatError) -> ApiError {
+        let message = e.to_string();
+        match e {
+            ChatError::Invalid { message, param } => ApiError::invalid(message, param.as_deref()),
+            ChatError::UnknownModel(_) => ApiError::not_found("model_not_found", message, Some("model")),
+            ChatError::Model(e) => ApiError::from(e),
+            ChatError::Engine(e) => ApiError::from_engine(e, "messages"),
+            ChatError::NotReady(why) => ApiError::not_ready(why),
+            ChatError::Busy(_) => ApiError::rate_limited("too_many_runs", message, Some(1)),
+            ChatError::InvalidToolCalls { .. } => {
+                ApiError::server(StatusCode::BAD_GATEWAY, "invalid_tool_call", message)
+            }
+            ChatError::RunFailed(_) => ApiError::server(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", message),
         }
     }
 }

@@ -25,10 +25,11 @@ pub struct ClientId(pub String);
 /// The header of request ids.
 const X_REQUEST_ID: &str = "x-request-id";
 
-use super::app::App;
 use super::error::ApiError;
 use super::gate::Gate;
+use super::state::App;
 use crate::cluster::limits::{Cell, Verdict};
+use crate::config::Config;
 use crate::engine::loading::NotReady;
 use crate::telemetry;
 
@@ -55,24 +56,46 @@ pub fn hash_key(key: &str) -> String {
 #[derive(Clone, Copy)]
 pub(crate) struct Arrived(pub(crate) std::time::Instant);
 
-/// What a chat-speaking handler hands the chat pipeline besides the body:
-/// the client the key names, when the request arrived, its headers.
+/// What a chat-speaking handler hands the chat core besides the body:
+/// the client the key names, when the request arrived, the mode its
+/// `x-toolrouter-mode` header names.
 #[derive(Clone)]
 pub(crate) struct Requester {
     pub(crate) client: Option<ClientId>,
     pub(crate) arrived: Option<Arrived>,
-    pub(crate) headers: axum::http::HeaderMap,
+    pub(crate) mode: Option<String>,
 }
 
 impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Requester {
     type Rejection = std::convert::Infallible;
 
     async fn from_request_parts(parts: &mut axum::http::request::Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let mode = parts.headers.get("x-toolrouter-mode").and_then(|v| v.to_str().ok()).map(str::to_string);
         Ok(Requester {
             client: parts.extensions.get::<ClientId>().cloned(),
             arrived: parts.extensions.get::<Arrived>().copied(),
-            headers: parts.headers.clone(),
+            mode,
         })
+    }
+}
+
+/// Of `server.request_timeout_ms`, what a request's model requests leave
+/// for answering.
+const BUDGET_MARGIN_MS: u64 = 200;
+
+impl Requester {
+    /// The time the request's model requests may take, from now: they end
+    /// before the request's time limit, so that retries and repairs fit
+    /// and the answer says why (504), not the time limit's layer.
+    pub(crate) fn budget(&self, config: &Config) -> Duration {
+        let spent = self.arrived.map_or(0, |a| a.0.elapsed().as_millis() as u64);
+        let budget = config.server.request_timeout_ms.saturating_sub(BUDGET_MARGIN_MS + spent).max(1);
+        Duration::from_millis(budget)
+    }
+
+    /// The key's name, for the chat core.
+    pub(crate) fn client(&self) -> Option<String> {
+        self.client.as_ref().map(|c| c.0.clone())
     }
 }
 
@@ -338,12 +361,7 @@ pub(super) fn body_and_engine(
     Ok((body, engine.clone()))
 }
 
-/// 503 while the engine loads, saying how far it has got. Why a load
-/// failed (paths, configuration) is for the log, not for whoever asks.
+/// 503 while the engine loads ([`ApiError::not_ready`]).
 pub(crate) fn not_ready(why: NotReady) -> Response {
-    let why = match why {
-        NotReady::Failed(_) => "toolrouter's engine failed to load; the server's log says why".to_string(),
-        loading => loading.to_string(),
-    };
-    ApiError::server(StatusCode::SERVICE_UNAVAILABLE, "not_ready", why).with_retry_after(5).into_response()
+    ApiError::not_ready(why).into_response()
 }

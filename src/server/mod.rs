@@ -16,10 +16,11 @@
 //! * [`tls`]: TLS on the listener, its certificate reloaded when it changes;
 //! * [`error`]: the error every face answers with (OpenAI's shape; each
 //!   face may rewrite it into its own);
-//! * [`chat`]: the chat pipeline (route, plan and execute modes on a
-//!   chat-completions request), which every chat-speaking face is served by;
-//! * [`translate`]: what the faces served by translation through the chat
-//!   pipeline share (the Responses API, Anthropic's Messages).
+//! * [`state`]: the state every face shares (configuration, gate, engine,
+//!   cluster, the chat core), nothing face-specific;
+//! * [`translate`]: what the faces whose shape is not chat's share (the
+//!   Responses API, Anthropic's Messages): their event streams made from
+//!   the chat core's chunks.
 //!
 //! The faces, each a folder with its own `routes()`, importing the floor
 //! and never each other:
@@ -34,7 +35,6 @@
 
 pub mod anthropic;
 pub mod app;
-pub mod chat;
 pub mod conn;
 pub mod console;
 pub mod error;
@@ -44,8 +44,10 @@ pub mod middleware;
 pub mod openai;
 pub mod reload;
 pub mod replay_server;
+pub mod state;
 pub mod tls;
 pub mod translate;
 
-pub use app::{App, router, serve};
+pub use app::{router, serve};
 pub use middleware::hash_key;
+pub use state::App;

@@ -29,7 +29,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::app::{App, rate_share};
+use super::state::{App, rate_share};
 use super::tls::Certificates;
 use crate::config::Config;
 use crate::engine::loading::Loading;

@@ -1,9 +1,9 @@
-//! What the faces served by translation share (the Responses API,
-//! Anthropic's Messages): each turns its request into a chat-completions
-//! request, has it served, and turns the answer back; a streamed answer's
-//! chunks go through a [`Translator`] into the face's own event stream.
+//! What the faces whose shape is not chat's share (the Responses API,
+//! Anthropic's Messages): each decodes its request into the chat core's
+//! fields, has the core answer, and encodes the answer in its own shape; a
+//! streamed answer's chunks go through a [`Translator`] into the face's
+//! own event stream.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::{HeaderValue, header};
@@ -11,9 +11,8 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures_util::StreamExt;
 
+use crate::chat::ChatStream;
 use crate::llm::wire::Chunk;
-use crate::server::app::App;
-use crate::server::middleware::Requester;
 
 /// The id of the first `tool` message in `messages` (chat messages) that
 /// answers no earlier assistant tool call: a model server refuses such a
@@ -34,9 +33,6 @@ pub fn unanswerable_result(messages: &[serde_json::Value]) -> Option<String> {
     None
 }
 
-/// The most a chat answer read back may hold.
-pub const MAX_ANSWER_BYTES: usize = 256 << 20;
-
 /// A face's event stream, made from chat chunks: each call gives the
 /// events (whole server-sent events) to send, in order.
 pub trait Translator: Send + 'static {
@@ -54,50 +50,21 @@ pub trait Translator: Send + 'static {
     fn fail(&mut self, message: &str) -> Vec<Bytes>;
 }
 
-/// What the chat pipeline answered a translated request.
-pub enum ChatAnswer {
-    /// Not 200: an error in OpenAI's shape, as it came.
-    Refused(Response),
-    /// An event stream, for [`event_stream`]; the longest wait for a chunk.
-    Streamed(Response, Duration),
-    /// A whole chat completion's JSON, or why it could not be read.
-    Whole(Result<Bytes, String>),
-}
+/// The comment a face's event stream sends while nothing else is said.
+const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
 
-/// Serves `chat` (a chat-completions body) exactly as
-/// `POST /v1/chat/completions` would, with the request's client, arrival
-/// and headers.
-pub(crate) async fn serve_as_chat(app: Arc<App>, requester: Requester, chat: &serde_json::Value) -> ChatAnswer {
-    let gap = Duration::from_millis(app.config.server.request_timeout_ms.max(1));
-    let body = Bytes::from(chat.to_string());
-    let answer = crate::server::chat::chat_completions(axum::extract::State(app), requester, Ok(body)).await;
-    if answer.status() != axum::http::StatusCode::OK {
-        return ChatAnswer::Refused(answer);
-    }
-    if is_event_stream(&answer) {
-        return ChatAnswer::Streamed(answer, gap);
-    }
-    ChatAnswer::Whole(axum::body::to_bytes(answer.into_body(), MAX_ANSWER_BYTES).await.map_err(|e| e.to_string()))
-}
-
-/// Whether `answer` is an event stream (a streamed chat answer).
-fn is_event_stream(answer: &Response) -> bool {
-    answer
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/event-stream"))
-}
-
-/// The chat answer's event stream, translated as it comes (`gap`: the
-/// longest wait for a chunk).
-pub fn event_stream<T: Translator>(mut translator: T, answer: Response, gap: Duration) -> Response {
-    let bytes = answer.into_body().into_data_stream().map(|r| r.map_err(|e| Box::new(e) as crate::llm::sse::BoxError));
-    let chunks = crate::llm::sse::events(Box::pin(bytes), gap, MAX_ANSWER_BYTES);
+/// The chat core's chunks as the face's event stream, translated as they
+/// come, with a `: keep-alive` comment after every `keep_alive` without
+/// an event (an SSE comment, which every SSE client skips).
+pub fn event_stream<T: Translator>(mut translator: T, chunks: ChatStream, keep_alive: Duration) -> Response {
     let start = translator.start();
-    let rest = futures_util::stream::unfold(Some((translator, Box::pin(chunks))), |state| async move {
+    let rest = futures_util::stream::unfold(Some((translator, chunks)), move |state| async move {
         let (mut t, mut chunks) = state?;
-        match chunks.next().await {
+        let next = match tokio::time::timeout(keep_alive, chunks.next()).await {
+            Err(_) => return Some((vec![Bytes::from_static(KEEP_ALIVE)], Some((t, chunks)))),
+            Ok(next) => next,
+        };
+        match next {
             Some(Ok(chunk)) => Some((t.chunk(&chunk), Some((t, chunks)))),
             Some(Err(e)) => Some((t.fail(&e.to_string()), None)),
             None => {

@@ -220,8 +220,8 @@ fn three_replicas_share_a_clients_request_rate() {
 /// cap stays on the replica that made it.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_trace_made_on_one_replica_is_read_on_another_by_its_key_only() {
+    use toolrouter::chat::traces::Traces;
     use toolrouter::cluster::Cluster;
-    use toolrouter::server::chat::traces::Traces;
     let Some((_redis, redis_port)) = redis_server() else { return };
     let mut config = toolrouter::config::ClusterConfig {
         redis_url: format!("redis://127.0.0.1:{redis_port}"),

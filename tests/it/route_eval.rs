@@ -189,8 +189,8 @@ fn every_bfcl_function_schema_is_read_and_checked() {
                 if !seen.insert(tool.to_string()) {
                     continue;
                 }
-                let parsed = toolrouter::server::chat::tools::client_tool(tool, true)
-                    .unwrap_or_else(|e| panic!("{}: {}", file.display(), e.message));
+                let parsed = toolrouter::chat::tools::client_tool(tool, true)
+                    .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
                 assert_eq!(parsed.unchecked(), None, "{}: {tool}", file.display());
             }
         }

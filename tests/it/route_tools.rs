@@ -25,7 +25,7 @@ fn serve(model: Arc<ScriptedModel>, state: &std::path::Path, tweak: impl FnOnce(
     config.state.dir = state.to_path_buf();
     tweak(&mut config);
     let app = App::with_model(&config, Some(model as Arc<dyn ChatModel>));
-    app.set_route_embedder(Arc::new(toolrouter::retrieval::Embedder::load(&config.embedding).unwrap()));
+    app.chat().set_route_embedder(Arc::new(toolrouter::retrieval::Embedder::load(&config.embedding).unwrap()));
     router(app)
 }
 

@@ -12,8 +12,8 @@ use super::{
     BM25, EMBEDDING_ALONE, FIRST_REQUEST, LEARNING, METHODS, Measured, PERMUTED, RANDOM, ROUTE, RouteOptions,
     WORDS_ONLY,
 };
+use crate::chat::tools::ClientTool;
 use crate::eval::retrieval::Latency;
-use crate::server::chat::tools::ClientTool;
 
 /// Recall and all-kept share of one method.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]

@@ -222,7 +222,7 @@ fn call(id: &str, name: &str) -> ToolCall {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::chat::route::Asked;
+    use crate::chat::route::Asked;
 
     /// Each turn is a case whose conversation holds the turns before it;
     /// a name two servers share is prefixed; a bad session says where.

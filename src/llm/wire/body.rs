@@ -32,6 +32,16 @@ impl RequestBody {
         serde_json::from_str(&text).unwrap_or_default()
     }
 
+    /// The body of `fields` (a face's request, made in the chat shape):
+    /// each value written once, as JSON text.
+    pub fn from_fields(fields: serde_json::Map<String, Value>) -> RequestBody {
+        let fields = fields.into_iter().map(|(k, v)| {
+            let raw = serde_json::value::to_raw_value(&v).unwrap_or_else(|_| null());
+            (k, raw)
+        });
+        RequestBody { fields: fields.collect() }
+    }
+
     /// The JSON text of `key`.
     pub fn get(&self, key: &str) -> Option<&RawValue> {
         self.fields.iter().find(|(k, _)| k == key).map(|(_, v)| &**v)

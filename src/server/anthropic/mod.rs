@@ -1,11 +1,11 @@
 //! The Anthropic face: `POST /v1/messages` (Anthropic's Messages API, what
-//! Claude Code, the Anthropic SDKs and `ChatAnthropic` speak), served by
-//! translation as the Responses API is: the request becomes the
-//! chat-completions request it means ([`request::to_chat`]) and is served
-//! exactly as one (route, plan and execute modes, the `toolrouter` field
-//! and `x-toolrouter-mode` header, checks and repairs, limits); the answer
-//! becomes a `message` ([`output`]) or, streamed, Anthropic's event stream
-//! ([`events`]). Every error of these routes, the middleware's too, is
+//! Claude Code, the Anthropic SDKs and `ChatAnthropic` speak), a codec over
+//! the chat core as the Responses API is: the request is decoded into the
+//! chat fields it means ([`request::to_chat`]) and answered by the core
+//! exactly as a chat completion is (route, plan and execute modes, the
+//! `toolrouter` field and `x-toolrouter-mode` header, checks and repairs,
+//! limits); the typed answer is encoded as a `message` ([`output`]) or,
+//! streamed, Anthropic's event stream ([`events`]). Every error of these routes, the middleware's too, is
 //! rewritten into Anthropic's shape ([`anthropic_errors`]). Keys come as
 //! `x-api-key` or `Authorization: Bearer`; `anthropic-version` is accepted
 //! and not needed. What cannot be carried: docs/anthropic.md.
@@ -22,9 +22,12 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
-use crate::server::app::App;
+use crate::chat::Answer;
+use crate::llm::wire::RequestBody;
+use crate::server::error::ApiError;
 use crate::server::middleware::{Requester, unreadable};
-use crate::server::translate::{self, ChatAnswer};
+use crate::server::state::App;
+use crate::server::translate;
 
 /// The most an error body rewritten here may hold.
 const MAX_ERROR_BYTES: usize = 1 << 20;
@@ -69,20 +72,28 @@ pub(crate) async fn messages(
         Err(e) => return invalid(e),
     };
     let model = parsed.get("model").cloned().unwrap_or(Value::Null);
-    let whole = match translate::serve_as_chat(app, requester, &chat).await {
-        ChatAnswer::Refused(answer) => return answer, // rewritten by `anthropic_errors`
-        ChatAnswer::Streamed(answer, gap) => {
-            return translate::event_stream(events::MessageEvents::new(model), answer, gap);
-        }
-        ChatAnswer::Whole(whole) => whole,
+    let budget = requester.budget(&app.config);
+    let answer = async {
+        let request = app.chat.request(RequestBody::from_fields(chat), requester.mode.as_deref(), budget)?;
+        app.chat.answer(request, requester.client()).await
     };
-    match whole.and_then(|bytes| output::from_completion(&bytes, &model)) {
-        Ok(message) => axum::Json(message).into_response(),
-        Err(e) => {
-            let status = StatusCode::BAD_GATEWAY;
-            (status, axum::Json(output::error_body(status, &e))).into_response()
+    match answer.await {
+        Ok(Answer::Whole(completion)) => axum::Json(output::from_completion(*completion, &model)).into_response(),
+        Ok(Answer::Streamed(chunks)) => {
+            let keep_alive = std::time::Duration::from_millis(app.config.openai.keep_alive_ms);
+            translate::event_stream(events::MessageEvents::new(model), chunks, keep_alive)
         }
+        Err(e) => in_shape(ApiError::from(e)),
     }
+}
+
+/// `error` in Anthropic's shape, with its status and headers
+/// (`Retry-After`, `x-should-retry`).
+fn in_shape(error: ApiError) -> Response {
+    let body = output::error_body(error.status, &error.message).to_string();
+    let (mut parts, _) = error.into_response().into_parts();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, axum::body::Body::from(body))
 }
 
 /// `POST /v1/messages/count_tokens`: refused clearly (the model behind is a

@@ -63,11 +63,9 @@ pub fn content(message: Option<&Message>) -> Vec<Value> {
     out
 }
 
-/// The `message` for a whole chat completion (`body`, as JSON), with
-/// toolrouter's report (`toolrouter`) carried over; `model`: the request's.
-pub fn from_completion(body: &[u8], model: &Value) -> Result<Value, String> {
-    let completion: crate::llm::wire::Completion =
-        serde_json::from_slice(body).map_err(|e| format!("the answer is not a chat completion: {e}"))?;
+/// The `message` for a whole chat completion, with toolrouter's report
+/// (`toolrouter`) carried over; `model`: the request's.
+pub fn from_completion(completion: crate::llm::wire::Completion, model: &Value) -> Value {
     let choice = completion.choices.first();
     let mut message = json!({
         "id": new_id("msg_"),
@@ -82,7 +80,7 @@ pub fn from_completion(body: &[u8], model: &Value) -> Result<Value, String> {
     if let Some(report) = completion.extra.get("toolrouter") {
         message["toolrouter"] = report.clone();
     }
-    Ok(message)
+    message
 }
 
 /// Anthropic's error `type` for a status.
@@ -116,7 +114,7 @@ mod tests {
                 "tool_calls": [{"id": "", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Oslo\"}"}}]}}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 4, "total_tokens": 14, "prompt_tokens_details": {"cached_tokens": 3}},
             "toolrouter": {"mode": "route"}});
-        let message = from_completion(chat.to_string().as_bytes(), &json!("asked")).unwrap();
+        let message = from_completion(serde_json::from_value(chat).unwrap(), &json!("asked"));
         assert_eq!((message["type"].as_str(), message["stop_reason"].as_str()), (Some("message"), Some("tool_use")));
         assert_eq!(message["content"][0], json!({"type": "text", "text": "Looking."}));
         let call = &message["content"][1];

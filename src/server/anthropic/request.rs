@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 pub type Invalid = String;
 
 /// The chat-completions body of a Messages request body.
-pub fn to_chat(body: &Value) -> Result<Value, Invalid> {
+pub fn to_chat(body: &Value) -> Result<Map<String, Value>, Invalid> {
     let fields = body.as_object().ok_or("the request body must be a JSON object")?;
     if fields.get("max_tokens").and_then(Value::as_u64).is_none_or(|n| n == 0) {
         return Err("max_tokens: a positive integer is required".into());
@@ -77,7 +77,7 @@ pub fn to_chat(body: &Value) -> Result<Value, Invalid> {
             }
         }
     }
-    Ok(Value::Object(chat))
+    Ok(chat)
 }
 
 /// The text of a `text` block (`None`: another block).
@@ -241,7 +241,7 @@ mod tests {
             "thinking": {"type": "enabled", "budget_tokens": 1000}, "toolrouter": {"mode": "route"},
         });
         assert_eq!(
-            to_chat(&body).unwrap(),
+            Value::Object(to_chat(&body).unwrap()),
             json!({
                 "messages": [
                     {"role": "system", "content": "Be brief."},

@@ -17,10 +17,10 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::server::app::App;
 use crate::server::error::ApiError;
 use crate::server::middleware::ClientId;
 use crate::server::middleware::{Operator, body_and_engine, not_ready, operator_only};
+use crate::server::state::App;
 
 /// Most traces one listing returns.
 pub const MAX_TRACES: usize = 200;
@@ -28,7 +28,11 @@ pub const MAX_TRACES: usize = 200;
 pub const MAX_PLAN_STEPS: usize = 20;
 
 /// `GET /v1/console/overview`.
-pub(crate) async fn overview(State(app): State<Arc<App>>, operator: Option<axum::Extension<Operator>>) -> Response {
+pub(crate) async fn overview(
+    State(app): State<Arc<App>>,
+    axum::Extension(history): axum::Extension<Arc<super::history::History>>,
+    operator: Option<axum::Extension<Operator>>,
+) -> Response {
     if let Some(refused) = operator_only(operator.as_deref()) {
         return refused;
     }
@@ -46,7 +50,7 @@ pub(crate) async fn overview(State(app): State<Arc<App>>, operator: Option<axum:
     });
     let metrics = crate::metrics::global();
     axum::Json(json!({
-        "readiness": crate::server::app::readiness(engine).await,
+        "readiness": crate::server::state::readiness(engine).await,
         "catalog": {"apis": catalog.apis().len(), "tools": catalog.tools().len(), "categories": categories.len()},
         "index": {"mode": format!("{:?}", app.config.retrieval.mode).to_lowercase(), "ready": world.has_retriever()},
         "graph": {"nodes": graph.node_count(), "edges": graph.edge_count(), "online_runs": graph.meta.online_runs},
@@ -54,7 +58,7 @@ pub(crate) async fn overview(State(app): State<Arc<App>>, operator: Option<axum:
         "downstream": engine.downstream_health(),
         "cluster": cluster,
         "interval_s": super::history::INTERVAL.as_secs(),
-        "series": app.history.points(metrics.totals()),
+        "series": history.points(metrics.totals()),
     }))
     .into_response()
 }
@@ -122,8 +126,8 @@ pub(crate) async fn traces(
         return refused;
     }
     let client = client.map(|c| c.0.0);
-    let data = match app.runner.as_ref() {
-        Some(runner) => runner.traces.recent(client.as_deref(), everyone, limit),
+    let data = match app.chat.traces() {
+        Some(traces) => traces.recent(client.as_deref(), everyone, limit),
         None => Vec::new(),
     };
     axum::Json(json!({"object": "list", "data": data})).into_response()

@@ -18,8 +18,8 @@ use axum::extract::Path;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::server::app::App;
 use crate::server::error::ApiError;
+use crate::server::state::App;
 
 /// The console's files: path under `/ui/`, content type, bytes.
 const ASSETS: &[(&str, &str, &[u8])] = &[
@@ -47,17 +47,22 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
 const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; \
                    connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
-/// `GET /ui`: the page.
 /// The console's page and assets (no key: the page asks for one) and its
-/// API (keys and limits are the floor's, around them).
+/// API (keys and limits are the floor's, around them), with the face's own
+/// state: the last minutes of counters, sampled while the routes live.
 pub fn routes() -> (axum::Router<Arc<App>>, axum::Router<Arc<App>>) {
     use axum::routing::{get, post};
+    let history = Arc::new(history::History::default());
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(sample(Arc::downgrade(&history)));
+    }
     let open = axum::Router::new().route("/ui", get(page)).route("/ui/", get(page)).route("/ui/{*path}", get(asset));
     let api = axum::Router::new()
         .route("/v1/traces", get(api::traces))
         .route("/v1/plan", post(api::plan))
         .route("/v1/apis/{function}", get(api::api))
-        .route("/v1/console/overview", get(api::overview));
+        .route("/v1/console/overview", get(api::overview))
+        .layer(axum::Extension(history));
     (open, api)
 }
 
@@ -84,11 +89,13 @@ fn asset_response(path: &str) -> Response {
     response
 }
 
-/// Samples the counters for the overview every [`history::INTERVAL`].
-pub(crate) async fn sample(app: Arc<App>) {
+/// Samples the counters for the overview every [`history::INTERVAL`],
+/// while the console's routes hold `history`.
+async fn sample(history: std::sync::Weak<history::History>) {
     let mut tick = tokio::time::interval(history::INTERVAL);
     loop {
         tick.tick().await;
-        app.history.sample(crate::metrics::global().totals());
+        let Some(history) = history.upgrade() else { return };
+        history.sample(crate::metrics::global().totals());
     }
 }

@@ -5,20 +5,45 @@
 //! every request carrying its `_meta`) without a session.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 
-use crate::engine::loading::NotReady;
-use crate::server::app::App;
+use super::McpServer;
+use crate::config::Config;
+use crate::engine::loading::{Loading, NotReady};
 use crate::server::error::ApiError;
 use crate::server::middleware::not_ready;
+use crate::server::state::App;
 
-pub(crate) async fn mcp(State(app): State<Arc<App>>, request: Request) -> Response {
-    let Some(service) = app.mcp.get() else {
+/// rmcp's streamable HTTP service, its sessions on the engine `loading` loads.
+pub type McpService = StreamableHttpService<McpServer, LocalSessionManager>;
+
+/// The service of `config`: sessions idle for `mcp.session_idle_s` end,
+/// hosts and body sizes are the server's.
+pub fn service(config: &Config, loading: Arc<Loading>) -> McpService {
+    // Both structs are non-exhaustive: set the idle timeout on defaults.
+    let mut session_manager = LocalSessionManager::default();
+    session_manager.session_config.keep_alive = Some(Duration::from_secs(config.mcp.session_idle_s.max(1)));
+    let mcp_config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(config.server.mcp_hosts())
+        .with_max_request_body_bytes(config.server.max_body_bytes)
+        .with_json_response(true);
+    StreamableHttpService::new(move || Ok(McpServer::new(loading.clone())), Arc::new(session_manager), mcp_config)
+}
+
+pub(crate) async fn mcp(
+    State(app): State<Arc<App>>,
+    axum::Extension(service): axum::Extension<Option<Arc<McpService>>>,
+    request: Request,
+) -> Response {
+    let Some(service) = service else {
         return not_ready(NotReady::Failed("this server has no engine".into()));
     };
     // The body was read (and its size capped) by `read_body`.

@@ -45,9 +45,11 @@ use crate::engine::{CallRequest, Called, Engine};
 pub use session::Session;
 
 /// The MCP face's route over streamable HTTP (keys and limits are the
-/// floor's, around it).
-pub fn routes() -> axum::Router<Arc<crate::server::app::App>> {
-    axum::Router::new().route("/mcp", axum::routing::any(http::mcp))
+/// floor's, around it), with the face's own state: rmcp's service, its
+/// sessions made on the engine `app` loads (none in a server without one).
+pub fn routes(app: &crate::server::state::App) -> axum::Router<Arc<crate::server::state::App>> {
+    let service = app.loading.get().map(|loading| Arc::new(http::service(&app.config, loading.clone())));
+    axum::Router::new().route("/mcp", axum::routing::any(http::mcp)).layer(axum::Extension(service))
 }
 
 /// The tools every session has.

@@ -12,9 +12,9 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::server::app::App;
 use crate::server::error::ApiError;
 use crate::server::middleware::not_ready;
+use crate::server::state::App;
 
 /// Links shown each way when the request does not say.
 pub const DEFAULT_LINKS: usize = 50;

@@ -1,12 +1,13 @@
 //! The OpenAI-compatible face (docs/architecture.md §9), so that OpenAI SDK,
 //! Agents SDK and LangChain clients work by pointing `base_url` at
 //! toolrouter: `POST /v1/chat/completions` (served as it comes by the chat
-//! pipeline, [`crate::server::chat`]), `POST /v1/responses` ([`responses`],
+//! core, [`crate::chat`]), `POST /v1/responses` ([`responses`],
 //! translated), `GET /v1/models` ([`models`]), and toolrouter's own
 //! endpoints beside them: `/v1/tools/search`, `/v1/tools/call`, `/v1/graph`
 //! and `/v1/traces/{id}`. Errors use OpenAI's shape
 //! ([`crate::server::error`]).
 
+pub mod chat;
 pub mod graph;
 pub mod models;
 pub mod responses;
@@ -18,7 +19,7 @@ use std::sync::Arc;
 
 use axum::routing::{get, post};
 
-use crate::server::app::App;
+use crate::server::state::App;
 
 /// The OpenAI face's routes (keys and limits are the floor's, around
 /// them), with the face's own state: the kept responses.
@@ -33,7 +34,7 @@ pub fn routes(app: &App) -> axum::Router<Arc<App>> {
     axum::Router::new()
         .route("/v1/models", get(models::models))
         .route("/v1/models/{id}", get(models::model))
-        .route("/v1/chat/completions", post(crate::server::chat::chat_completions))
+        .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/responses", responses)
         .route("/v1/tools/call", post(tools_call::tools_call))
         .route("/v1/tools/search", post(tools_search::tools_search))

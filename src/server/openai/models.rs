@@ -11,8 +11,8 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::server::app::App;
 use crate::server::error::ApiError;
+use crate::server::state::App;
 
 /// `GET /v1/models`: the names of `openai.models`; without a map, the
 /// upstream model server's own list (so model pickers fill).
@@ -45,7 +45,7 @@ pub(crate) async fn model(State(app): State<Arc<App>>, id: Result<Path<String>, 
 /// The models served, each in both shapes.
 async fn listed(app: &App) -> Result<Vec<Value>, ApiError> {
     let names = &app.config.openai.models;
-    let data: Vec<Value> = match &app.llm {
+    let data: Vec<Value> = match app.chat.model() {
         Some(llm) if names.is_empty() => {
             let list = llm.models().await.map_err(ApiError::from)?;
             list["data"].as_array().cloned().unwrap_or_default()

@@ -11,10 +11,10 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::engine::{CallRequest, Called};
-use crate::server::app::App;
 use crate::server::error::ApiError;
 use crate::server::middleware::ClientId;
 use crate::server::middleware::body_and_engine;
+use crate::server::state::App;
 use crate::upstream::{CallError, ErrorClass};
 
 /// `POST /v1/tools/call {name, arguments}`: a catalog API called for the

@@ -13,9 +13,9 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::server::app::App;
 use crate::server::error::ApiError;
 use crate::server::middleware::body_and_engine;
+use crate::server::state::App;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

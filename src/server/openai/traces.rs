@@ -1,5 +1,5 @@
 //! `GET /v1/traces/{id}`: a trace of the chat pipeline's
-//! ([`crate::server::chat::traces`]), for the key that made it.
+//! ([`crate::chat::traces`]), for the key that made it.
 
 use std::sync::Arc;
 
@@ -7,9 +7,9 @@ use axum::extract::State;
 use axum::extract::rejection::PathRejection;
 use axum::response::{IntoResponse, Response};
 
-use crate::server::app::App;
 use crate::server::error::ApiError;
 use crate::server::middleware::ClientId;
+use crate::server::state::App;
 
 /// `GET /v1/traces/{id}`: an execute run's trace (the client's own, while kept).
 pub(crate) async fn trace(
@@ -22,8 +22,8 @@ pub(crate) async fn trace(
         Err(e) => return ApiError::invalid(format!("bad trace id: {}", e.body_text()), Some("id")).into_response(),
     };
     let client = client.map(|c| c.0.0);
-    let found = match app.runner.as_ref() {
-        Some(runner) => runner.traces.get(&id, client.as_deref()).await,
+    let found = match app.chat.traces() {
+        Some(traces) => traces.get(&id, client.as_deref()).await,
         None => None,
     };
     match found {

@@ -1,10 +1,11 @@
-//! `POST /v1/responses`: OpenAI's Responses API, served by translation. The
-//! request becomes the chat-completions request it means
-//! ([`request::to_chat`]) and is served exactly as one
-//! ([`crate::server::chat::chat_completions`]: route, plan and execute modes, the
-//! `toolrouter` field and the `x-toolrouter-mode` header, tool-call checks
-//! and repairs, limits and errors); its answer becomes a response object
-//! ([`output`]) or, streamed, the Responses event stream ([`events`]).
+//! `POST /v1/responses`: OpenAI's Responses API, a codec over the chat
+//! core. The request is decoded into the chat fields it means
+//! ([`request::to_chat`]) and answered by the core exactly as a chat
+//! completion is ([`crate::chat::ChatCore`]: route, plan and execute
+//! modes, the `toolrouter` field and the `x-toolrouter-mode` header,
+//! tool-call checks and repairs, limits and errors); its typed answer is
+//! encoded as a response object ([`output`]) or, streamed, the Responses
+//! event stream ([`events`]).
 //! Errors keep OpenAI's shape, which the Responses API shares. What cannot
 //! be carried is listed in docs/openai.md.
 //!
@@ -19,17 +20,19 @@ pub mod store;
 mod writer;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
-use crate::server::app::App;
+use crate::chat::Answer;
+use crate::llm::wire::RequestBody;
 use crate::server::error::ApiError;
 use crate::server::middleware::{Requester, unreadable};
-use crate::server::translate::{self, ChatAnswer};
+use crate::server::state::App;
+use crate::server::translate;
 use store::{Keeper, ResponseStore};
 
 pub(crate) async fn responses(
@@ -67,17 +70,20 @@ pub(crate) async fn responses(
     let mut echo = output::Echo::new(parsed);
     echo.store = wanted;
     let id = echo.id.clone();
-    let whole = match translate::serve_as_chat(app, requester, &chat).await {
-        ChatAnswer::Refused(answer) => return answer, // OpenAI's error shape, which the Responses API shares
-        ChatAnswer::Streamed(answer, gap) => {
-            return translate::event_stream(events::ResponseEvents::new(echo, keeper), answer, gap);
+    let budget = requester.budget(&app.config);
+    let answer = async {
+        let request = app.chat.request(RequestBody::from_fields(chat), requester.mode.as_deref(), budget)?;
+        app.chat.answer(request, requester.client()).await
+    };
+    let completion = match answer.await {
+        Ok(Answer::Whole(completion)) => completion,
+        Ok(Answer::Streamed(chunks)) => {
+            let keep_alive = Duration::from_millis(app.config.openai.keep_alive_ms);
+            return translate::event_stream(events::ResponseEvents::new(echo, keeper), chunks, keep_alive);
         }
-        ChatAnswer::Whole(whole) => whole,
+        Err(e) => return ApiError::from(e).into_response(), // OpenAI's error shape, which the Responses API shares
     };
-    let mut response = match whole.and_then(|bytes| output::from_completion(echo, &bytes)) {
-        Ok(response) => response,
-        Err(e) => return ApiError::server(StatusCode::BAD_GATEWAY, "upstream_error", e).into_response(),
-    };
+    let mut response = output::from_completion(echo, *completion);
     if let Some(keeper) = keeper {
         let output = response["output"].as_array().cloned().unwrap_or_default();
         response["store"] = Value::Bool(keeper.keep(id, &output).await);

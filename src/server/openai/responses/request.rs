@@ -27,7 +27,7 @@ pub const DROPPED: &[&str] = &[
 ];
 
 /// The chat-completions body of a Responses request body.
-pub fn to_chat(body: &Value) -> Result<Value, ApiError> {
+pub fn to_chat(body: &Value) -> Result<Map<String, Value>, ApiError> {
     let Some(fields) = body.as_object() else {
         return Err(ApiError::invalid("the request body must be a JSON object", None));
     };
@@ -100,7 +100,7 @@ pub fn to_chat(body: &Value) -> Result<Value, ApiError> {
             }
         }
     }
-    Ok(Value::Object(chat))
+    Ok(chat)
 }
 
 /// The items of `input`: a string is one user message.
@@ -297,7 +297,7 @@ mod tests {
             "text": {"format": {"type": "json_schema", "name": "w", "schema": {"type": "object"}}},
             "reasoning": {"effort": "low"}, "stream": true, "toolrouter": {"mode": "route"}, "x_custom": 1,
         });
-        let chat = to_chat(&body).unwrap();
+        let chat = Value::Object(to_chat(&body).unwrap());
         assert_eq!(
             chat,
             json!({

@@ -1,29 +1,29 @@
-//! Execute mode's face: the request goes to [`crate::engine::solve`], the answer
+//! Execute mode: the request goes to [`crate::engine::solve`], the answer
 //! comes back as a chat completion (or its chunks), the trace rides in the
 //! `toolrouter` field and is kept for `GET /v1/traces/{id}`.
 //!
 //! The run is a task of its own, so a client that goes away does not cut
 //! it short: its calls still finish and the graph still learns from them.
-//! A streamed answer sends its first chunk (the role) at once, keep-alive
-//! comments while the run works, then the answer when the run is done.
+//! A streamed answer sends its first chunk (the role) at once, then the
+//! answer when the run is done (the faces keep the stream alive between).
 
 use std::sync::Arc;
 
-use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
+use super::error::ChatError;
 use super::request::ChatRequest;
-use super::stream::{data, done, event_stream};
+use super::stream::{Sent, received};
 use super::traces::Traces;
+use super::{Answer, ChatStream};
 use crate::cluster::Cluster;
 use crate::config::{Config, OpenAiConfig};
 use crate::engine::Engine;
 use crate::engine::solve::{self, Solution};
 use crate::llm::wire::{Choice, Chunk, ChunkChoice, Completion, Fields, Message};
 use crate::llm::{ChatModel, LlmError};
-use crate::server::error::ApiError;
 
 /// What execute runs share: the upstream model, the kept traces and the
 /// cap on runs in flight.
@@ -48,15 +48,14 @@ pub async fn respond(
     req: ChatRequest,
     client: Option<String>,
     config: &OpenAiConfig,
-) -> Result<Response, ApiError> {
+) -> Result<Answer, ChatError> {
     let messages = conversation(req.messages()?);
     if !messages.iter().any(|m| m.is("user")) {
-        return Err(ApiError::invalid("execute mode needs a user message with text", Some("messages")));
+        return Err(ChatError::invalid("execute mode needs a user message with text", Some("messages")));
     }
     // Held by the run's task until it ends, even if the client is gone.
     let Ok(permit) = runner.runs.clone().try_acquire_owned() else {
-        let message = format!("{} execute runs are in flight (openai.max_runs); try again shortly", config.max_runs);
-        return Err(ApiError::rate_limited("too_many_runs", message, Some(1)));
+        return Err(ChatError::Busy(config.max_runs));
     };
     let request = solve::Request {
         messages,
@@ -84,24 +83,20 @@ pub async fn respond(
     let head = Chunk { id: Some(id), created: Some(created), model: Some(req.model.clone()), ..Chunk::default() };
     if !req.stream {
         let (trace_id, execution) = finished(run).await?;
-        return Ok(axum::Json(completion(head, &trace_id, &execution)).into_response());
+        return Ok(Answer::Whole(Box::new(completion(head, &trace_id, &execution))));
     }
-    Ok(streamed(head, run, req.include_usage, config.keep_alive_ms))
+    Ok(Answer::Streamed(streamed(head, run, req.include_usage)))
 }
 
 /// A run in its task: the trace's id and the run, once done.
 type Run = tokio::task::JoinHandle<Result<(String, Solution), LlmError>>;
 
 /// What became of the run.
-async fn finished(run: Run) -> Result<(String, Solution), ApiError> {
+async fn finished(run: Run) -> Result<(String, Solution), ChatError> {
     match run.await {
         Ok(Ok(done)) => Ok(done),
-        Ok(Err(e)) => Err(ApiError::from(e)),
-        Err(e) => Err(ApiError::server(
-            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-            "internal_error",
-            format!("the run failed: {e}"),
-        )),
+        Ok(Err(e)) => Err(ChatError::Model(e)),
+        Err(e) => Err(ChatError::RunFailed(e.to_string())),
     }
 }
 
@@ -126,33 +121,31 @@ fn completion(head: Chunk, trace_id: &str, execution: &Solution) -> Completion {
     answer
 }
 
-/// The answer as a stream: the role at once, keep-alive comments while
-/// the run works, then the answer, the finish (with the `toolrouter`
-/// field), the usage if asked for, and `[DONE]`.
-fn streamed(head: Chunk, run: Run, include_usage: bool, keep_alive_ms: u64) -> Response {
-    let (tx, rx) = mpsc::channel(4);
+/// The answer as a stream: the role at once, then the answer, the finish
+/// (with the `toolrouter` field) and the usage if asked for.
+fn streamed(head: Chunk, run: Run, include_usage: bool) -> ChatStream {
+    let (tx, rx) = mpsc::channel::<Sent>(4);
     tokio::spawn(async move {
         let chunk = |delta: Message, finish: Option<&str>| {
             Chunk::new(&head, vec![ChunkChoice::new(delta, finish.map(str::to_string))])
         };
-        let _ = tx.send(data(&chunk(Message::new("assistant", ""), None))).await;
+        let _ = tx.send(Ok(chunk(Message::new("assistant", ""), None))).await;
         let (trace_id, execution) = match finished(run).await {
             Ok(done) => done,
             Err(e) => {
-                let _ = tx.send(data(&e.body())).await;
+                let _ = tx.send(Err(e)).await;
                 return;
             }
         };
-        let _ = tx.send(data(&chunk(Message::text_delta(execution.answer.clone()), None))).await;
+        let _ = tx.send(Ok(chunk(Message::text_delta(execution.answer.clone()), None))).await;
         let mut last = chunk(Message::default(), Some("stop"));
         last.extra.insert("toolrouter".into(), report(&trace_id, &execution));
-        let _ = tx.send(data(&last)).await;
+        let _ = tx.send(Ok(last)).await;
         if include_usage {
-            let _ = tx.send(data(&Chunk::usage(&head, execution.usage.into()))).await;
+            let _ = tx.send(Ok(Chunk::usage(&head, execution.usage.into()))).await;
         }
-        let _ = tx.send(done()).await;
     });
-    event_stream(rx, keep_alive_ms)
+    received(rx)
 }
 
 /// The `toolrouter` field: the mode, the trace's id, how it ended and the trace.

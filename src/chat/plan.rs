@@ -7,14 +7,14 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::error::ChatError;
 use super::request::ChatRequest;
 use super::tools::{ClientTool, catalog_tool};
 use crate::engine::Engine;
 use crate::llm::wire::Message;
-use crate::server::error::ApiError;
 
 /// The text of the latest user message that has some.
-fn latest_request(req: &ChatRequest) -> Result<Option<String>, ApiError> {
+fn latest_request(req: &ChatRequest) -> Result<Option<String>, ChatError> {
     let messages = req.messages()?;
     Ok(messages.iter().rev().filter(|m| m.is("user")).map(Message::text).find(|t| !t.trim().is_empty()))
 }
@@ -24,12 +24,12 @@ pub async fn offer(
     engine: &Arc<Engine>,
     req: &ChatRequest,
     max: usize,
-) -> Result<(Vec<Arc<ClientTool>>, Value), ApiError> {
+) -> Result<(Vec<Arc<ClientTool>>, Value), ChatError> {
     let query = latest_request(req)?
         .filter(|q| !q.trim().is_empty())
-        .ok_or_else(|| ApiError::invalid("plan mode needs a user message to plan for", Some("messages")))?;
-    let run = engine.plan(&query, None).await.map_err(|e| ApiError::from_engine(e, "messages"))?;
-    let found = engine.search(&query, max, None).await.map_err(|e| ApiError::from_engine(e, "messages"))?;
+        .ok_or_else(|| ChatError::invalid("plan mode needs a user message to plan for", Some("messages")))?;
+    let run = engine.plan(&query, None).await.map_err(ChatError::Engine)?;
+    let found = engine.search(&query, max, None).await.map_err(ChatError::Engine)?;
     let mut names: Vec<String> = run.steps.iter().map(|s| s.function.clone()).collect();
     for f in found {
         if !names.contains(&f.function) {

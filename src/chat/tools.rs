@@ -32,10 +32,10 @@ use lru::LruCache;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::error::ChatError;
 use super::unparsable::unparsable;
 use crate::args;
 use crate::catalog::Api;
-use crate::server::error::ApiError;
 
 /// A tool offered to the model: one of the client's, or a catalog API (plan mode).
 #[derive(Debug)]
@@ -250,15 +250,15 @@ impl ToolLists {
     /// unchecked ([`ClientTool::unchecked`]); what is wrong with the
     /// request itself (not an array, a tool without a valid name, two
     /// tools of one name, too many tools) is a 400 naming the tool.
-    pub(super) fn get_or_parse(&self, raw: &RawValue, max: usize) -> Result<Arc<[Arc<ClientTool>]>, ApiError> {
+    pub(crate) fn get_or_parse(&self, raw: &RawValue, max: usize) -> Result<Arc<[Arc<ClientTool>]>, ChatError> {
         let key = hash_of(raw.get());
         if let Some(tools) = self.parsed().lists.get(&key) {
             return Ok(tools.clone());
         }
         let items: Vec<&RawValue> = serde_json::from_str(raw.get())
-            .map_err(|_| ApiError::invalid("`tools` must be an array", Some("tools")))?;
+            .map_err(|_| ChatError::invalid("`tools` must be an array", Some("tools")))?;
         if items.len() > max {
-            return Err(ApiError::invalid(
+            return Err(ChatError::invalid(
                 format!(
                     "this request carries {} tools; at most {max} are accepted (openai.max_request_tools); \
                      send the tools the conversation could use",
@@ -277,8 +277,9 @@ impl ToolLists {
             if tools[i].is_some() {
                 continue;
             }
-            let value: Value = serde_json::from_str(item.get())
-                .map_err(|e| ApiError::invalid(unparsable(&format!("tools[{i}]"), &e), Some(&format!("tools[{i}]"))))?;
+            let value: Value = serde_json::from_str(item.get()).map_err(|e| {
+                ChatError::invalid(unparsable(&format!("tools[{i}]"), &e), Some(&format!("tools[{i}]")))
+            })?;
             let parsed = Arc::new(tool(i, &value, (*item).to_owned(), self.strict)?);
             if let Some(reason) = parsed.unchecked() {
                 tracing::warn!(tool = %parsed.name, %reason, "a client tool's parameter schema cannot be used; its calls pass unchecked");
@@ -290,7 +291,7 @@ impl ToolLists {
         let mut names = HashSet::new();
         for (i, t) in tools.iter().enumerate() {
             if !names.insert(t.name.as_str()) {
-                return Err(ApiError::invalid(
+                return Err(ChatError::invalid(
                     format!("two tools are named `{}`", t.name),
                     Some(&format!("tools[{i}].function.name")),
                 ));
@@ -349,7 +350,7 @@ fn required(schema: &Value) -> Vec<String> {
 }
 
 /// A client's tool definition (`{"type": "function", "function": {...}}`) checked and read.
-pub fn client_tool(definition: &Value, strict: bool) -> Result<ClientTool, ApiError> {
+pub fn client_tool(definition: &Value, strict: bool) -> Result<ClientTool, ChatError> {
     tool(0, definition, raw(definition), strict)
 }
 
@@ -359,21 +360,21 @@ fn raw(value: &Value) -> Box<RawValue> {
 }
 
 /// Tool `i` of a list: `t` parsed, `definition` its text.
-fn tool(i: usize, t: &Value, definition: Box<RawValue>, strict: bool) -> Result<ClientTool, ApiError> {
+fn tool(i: usize, t: &Value, definition: Box<RawValue>, strict: bool) -> Result<ClientTool, ChatError> {
     let param = |p: &str| format!("tools[{i}].{p}");
     if t.get("type").and_then(Value::as_str) != Some("function") {
-        return Err(ApiError::invalid("only tools of type `function` are supported", Some(&param("type"))));
+        return Err(ChatError::invalid("only tools of type `function` are supported", Some(&param("type"))));
     }
     let f = t
         .get("function")
         .and_then(Value::as_object)
-        .ok_or_else(|| ApiError::invalid("a tool needs `function`", Some(&param("function"))))?;
+        .ok_or_else(|| ChatError::invalid("a tool needs `function`", Some(&param("function"))))?;
     let name = f.get("name").and_then(Value::as_str).unwrap_or("");
     let valid = !name.is_empty()
         && name.len() <= 64
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
     if !valid {
-        return Err(ApiError::invalid(
+        return Err(ChatError::invalid(
             format!("tool name {name:?} must be 1-64 letters, digits, `_` or `-`"),
             Some(&param("function.name")),
         ));
@@ -381,7 +382,7 @@ fn tool(i: usize, t: &Value, definition: Box<RawValue>, strict: bool) -> Result<
     let schema =
         f.get("parameters").cloned().unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}));
     if !schema.is_object() {
-        return Err(ApiError::invalid(
+        return Err(ChatError::invalid(
             "`parameters` must be a JSON Schema object",
             Some(&param("function.parameters")),
         ));

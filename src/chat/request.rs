@@ -13,11 +13,11 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::error::ChatError;
 use super::tools::{ClientTool, ToolLists};
 use super::unparsable::unparsable;
 use crate::config::OpenAiConfig;
 use crate::llm::wire::{Message, RequestBody};
-use crate::server::error::ApiError;
 
 /// A checked request.
 pub struct ChatRequest {
@@ -47,15 +47,15 @@ impl ChatRequest {
     /// The conversation, typed (read when a mode needs it, not for every
     /// request). Its roles were checked by [`parse`]; what can still fail
     /// is nesting past [`super::unparsable::MAX_JSON_DEPTH`].
-    pub fn messages(&self) -> Result<Vec<Message>, ApiError> {
+    pub fn messages(&self) -> Result<Vec<Message>, ChatError> {
         messages(&self.body)
     }
 }
 
 /// The messages of a request body, typed.
-pub fn messages(body: &RequestBody) -> Result<Vec<Message>, ApiError> {
+pub fn messages(body: &RequestBody) -> Result<Vec<Message>, ChatError> {
     let raw = body.get("messages").map_or("[]", RawValue::get);
-    serde_json::from_str(raw).map_err(|e| ApiError::invalid(unparsable("`messages`", &e), Some("messages")))
+    serde_json::from_str(raw).map_err(|e| ChatError::invalid(unparsable("`messages`", &e), Some("messages")))
 }
 
 /// How a request is served.
@@ -72,19 +72,19 @@ struct Role<'a> {
 
 /// Field `key` of `body` as a `T`, `None` when absent or null; `wrong`
 /// is the message when it is something else.
-fn field<'a, T: Deserialize<'a>>(body: &'a RequestBody, key: &str, wrong: &str) -> Result<Option<T>, ApiError> {
+fn field<'a, T: Deserialize<'a>>(body: &'a RequestBody, key: &str, wrong: &str) -> Result<Option<T>, ChatError> {
     match body.get(key) {
         None => Ok(None),
         Some(raw) if raw.get() == "null" => Ok(None),
-        Some(raw) => serde_json::from_str(raw.get()).map(Some).map_err(|_| ApiError::invalid(wrong, Some(key))),
+        Some(raw) => serde_json::from_str(raw.get()).map(Some).map_err(|_| ChatError::invalid(wrong, Some(key))),
     }
 }
 
 /// The body of a request: a JSON object's fields.
-fn body_of(bytes: &[u8]) -> Result<RequestBody, ApiError> {
+pub fn body_of(bytes: &[u8]) -> Result<RequestBody, ChatError> {
     RequestBody::parse(bytes).map_err(|e| match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
-        Ok(_) => ApiError::invalid("the request body must be a JSON object", None),
-        Err(_) => ApiError::invalid(unparsable("the request body", &e), None),
+        Ok(_) => ChatError::invalid("the request body must be a JSON object", None),
+        Err(_) => ChatError::invalid(unparsable("the request body", &e), None),
     })
 }
 
@@ -94,22 +94,22 @@ fn options(
     body: &mut RequestBody,
     header_mode: Option<&str>,
     config: &OpenAiConfig,
-) -> Result<(Option<Mode>, bool), ApiError> {
+) -> Result<(Option<Mode>, bool), ChatError> {
     let options = match body.remove("toolrouter").map(|raw| serde_json::from_str::<Value>(raw.get())) {
         None | Some(Ok(Value::Null)) => Map::new(),
         Some(Ok(Value::Object(o))) => o,
-        Some(_) => return Err(ApiError::invalid("`toolrouter` must be an object of options", Some("toolrouter"))),
+        Some(_) => return Err(ChatError::invalid("`toolrouter` must be an object of options", Some("toolrouter"))),
     };
     let named = match options.get("mode") {
         None | Some(Value::Null) => header_mode,
         Some(Value::String(m)) => Some(m.as_str()),
-        Some(_) => return Err(ApiError::invalid("`toolrouter.mode` must be a string", Some("toolrouter.mode"))),
+        Some(_) => return Err(ChatError::invalid("`toolrouter.mode` must be a string", Some("toolrouter.mode"))),
     };
     let mode = match named.map(|m| (m, Mode::parse(m))) {
         None => None,
         Some((_, Some(mode))) => Some(mode),
         Some((other, None)) => {
-            return Err(ApiError::invalid(
+            return Err(ChatError::invalid(
                 format!("unknown mode `{other}`: route, plan or execute"),
                 Some("toolrouter.mode"),
             ));
@@ -119,24 +119,24 @@ fn options(
         None | Some(Value::Null) => config.decompose,
         Some(Value::Bool(b)) => *b,
         Some(_) => {
-            return Err(ApiError::invalid("`toolrouter.decompose` must be a boolean", Some("toolrouter.decompose")));
+            return Err(ChatError::invalid("`toolrouter.decompose` must be a boolean", Some("toolrouter.decompose")));
         }
     };
     Ok((mode, decompose))
 }
 
 /// `messages`: a non-empty array of objects, each with a known role.
-fn check_messages(body: &RequestBody) -> Result<(), ApiError> {
+fn check_messages(body: &RequestBody) -> Result<(), ChatError> {
     let list = "`messages` must be an array of messages";
     let messages: Vec<&RawValue> =
-        field(body, "messages", list)?.ok_or_else(|| ApiError::invalid(list, Some("messages")))?;
+        field(body, "messages", list)?.ok_or_else(|| ChatError::invalid(list, Some("messages")))?;
     if messages.is_empty() {
-        return Err(ApiError::invalid("`messages` must not be empty", Some("messages")));
+        return Err(ChatError::invalid("`messages` must not be empty", Some("messages")));
     }
     for (i, m) in messages.iter().enumerate() {
         let role = serde_json::from_str::<Role>(m.get()).ok();
         if !role.is_some_and(|r| ROLES.contains(&&*r.role)) {
-            return Err(ApiError::invalid(
+            return Err(ChatError::invalid(
                 format!("messages[{i}] needs a role: one of {}", ROLES.join(", ")),
                 Some(&format!("messages[{i}].role")),
             ));
@@ -148,42 +148,49 @@ fn check_messages(body: &RequestBody) -> Result<(), ApiError> {
 /// `n`: absent, null or 1. Every choice would need its own checks,
 /// repairs and stream: refused rather than half served (only the first
 /// choice checked, streamed choices merged).
-fn check_n(body: &RequestBody) -> Result<(), ApiError> {
+fn check_n(body: &RequestBody) -> Result<(), ChatError> {
     match field::<Value>(body, "n", "`n` must be a positive integer")? {
         None => Ok(()),
         Some(n) if n.as_u64() == Some(1) => Ok(()),
-        Some(n) if n.as_u64().is_some_and(|n| n > 1) => Err(ApiError::invalid(
+        Some(n) if n.as_u64().is_some_and(|n| n > 1) => Err(ChatError::invalid(
             format!("toolrouter answers one choice per request (`n` is {n}): send {n} requests instead"),
             Some("n"),
         )),
-        Some(_) => Err(ApiError::invalid("`n` must be a positive integer", Some("n"))),
+        Some(_) => Err(ChatError::invalid("`n` must be a positive integer", Some("n"))),
     }
 }
 
-/// Parses and checks a request body; `lists`: the tool lists seen before;
-/// `budget_ms`: the request's time budget, from now.
+/// Parses and checks a request body ([`check`]).
 pub fn parse(
     bytes: &[u8],
     config: &OpenAiConfig,
     header_mode: Option<&str>,
     lists: &ToolLists,
-    budget_ms: u64,
-) -> Result<ChatRequest, ApiError> {
-    let mut body = body_of(bytes)?;
+    budget: Duration,
+) -> Result<ChatRequest, ChatError> {
+    check(body_of(bytes)?, config, header_mode, lists, budget)
+}
+
+/// Checks a request's fields; `lists`: the tool lists seen before;
+/// `budget`: the request's time budget, from now.
+pub fn check(
+    mut body: RequestBody,
+    config: &OpenAiConfig,
+    header_mode: Option<&str>,
+    lists: &ToolLists,
+    budget: Duration,
+) -> Result<ChatRequest, ChatError> {
     let (named, decompose) = options(&mut body, header_mode, config)?;
     let wrong_model = "`model` must be a non-empty string";
     let model = match field::<String>(&body, "model", wrong_model)? {
         Some(m) if !m.trim().is_empty() => m,
-        Some(_) => return Err(ApiError::invalid(wrong_model, Some("model"))),
-        None => return Err(ApiError::invalid("you must provide a model parameter", Some("model"))),
+        Some(_) => return Err(ChatError::invalid(wrong_model, Some("model"))),
+        None => return Err(ChatError::invalid("you must provide a model parameter", Some("model"))),
     };
     let upstream_model = if config.models.is_empty() {
         model.clone()
     } else {
-        config.models.get(&model).cloned().ok_or_else(|| {
-            let message = format!("the model `{model}` does not exist; see GET /v1/models");
-            ApiError::not_found("model_not_found", message, Some("model"))
-        })?
+        config.models.get(&model).cloned().ok_or_else(|| ChatError::UnknownModel(model.clone()))?
     };
     check_messages(&body)?;
     let stream = field::<bool>(&body, "stream", "`stream` must be a boolean")?.unwrap_or(false);
@@ -207,22 +214,22 @@ pub fn parse(
         None => config.default_mode,
     };
     if mode != Mode::Route && !tools.is_empty() {
-        return Err(ApiError::invalid(
+        return Err(ChatError::invalid(
             "plan and execute modes use catalog APIs: send no `tools` (or use route mode)",
             Some("tools"),
         ));
     }
-    let deadline = Instant::now() + Duration::from_millis(budget_ms);
+    let deadline = Instant::now() + budget;
     Ok(ChatRequest { body, model, upstream_model, stream, include_usage, tools, forced, mode, decompose, deadline })
 }
 
 #[cfg(test)]
 mod tests {
-    use axum::http::StatusCode;
-
     use super::*;
-    use crate::server::chat::tools::*;
+    use crate::chat::tools::*;
     use serde_json::json;
+
+    const MS: Duration = Duration::from_secs(1);
 
     fn body(tools: &[Value]) -> Vec<u8> {
         serde_json::to_vec(&json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools}))
@@ -238,8 +245,8 @@ mod tests {
         let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
         let tools: Vec<Value> = (0..3).map(|i| tool_def(&format!("t{i}"), schema.clone())).collect();
         let (config, lists) = (OpenAiConfig::default(), ToolLists::new(true));
-        let first = parse(&body(&tools), &config, None, &lists, 1000).unwrap();
-        let again = parse(&body(&tools), &config, None, &lists, 1000).unwrap();
+        let first = parse(&body(&tools), &config, None, &lists, MS).unwrap();
+        let again = parse(&body(&tools), &config, None, &lists, MS).unwrap();
         assert!(Arc::ptr_eq(&first.tools, &again.tools), "a list seen before is not parsed again");
         assert_eq!(first.body.get("tools").map(RawValue::get), Some(serde_json::to_string(&tools).unwrap().as_str()));
 
@@ -258,45 +265,45 @@ mod tests {
         assert!(first.tools[1].issues(&json!({"n": "x"}))[0].contains("/n"));
 
         let capped = OpenAiConfig { max_request_tools: 2, ..OpenAiConfig::default() };
-        let e = parse(&body(&tools), &capped, None, &ToolLists::new(true), 1000).err().unwrap();
-        assert_eq!((e.status, e.param.as_deref()), (StatusCode::BAD_REQUEST, Some("tools")));
-        assert!(e.message.contains("3 tools") && e.message.contains("openai.max_request_tools"), "{}", e.message);
+        let e = parse(&body(&tools), &capped, None, &ToolLists::new(true), MS).err().unwrap();
+        assert!(matches!(e, ChatError::Invalid { .. }) && e.param() == Some("tools"), "{e:?}");
+        assert!(e.to_string().contains("3 tools") && e.to_string().contains("openai.max_request_tools"), "{e}");
     }
 
     #[test]
     fn bad_tool_lists_are_refused_clearly() {
         let (config, lists) = (OpenAiConfig::default(), ToolLists::new(true));
-        let refused = |tools: &[Value]| parse(&body(tools), &config, None, &lists, 1000).err().expect("refused");
+        let refused = |tools: &[Value]| parse(&body(tools), &config, None, &lists, MS).err().expect("refused");
         let e = refused(&[tool_def("a", json!("string"))]);
-        assert_eq!(e.param.as_deref(), Some("tools[0].function.parameters"));
-        assert!(e.message.contains("must be a JSON Schema object"), "{}", e.message);
+        assert_eq!(e.param(), Some("tools[0].function.parameters"));
+        assert!(e.to_string().contains("must be a JSON Schema object"), "{e}");
         // A schema no reading makes valid is served, its calls unchecked.
-        let served = parse(&body(&[tool_def("a", json!({"type": 12, "format": 3}))]), &config, None, &lists, 1000);
+        let served = parse(&body(&[tool_def("a", json!({"type": 12, "format": 3}))]), &config, None, &lists, MS);
         let served = served.expect("served");
         assert!(served.tools[0].unchecked().is_some_and(|r| r.contains("format")), "{:?}", served.tools[0]);
         assert!(served.tools[0].issues(&json!({"anything": 1})).is_empty());
         let twice = [tool_def("a", json!({})), tool_def("a", json!({}))];
-        assert!(refused(&twice).message.contains("two tools are named `a`"));
+        assert!(refused(&twice).to_string().contains("two tools are named `a`"));
         let e =
-            parse(br#"{"model": "m", "messages": [{"role": "user"}], "tools": {"a": 1}}"#, &config, None, &lists, 1000)
+            parse(br#"{"model": "m", "messages": [{"role": "user"}], "tools": {"a": 1}}"#, &config, None, &lists, MS)
                 .err()
                 .unwrap();
-        assert_eq!(e.param.as_deref(), Some("tools"));
-        let e = parse(b"[1, 2]", &config, None, &lists, 1000).err().unwrap();
-        assert!(e.message.contains("must be a JSON object"), "{}", e.message);
-        let e = parse(b"{\"model\": ", &config, None, &lists, 1000).err().unwrap();
-        assert!(e.message.contains("not valid JSON"), "{}", e.message);
+        assert_eq!(e.param(), Some("tools"));
+        let e = parse(b"[1, 2]", &config, None, &lists, MS).err().unwrap();
+        assert!(e.to_string().contains("must be a JSON object"), "{e}");
+        let e = parse(b"{\"model\": ", &config, None, &lists, MS).err().unwrap();
+        assert!(e.to_string().contains("not valid JSON"), "{e}");
         // Empty and huge descriptions, non-English text: accepted as they are.
         let odd = [
             json!({"type": "function", "function": {"name": "leer", "description": ""}}),
             json!({"type": "function", "function": {"name": "groß", "description": "天気予報 ".repeat(20_000)}}),
         ];
         assert!(
-            refused(&odd[1..]).message.contains("must be 1-64 letters"),
+            refused(&odd[1..]).to_string().contains("must be 1-64 letters"),
             "non-ASCII names are refused by OpenAI too"
         );
         let ok = [odd[0].clone(), tool_def("wetter", json!({"description": "天気予報 ".repeat(20_000)}))];
-        assert_eq!(parse(&body(&ok), &config, None, &lists, 1000).unwrap().tools.len(), 2);
+        assert_eq!(parse(&body(&ok), &config, None, &lists, MS).unwrap().tools.len(), 2);
     }
 
     #[test]
@@ -308,7 +315,7 @@ mod tests {
             "extra": {"type": "object", "additionalProperties": true, "properties": {}}}});
         let strict = ToolLists::new(true);
         let config = OpenAiConfig::default();
-        let tools = parse(&body(&[tool_def("w", schema.clone())]), &config, None, &strict, 1000).unwrap().tools;
+        let tools = parse(&body(&[tool_def("w", schema.clone())]), &config, None, &strict, MS).unwrap().tools;
         let issues = tools[0].issues(&json!({"city": "Paris", "country": "FR"}));
         assert_eq!(issues.len(), 1, "{issues:?}");
         assert!(
@@ -322,7 +329,7 @@ mod tests {
         assert!(e[0].contains(r#""a", "b", "c", "d", "e""#) && !e[0].contains("other candidates"), "{e:?}");
         // Off (args.strict = false): unknown parameters pass, as the schema says.
         let open = ToolLists::new(false);
-        let tools = parse(&body(&[tool_def("w", schema)]), &config, None, &open, 1000).unwrap().tools;
+        let tools = parse(&body(&[tool_def("w", schema)]), &config, None, &open, MS).unwrap().tools;
         assert!(tools[0].issues(&json!({"city": "Paris", "country": "FR"})).is_empty());
     }
 
@@ -331,18 +338,18 @@ mod tests {
         let (config, lists) = (OpenAiConfig::default(), ToolLists::new(true));
         let with_n = |n: Value| {
             let b = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "n": n});
-            parse(&serde_json::to_vec(&b).unwrap(), &config, None, &lists, 1000)
+            parse(&serde_json::to_vec(&b).unwrap(), &config, None, &lists, MS)
         };
         assert!(with_n(json!(1)).is_ok());
         let e = with_n(json!(3)).err().unwrap();
-        assert_eq!((e.status, e.param.as_deref()), (StatusCode::BAD_REQUEST, Some("n")));
-        assert!(e.message.contains("send 3 requests"), "{}", e.message);
-        assert_eq!(with_n(json!(0)).err().unwrap().param.as_deref(), Some("n"));
+        assert!(matches!(e, ChatError::Invalid { .. }) && e.param() == Some("n"), "{e:?}");
+        assert!(e.to_string().contains("send 3 requests"), "{e}");
+        assert_eq!(with_n(json!(0)).err().unwrap().param(), Some("n"));
         let mut deep = json!({"type": "string"});
         for _ in 0..200 {
             deep = json!({"type": "object", "properties": {"x": deep}});
         }
-        let e = parse(&body(&[tool_def("deep", deep)]), &config, None, &lists, 1000).err().unwrap();
-        assert!(e.message.contains("nested more than 128 levels") && !e.message.contains("not valid"), "{}", e.message);
+        let e = parse(&body(&[tool_def("deep", deep)]), &config, None, &lists, MS).err().unwrap();
+        assert!(e.to_string().contains("nested more than 128 levels") && !e.to_string().contains("not valid"), "{e}");
     }
 }

@@ -1,4 +1,6 @@
-//! Streaming answers (`stream: true`) in OpenAI's chunk format.
+//! Streaming answers (`stream: true`): the answer's chat chunks, typed,
+//! for a face to encode (chat completions' `data:` events, the Responses
+//! API's events, Anthropic's).
 //!
 //! The request streams from the model too. Each chunk is passed on as it
 //! arrives, as the model sent it (content, `reasoning_content`,
@@ -11,23 +13,18 @@
 //! follows the text that already streamed (unless it is the same). Then
 //! come the finish reason, a usage chunk
 //! (`choices: []`, every model request's tokens) when
-//! `stream_options.include_usage` asked for one, and `data: [DONE]`. A
-//! failure after the stream has started is a `data: {"error": …}` event.
-//! While nothing else is sent (a model thinking, an execute run calling
-//! APIs), a `: keep-alive` comment goes out every `openai.keep_alive_ms`,
-//! so proxies and clients with read timeouts keep the stream open.
+//! `stream_options.include_usage` asked for one. A failure after the
+//! stream has started is its last item, a [`ChatError`].
 
 use std::collections::BTreeMap;
-use std::convert::Infallible;
 
-use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
-use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
+use super::ChatStream;
+use super::error::ChatError;
 use super::request::ChatRequest;
 use super::route::{Narrowed, Narrowing, Repaired, normalize_tool_calls, prepare, repaired, report};
 use crate::config::OpenAiConfig;
@@ -35,9 +32,8 @@ use crate::llm::wire::{
     Choice, Chunk, ChunkChoice, Completion, CompletionUsage, Content, FunctionCall, Message, ToolCall,
 };
 use crate::llm::{ChatModel, Usage};
-use crate::server::error::ApiError;
 
-/// Events buffered between the model and a slow client.
+/// Chunks buffered between the model and a slow client.
 const BUFFER: usize = 64;
 
 /// A tool call gathered from its deltas.
@@ -55,38 +51,25 @@ pub async fn stream(
     config: OpenAiConfig,
     narrowing: &Narrowing,
     planned: Option<Value>,
-) -> Result<Response, ApiError> {
+) -> Result<ChatStream, ChatError> {
     let mut prepared = prepare(&mut req, &config, narrowing).await?;
     if req.include_usage {
         prepared.body.set("stream_options", &json!({"include_usage": true}));
     }
     // Errors before the first event keep their HTTP status.
     let chunks = llm.stream(&prepared.body, req.deadline).await?;
-    let (tx, rx) = mpsc::channel::<Event>(BUFFER);
-    let keep_alive = config.keep_alive_ms;
+    let (tx, rx) = mpsc::channel(BUFFER);
     tokio::spawn(relay(chunks, tx, req, llm, config, prepared, planned).in_current_span());
-    Ok(event_stream(rx, keep_alive))
+    Ok(received(rx))
 }
 
-/// A `text/event-stream` response of the events `rx` receives, with a
-/// `: keep-alive` comment after every `keep_alive_ms` without one.
-pub(super) fn event_stream(rx: mpsc::Receiver<Event>, keep_alive_ms: u64) -> Response {
-    let events = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|event| (Ok::<_, Infallible>(event), rx))
-    });
-    let keep_alive = KeepAlive::new().interval(std::time::Duration::from_millis(keep_alive_ms)).text("keep-alive");
-    Sse::new(events).keep_alive(keep_alive).into_response()
+/// What `rx` receives, as a stream.
+pub(super) fn received(rx: mpsc::Receiver<Sent>) -> ChatStream {
+    Box::pin(futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) }))
 }
 
-/// One server-sent event carrying `value` as JSON.
-pub(super) fn data<T: Serialize>(value: &T) -> Event {
-    Event::default().data(serde_json::to_string(value).unwrap_or_default())
-}
-
-/// The event that ends an OpenAI stream.
-pub(super) fn done() -> Event {
-    Event::default().data("[DONE]")
-}
+/// One item of a streamed answer.
+pub(super) type Sent = Result<Chunk, ChatError>;
 
 /// What the model streamed, as far as the end of the stream needs it.
 struct Seen {
@@ -212,7 +195,7 @@ fn says_something(delta: &Message) -> bool {
 /// Passes the model's chunks on, then ends the stream ([`end`]).
 async fn relay(
     mut chunks: crate::llm::Chunks,
-    tx: mpsc::Sender<Event>,
+    tx: mpsc::Sender<Sent>,
     req: ChatRequest,
     llm: std::sync::Arc<dyn ChatModel>,
     config: OpenAiConfig,
@@ -224,12 +207,12 @@ async fn relay(
         let chunk = match item {
             Ok(c) => c,
             Err(e) => {
-                let _ = tx.send(data(&ApiError::from(e).body())).await;
+                let _ = tx.send(Err(ChatError::Model(e))).await;
                 return;
             }
         };
         if let Some(out) = seen.take(chunk)
-            && tx.send(data(&out)).await.is_err()
+            && tx.send(Ok(out)).await.is_err()
         {
             return; // The client went away.
         }
@@ -238,20 +221,19 @@ async fn relay(
     let Checked { calls, finish, repairs, usage: repair_usage } = checked;
     for (i, call) in calls.iter().enumerate() {
         for delta in call_deltas(i, call) {
-            let _ = tx.send(data(&seen.chunk(delta, None))).await;
+            let _ = tx.send(Ok(seen.chunk(delta, None))).await;
         }
     }
     let mut last = seen.chunk(Message::default(), Some(finish.unwrap_or_else(|| "stop".into())));
     last.extra.insert("toolrouter".into(), report(&req, &prepared, repairs, planned));
-    let _ = tx.send(data(&last)).await;
+    let _ = tx.send(Ok(last)).await;
     if req.include_usage {
         let mut usage = seen.usage.clone().unwrap_or_default();
         let mut tokens = usage.tokens();
         tokens += repair_usage;
         usage.set_tokens(tokens);
-        let _ = tx.send(data(&Chunk::usage(&seen.head, usage))).await;
+        let _ = tx.send(Ok(Chunk::usage(&seen.head, usage))).await;
     }
-    let _ = tx.send(done()).await;
 }
 
 /// The tool calls to send, checked, and what checking them took.
@@ -268,7 +250,7 @@ struct Checked {
 /// failed (the error is sent).
 async fn checked_calls(
     seen: &mut Seen,
-    tx: &mpsc::Sender<Event>,
+    tx: &mpsc::Sender<Sent>,
     req: &ChatRequest,
     llm: &dyn ChatModel,
     config: &OpenAiConfig,
@@ -283,7 +265,7 @@ async fn checked_calls(
     let Repaired { mut answer, repairs, usage } = match repaired(llm, prepared, answer, req, config).await {
         Ok(r) => r,
         Err(e) => {
-            let _ = tx.send(data(&e.body())).await;
+            let _ = tx.send(Err(e)).await;
             return None;
         }
     };
@@ -294,7 +276,7 @@ async fn checked_calls(
     // text that streamed stays (it cannot be taken back).
     let text = message.text();
     if repairs > 0 && !text.is_empty() && text != seen.content {
-        let _ = tx.send(data(&seen.chunk(Message::text_delta(text), None))).await;
+        let _ = tx.send(Ok(seen.chunk(Message::text_delta(text), None))).await;
     }
     let calls = message.tool_calls.take().unwrap_or_default();
     if !calls.is_empty() {

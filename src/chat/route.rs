@@ -8,16 +8,17 @@
 //! go to the model in their original order (a stable prefix for upstream
 //! caches).
 //!
-//! Streaming is in [`super::stream`].
+//! Streaming is in [`super::stream`]. Nothing here knows a protocol: the
+//! answer is a typed [`Completion`], its faults a [`ChatError`].
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::response::{IntoResponse, Response};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tracing::Instrument;
 
+use super::error::ChatError;
 use super::request::{self, ChatRequest};
 use super::tools::ClientTool;
 use crate::config::OpenAiConfig;
@@ -28,7 +29,6 @@ use crate::retrieval::tool_list::{
     self, Conversation, Dense, Kept, ListVectors, ListWeights, QueryVectors, ToolListRanker, ToolSet,
 };
 use crate::retrieval::tool_memory::Recalled;
-use crate::server::error::ApiError;
 
 /// What narrowing reads of a conversation, owned.
 pub struct Asked {
@@ -316,7 +316,7 @@ pub async fn prepare(
     req: &mut ChatRequest,
     config: &OpenAiConfig,
     narrowing: &Narrowing,
-) -> Result<Narrowed, ApiError> {
+) -> Result<Narrowed, ChatError> {
     let narrows = req.tools.len() > config.max_tools;
     let decides = narrowing.record.is_some() && (narrows || req.mode == request::Mode::Plan);
     let messages = if narrows || decides { req.messages()? } else { Vec::new() };
@@ -375,7 +375,7 @@ pub async fn repaired(
     mut answer: Completion,
     req: &ChatRequest,
     config: &OpenAiConfig,
-) -> Result<Repaired, ApiError> {
+) -> Result<Repaired, ChatError> {
     let tools = &req.tools;
     // The repair requests' body and conversation, made on the first repair.
     let mut retry: Option<(RequestBody, Vec<Message>)> = None;
@@ -393,14 +393,7 @@ pub async fn repaired(
         }
         if repairs >= config.repair_attempts {
             let detail: Vec<String> = wrong.iter().map(|w| format!("`{}`: {}", w.name, w.issues.join("; "))).collect();
-            return Err(ApiError::server(
-                axum::http::StatusCode::BAD_GATEWAY,
-                "invalid_tool_call",
-                format!(
-                    "the model's tool call arguments stayed invalid after {repairs} repair attempt(s): {}",
-                    detail.join(" | ")
-                ),
-            ));
+            return Err(ChatError::InvalidToolCalls { repairs, detail: detail.join(" | ") });
         }
         repairs += 1;
         let (body, conversation) = match &mut retry {
@@ -461,7 +454,7 @@ pub async fn complete(
     config: &OpenAiConfig,
     narrowing: &Narrowing,
     planned: Option<Value>,
-) -> Result<Response, ApiError> {
+) -> Result<Completion, ChatError> {
     let prepared = prepare(&mut req, config, narrowing).await?;
     let first = llm.complete(&prepared.body, req.deadline).await?;
     let mut tokens = first.tokens();
@@ -473,7 +466,7 @@ pub async fn complete(
     }
     answer.model = Some(req.model.clone());
     answer.extra.insert("toolrouter".into(), report(&req, &prepared, repairs, planned));
-    Ok(axum::Json(answer).into_response())
+    Ok(answer)
 }
 
 #[cfg(test)]
@@ -506,7 +499,7 @@ mod tests {
                 &json!({"type": "function", "function": {"name": name, "parameters": schema.clone()}}),
             )
             .unwrap(),
-            check: crate::server::chat::tools::Check::Schema(crate::server::chat::tools::Schema::new(&schema, true)),
+            check: crate::chat::tools::Check::Schema(crate::chat::tools::Schema::new(&schema, true)),
         })
     }
 
