@@ -180,7 +180,7 @@ impl ChatCore {
             let engine = self.engine().map_err(ChatError::NotReady)?;
             let span = tracing::info_span!(target: crate::telemetry::TARGET, "plan");
             let (tools, steps) = plan::offer(engine, &request, self.config.max_tools).instrument(span).await?;
-            request.tools = tools.into();
+            request.tools = Arc::new(tools.into());
             planned = Some(steps);
         }
         let narrowing = self.narrowing_for(client);

@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::error::ChatError;
-use super::tools::{ClientTool, ToolLists};
+use super::tools::{ToolList, ToolLists};
 use super::unparsable::unparsable;
 use crate::config::OpenAiConfig;
 use crate::llm::wire::{Message, RequestBody};
@@ -30,7 +30,7 @@ pub struct ChatRequest {
     pub upstream_model: String,
     pub stream: bool,
     pub include_usage: bool,
-    pub tools: Arc<[Arc<ClientTool>]>,
+    pub tools: Arc<ToolList>,
     /// The function `tool_choice` names, if it names one.
     pub forced: Option<String>,
     /// `toolrouter.mode` in the body, else the `x-toolrouter-mode` header,
@@ -199,9 +199,9 @@ pub fn check(
     let include_usage = options.and_then(|o| o.get("include_usage")?.as_bool()) == Some(true);
     let tool_choice = field::<Value>(&body, "tool_choice", "").unwrap_or_default();
     let forced = tool_choice.and_then(|c| Some(c.get("function")?.get("name")?.as_str()?.to_string()));
-    let tools: Arc<[Arc<ClientTool>]> = match body.get("tools") {
-        None => Arc::new([]),
-        Some(raw) if raw.get() == "null" => Arc::new([]),
+    let tools: Arc<ToolList> = match body.get("tools") {
+        None => Arc::default(),
+        Some(raw) if raw.get() == "null" => Arc::default(),
         Some(raw) => lists.get_or_parse(raw, config.max_request_tools)?,
     };
     if tools.is_empty() {

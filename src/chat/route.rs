@@ -20,7 +20,7 @@ use tracing::Instrument;
 
 use super::error::ChatError;
 use super::request::{self, ChatRequest};
-use super::tools::ClientTool;
+use super::tools::{ClientTool, ToolList};
 use crate::config::OpenAiConfig;
 use crate::llm::wire::{Completion, Message, RequestBody};
 use crate::llm::{ChatModel, Usage};
@@ -115,7 +115,7 @@ impl Narrowing {
     /// (ranked by words until then: [`Kept::by_words`]).
     pub async fn narrow(
         &self,
-        tools: &[Arc<ClientTool>],
+        tools: &ToolList,
         messages: &[Message],
         max: usize,
         forced: Option<&str>,
@@ -124,7 +124,7 @@ impl Narrowing {
             return (Kept { tools: (0..tools.len()).collect(), by_words: Vec::new() }, None);
         }
         let asked = Asked::of(messages);
-        let set = self.set(tools);
+        let set = tools.set(|tools| self.set(tools)).clone();
         let embedded = match &self.embedder {
             Some(embedder) => self.embedded(&set, embedder, &asked.latest).await,
             None => None,
@@ -426,7 +426,7 @@ pub fn report(req: &ChatRequest, prepared: &Narrowed, repairs: usize, planned: O
     let unchecked: Vec<Value> = req
         .tools
         .iter()
-        .filter_map(|t| Some(json!({"tool": t.name, "reason": t.unchecked()?})))
+        .filter_map(|t| t.unchecked().map(|reason| json!({"tool": t.name, "reason": reason})))
         .take(REPORTED_NAMES)
         .collect();
     if !unchecked.is_empty() {
@@ -517,6 +517,7 @@ mod tests {
         let mut narrowing = Narrowing::lexical(Arc::default());
         narrowing.weight =
             Arc::new(|from: &str, to: &str| if from == "tool_3" && to == "hotel_booking" { 0.9 } else { 0.0 });
+        let tools = ToolList::from(tools);
         let keep = narrowing.narrow(&tools, &messages, 3, None).await.0.tools;
         let names: Vec<&str> = keep.iter().map(|&i| tools[i].name.as_str()).collect();
         assert!(names.contains(&"weather_forecast") && names.contains(&"hotel_booking"), "{names:?}");

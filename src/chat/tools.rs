@@ -24,7 +24,6 @@
 //! problems to repair like any other.
 
 use std::collections::HashSet;
-use std::hash::{Hash, Hasher};
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -36,6 +35,7 @@ use super::error::ChatError;
 use super::unparsable::unparsable;
 use crate::args;
 use crate::catalog::Api;
+use crate::retrieval::tool_list::ToolSet;
 
 /// A tool offered to the model: one of the client's, or a catalog API (plan mode).
 #[derive(Debug)]
@@ -205,7 +205,7 @@ pub struct ToolLists {
 }
 
 struct Parsed {
-    lists: LruCache<u64, Arc<[Arc<ClientTool>]>>,
+    lists: LruCache<u64, Arc<ToolList>>,
     tools: LruCache<u64, Arc<ClientTool>>,
     /// The tools' JSON text, counted twice (their parsed schema and text).
     bytes: usize,
@@ -218,10 +218,41 @@ const TOOLS: usize = 20_000;
 /// Bytes the kept tools may take, as [`Parsed::bytes`] counts them.
 const TOOL_BYTES: usize = 64 << 20;
 
+/// The key of a tool's or a list's JSON text: XXH3 (already in the tree
+/// through `redis`), about ten times as fast as std's SipHash on the
+/// 300 KB of a 1,000-tool list, which every request with it hashes.
 fn hash_of(text: &str) -> u64 {
-    let mut h = std::hash::DefaultHasher::new();
-    text.hash(&mut h);
-    h.finish()
+    xxhash_rust::xxh3::xxh3_64(text.as_bytes())
+}
+
+/// A request's tools as parsed, shared by every request that sends the
+/// same list, with what route mode makes of the list once (its set in the
+/// ranker, [`ToolList::set`]).
+#[derive(Default)]
+pub struct ToolList {
+    tools: Box<[Arc<ClientTool>]>,
+    set: OnceLock<ToolSet>,
+}
+
+impl ToolList {
+    /// The ranker's set of these tools, made by `make` the first time.
+    pub fn set(&self, make: impl FnOnce(&[Arc<ClientTool>]) -> ToolSet) -> &ToolSet {
+        self.set.get_or_init(|| make(&self.tools))
+    }
+}
+
+impl std::ops::Deref for ToolList {
+    type Target = [Arc<ClientTool>];
+
+    fn deref(&self) -> &[Arc<ClientTool>] {
+        &self.tools
+    }
+}
+
+impl From<Vec<Arc<ClientTool>>> for ToolList {
+    fn from(tools: Vec<Arc<ClientTool>>) -> ToolList {
+        ToolList { tools: tools.into(), set: OnceLock::new() }
+    }
 }
 
 impl ToolLists {
@@ -250,7 +281,7 @@ impl ToolLists {
     /// unchecked ([`ClientTool::unchecked`]); what is wrong with the
     /// request itself (not an array, a tool without a valid name, two
     /// tools of one name, too many tools) is a 400 naming the tool.
-    pub(crate) fn get_or_parse(&self, raw: &RawValue, max: usize) -> Result<Arc<[Arc<ClientTool>]>, ChatError> {
+    pub(crate) fn get_or_parse(&self, raw: &RawValue, max: usize) -> Result<Arc<ToolList>, ChatError> {
         let key = hash_of(raw.get());
         if let Some(tools) = self.parsed().lists.get(&key) {
             return Ok(tools.clone());
@@ -297,7 +328,7 @@ impl ToolLists {
                 ));
             }
         }
-        let tools: Arc<[Arc<ClientTool>]> = tools.into();
+        let tools = Arc::new(ToolList::from(tools));
         let mut parsed = self.parsed();
         for (key, len, tool) in new {
             if let Some((_, old)) = parsed.tools.push(key, tool) {

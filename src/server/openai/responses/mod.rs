@@ -14,6 +14,7 @@
 //! followed by its own `input` (its `instructions` alone, as OpenAI does).
 
 mod events;
+mod held;
 mod output;
 mod request;
 pub mod store;

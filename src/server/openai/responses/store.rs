@@ -11,31 +11,20 @@
 //! A whole conversation per response, not a link to the one before: a
 //! follow-up is one lookup, and a dropped old response breaks no chain.
 
-use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use super::held::Kept;
+use super::held::{Held, locked};
 use super::writer::Writer;
 use crate::cluster::Cluster;
 use crate::journal::Journal;
 
 /// A conversation larger than this is not kept (nor shared).
 pub const MAX_KEPT_BYTES: usize = 16 << 20;
-
-/// One kept response.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Kept {
-    pub id: String,
-    /// The client key's id (`None`: no keys configured).
-    pub owner: Option<String>,
-    pub at_unix_ms: u64,
-    /// Input items, then output items, in order.
-    pub items: Vec<Value>,
-}
 
 /// A response to keep once its output is known: the conversation before
 /// it and who made it.
@@ -66,62 +55,11 @@ pub struct ResponseStore {
     cluster: Option<Arc<Cluster>>,
 }
 
-/// The responses held, within their bounds.
-pub(super) struct Held {
-    ttl: Duration,
-    max_bytes: usize,
-    /// Ids, oldest first.
-    order: VecDeque<String>,
-    by_id: HashMap<String, (Arc<Kept>, usize)>,
-    bytes: usize,
-}
-
-pub(super) fn locked(held: &Mutex<Held>) -> std::sync::MutexGuard<'_, Held> {
-    held.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-impl Held {
-    /// Holds `kept` (`bytes` as a journal line) unless expired, dropping
-    /// the oldest beyond the bound.
-    pub(super) fn hold(&mut self, kept: Arc<Kept>, bytes: usize) {
-        if self.expired(&kept) {
-            return;
-        }
-        if let Some((_, old)) = self.by_id.remove(&kept.id) {
-            self.bytes -= old;
-            self.order.retain(|id| id != &kept.id);
-        }
-        self.order.push_back(kept.id.clone());
-        self.bytes += bytes;
-        self.by_id.insert(kept.id.clone(), (kept, bytes));
-        while self.bytes > self.max_bytes || self.order.front().is_some_and(|id| self.expired(&self.by_id[id].0)) {
-            let Some(id) = self.order.pop_front() else { break };
-            if let Some((_, bytes)) = self.by_id.remove(&id) {
-                self.bytes -= bytes;
-            }
-        }
-    }
-
-    /// Responses held.
-    pub(super) fn len(&self) -> usize {
-        self.order.len()
-    }
-
-    /// The responses held, oldest first.
-    pub(super) fn records(&self) -> Vec<Arc<Kept>> {
-        self.order.iter().map(|id| self.by_id[id].0.clone()).collect()
-    }
-
-    fn expired(&self, kept: &Kept) -> bool {
-        crate::metrics::unix_ms().saturating_sub(kept.at_unix_ms) > self.ttl.as_millis() as u64
-    }
-}
-
 impl ResponseStore {
     /// The store kept in `dir` (`None`: in memory only), loading what it
     /// kept before; with `cluster`, shared.
     pub fn open(dir: Option<PathBuf>, ttl: Duration, max_bytes: usize, cluster: Option<Arc<Cluster>>) -> ResponseStore {
-        let held = Held { ttl, max_bytes, order: VecDeque::new(), by_id: HashMap::new(), bytes: 0 };
+        let held = Held::new(ttl, max_bytes);
         let mut store = ResponseStore { ttl, max_bytes, held: Arc::new(Mutex::new(held)), writer: None, cluster };
         let Some(dir) = dir.filter(|_| max_bytes > 0) else { return store };
         let path = dir.join("responses.jsonl");
@@ -197,7 +135,7 @@ impl ResponseStore {
     /// The conversation of response `id`, if kept (here or shared), not
     /// expired and made by `owner`.
     pub async fn get(&self, id: &str, owner: Option<&str>) -> Option<Arc<Kept>> {
-        let local = { locked(&self.held).by_id.get(id).map(|(kept, _)| kept.clone()) };
+        let local = { locked(&self.held).get(id) };
         let kept = match local {
             Some(kept) => kept,
             None => {

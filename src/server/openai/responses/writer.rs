@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::store::{Held, Kept, locked};
+use super::held::{Held, Kept, locked};
 use crate::journal::Journal;
 
 /// Most responses written with one fsync.
