@@ -52,8 +52,8 @@
 //!   run, durable as a snapshot plus an fsync'd run log.
 //! * [`planner`]: graph-guided depth-first search for a chain of API calls,
 //!   with backtracking, budgets, reflection, memory, argument completion
-//!   and repair; `Decider` and `Caller` traits (deterministic and LLM
-//!   deciders; a dry run).
+//!   and repair; `Decider` and `Caller` traits (a deterministic decider
+//!   and a dry run here; the LLM decider is the engine's).
 //! * [`compress`]: shortens responses to a character budget for a model,
 //!   always as valid JSON.
 //!
@@ -84,7 +84,8 @@
 //! * [`engine`]: search, plan, the one call pipeline (resolve the name
 //!   with suggestions, validate, call upstream, compress, learn), recording
 //!   runs; [`engine::loading`] loads it in the background;
-//!   [`engine::solve`] carries a request out (execute mode's loop).
+//!   [`engine::solve`] carries a request out (execute mode's loop, the
+//!   model choosing moves through [`engine::llm_decider`]).
 //! * [`chat`]: a typed chat request in, a typed whole answer, chunk
 //!   stream or error out: route mode (the client's tools narrowed, tool
 //!   calls checked and repaired), plan and execute modes, their decision

@@ -24,12 +24,13 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::llm_decider::{self, LlmDecider};
 use crate::catalog::Api;
 use crate::engine::{CallRequest, Called, Engine};
 use crate::graph::{RunCall, RunRecord};
 use crate::llm::wire::{Completion, CompletionRequest, Message, RequestBody};
 use crate::llm::{ChatModel, LlmError, Usage};
-use crate::planner::{Caller, Ending, LlmDecider, PlanRun, Settings, StepOutcome};
+use crate::planner::{Caller, Ending, PlanRun, Settings, StepOutcome};
 use crate::text::clip;
 
 /// Sub-tasks a request is split into, at most.
@@ -201,7 +202,7 @@ async fn run_subtask(
     subtasks: &[Subtask],
     i: usize,
     deadline: Instant,
-) -> (Subtask, crate::planner::llm_decider::Report) {
+) -> (Subtask, llm_decider::Report) {
     let mut sub = subtasks[i].clone();
     let earlier: Vec<&Subtask> = sub.after.iter().map(|&j| &subtasks[j]).collect();
     let outputs: Vec<Value> = earlier

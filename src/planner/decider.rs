@@ -299,10 +299,10 @@ pub fn judge(path: &[Step]) -> Reflection {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    pub(in crate::planner) fn candidate(id: u32, function: &str, rank: Option<usize>) -> Candidate {
+    pub(crate) fn candidate(id: u32, function: &str, rank: Option<usize>) -> Candidate {
         Candidate {
             api: ApiId(id),
             function: function.into(),

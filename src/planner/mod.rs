@@ -25,7 +25,6 @@ pub mod caller;
 pub mod decider;
 pub mod defaults;
 pub mod explicit;
-pub mod llm_decider;
 pub mod memory;
 mod search;
 
@@ -36,7 +35,6 @@ use serde::Serialize;
 
 pub use caller::{Caller, DryRun, StepOutcome};
 pub use decider::{Candidate, Decider, DeterministicDecider, Move, Reflection, Source, View};
-pub use llm_decider::LlmDecider;
 pub use memory::{LongTermMemory, Memory, MemoryWriter};
 
 use crate::args::{self, Problem};

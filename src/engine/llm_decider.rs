@@ -1,4 +1,7 @@
-//! The LLM decider (docs/architecture.md §5): the upstream model chooses each move.
+//! The LLM decider (docs/architecture.md §5): the upstream model chooses
+//! each move. It answers the planner's own trait ([`Decider`]) from the
+//! engine's room, so the planner (the domain) never imports the model
+//! client (outbound).
 //!
 //! Every decision is one chat-completions request. The candidates go to
 //! the model as OpenAI tools — the catalog's definitions, each description
@@ -26,12 +29,12 @@ use std::time::Instant;
 
 use serde_json::{Map, Value, json};
 
-use super::decider::{Decider, Move, Reflection, View, judge};
-use super::{Candidate, Step};
 use crate::args::Problem;
 use crate::catalog::{Api, Catalog};
 use crate::llm::wire::{CompletionRequest, Message, RequestBody, ToolCall};
 use crate::llm::{ChatModel, LlmError, Usage};
+use crate::planner::decider::{Decider, Move, Reflection, View, judge};
+use crate::planner::{Candidate, Example, Step};
 
 /// The instructions: the stable head of every decision request.
 const INSTRUCTIONS: &str = "You carry out the user's request by calling APIs, one call at a time. \
@@ -49,7 +52,7 @@ const MIN_EXAMPLE_SIMILARITY: f32 = 0.5;
 
 /// The remembered runs on similar requests, as a message after the
 /// instructions (the instructions stay a stable prefix for upstream caches).
-fn examples_message(examples: &[super::Example]) -> Option<Message> {
+fn examples_message(examples: &[Example]) -> Option<Message> {
     let lines: Vec<String> = examples
         .iter()
         .filter(|e| e.similarity >= MIN_EXAMPLE_SIMILARITY && !e.path.is_empty())
@@ -315,7 +318,7 @@ mod tests {
 
     #[test]
     fn close_remembered_runs_are_worked_examples() {
-        let example = |task: &str, similarity: f32| super::super::Example {
+        let example = |task: &str, similarity: f32| Example {
             task: task.into(),
             path: vec!["a_for_t".into(), "b_for_t".into()],
             similarity,
