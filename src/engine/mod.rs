@@ -27,13 +27,16 @@ use crate::planner::{
 use crate::retrieval::{Embedder, Filters, Progress, Retriever, Signal};
 use crate::upstream::{CallError, Response, Upstream};
 
+mod error;
 mod learning;
+pub mod llm_decider;
 pub mod loading;
 mod reload;
 mod shared;
 pub mod solve;
 mod world;
 
+pub use error::EngineError;
 pub use learning::RecentRun;
 pub use reload::Reconfigured;
 pub use shared::SharingStats;
@@ -52,36 +55,6 @@ pub fn search_k(k: Option<usize>) -> Result<usize, String> {
     match k.unwrap_or(DEFAULT_SEARCH_RESULTS) {
         k @ 1..=MAX_SEARCH_RESULTS => Ok(k),
         k => Err(format!("`k` must be 1 to {MAX_SEARCH_RESULTS}, got {k}")),
-    }
-}
-
-/// Errors of the engine's operations (not of an API call: see [`Called`]).
-#[derive(Debug, thiserror::Error)]
-pub enum EngineError {
-    /// The request's fault (an empty query): faces answer 400.
-    #[error("{0}")]
-    BadInput(String),
-    /// The search index or the embedding model failed (faces answer 503;
-    /// what to do about it is in the server's log, not in the answer).
-    #[error("{0}")]
-    Unavailable(String),
-    #[error("{0}")]
-    Internal(String),
-}
-
-impl From<crate::retrieval::RetrievalError> for EngineError {
-    /// Only an empty query is the client's fault; an index or a model that
-    /// fails is the server's, logged with the fix (`toolrouter index`…).
-    fn from(e: crate::retrieval::RetrievalError) -> EngineError {
-        match e {
-            crate::retrieval::RetrievalError::EmptyQuery => EngineError::BadInput(e.to_string()),
-            e => {
-                tracing::error!(error = %e, "search failed");
-                EngineError::Unavailable(
-                    "the search index or the embedding model failed; the server's log says why".into(),
-                )
-            }
-        }
     }
 }
 
@@ -614,46 +587,4 @@ fn tool_span(function: &str, arguments: &Map<String, Value>) -> tracing::Span {
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    /// An engine for calls alone resolves, refuses and validates as any
-    /// engine does (nothing here reaches the upstream), and has no search.
-    #[tokio::test(flavor = "multi_thread")]
-    async fn an_engine_for_calls_has_the_call_pipeline_and_no_search() {
-        let state = tempfile::tempdir().unwrap();
-        let mut config = Config::default();
-        config.state.dir = state.path().to_path_buf();
-        let catalog = Arc::new(Catalog::load(&crate::catalog::Sources::default()).unwrap());
-        let engine = Engine::open_for_calls(&config, catalog).unwrap();
-        let call =
-            |function, arguments| CallRequest { function, arguments, client: None, purpose: "", standalone: true };
-        let (wrong, array) = (json!({"year": "soon"}), json!([1]));
-        match engine.call(call("holidays", &wrong)).await {
-            Called::Unknown(unknown) => assert!(unknown.close.iter().any(|c| c == "public_holidays_for_nager_date")),
-            other => panic!("{other:?}"),
-        }
-        assert!(matches!(engine.call(call("public_holidays_for_nager_date", &array)).await, Called::Refused(_)));
-        assert!(matches!(engine.call(call("public_holidays_for_nager_date", &wrong)).await, Called::Invalid(_)));
-        assert!(matches!(engine.search("public holidays", 3, None).await, Err(EngineError::Internal(_))));
-        assert!(matches!(engine.plan("public holidays in Germany", None).await, Err(EngineError::Internal(_))));
-        assert!(engine.embedder().is_none());
-    }
-
-    /// Only an empty query is the client's fault; a failed index or model
-    /// is the server's, and its fix stays in the log, not in the answer.
-    #[test]
-    fn retrieval_failures_are_the_servers_not_the_clients() {
-        use crate::retrieval::RetrievalError;
-        assert!(matches!(EngineError::from(RetrievalError::EmptyQuery), EngineError::BadInput(_)));
-        let io = RetrievalError::Io { context: "reading /state/index".into(), source: std::io::Error::other("gone") };
-        let EngineError::Unavailable(message) = EngineError::from(io) else {
-            panic!("an unreadable index is the server's")
-        };
-        assert!(!message.contains("/state") && !message.contains("toolrouter index"), "{message}");
-        let api = crate::server::error::ApiError::from_engine(EngineError::Unavailable(message), "query");
-        assert_eq!((api.status.as_u16(), api.kind), (503, "server_error"));
-    }
-}
+mod tests;

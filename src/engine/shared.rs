@@ -93,7 +93,7 @@ impl Sharing {
             .map_err(|e| format!("reading the outbox: {e}"))?;
         for batch in pending.chunks(BATCH) {
             let runs: Vec<SharedRun> = batch.iter().map(|(_, run)| run.clone()).collect();
-            self.cluster.publish_runs(&runs, self.max_runs).await?;
+            self.cluster.publish_runs(&runs, self.max_runs).await.map_err(|e| e.to_string())?;
             let (me, last) = (self.clone(), batch[batch.len() - 1].0);
             tokio::task::spawn_blocking(move || me.outbox().mark_published(last))
                 .await

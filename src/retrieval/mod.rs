@@ -45,6 +45,7 @@ pub mod intents;
 pub mod names;
 mod options;
 mod progress;
+mod results;
 pub mod tool_list;
 pub mod tool_memory;
 pub mod tool_vectors;
@@ -55,12 +56,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde::Serialize;
-
 pub use build::BuildReport;
 pub use embedder::{EmbedError, Embedder};
 pub use options::*;
 pub use progress::{Progress, ProgressReport};
+pub use results::{Hit, SearchResults, Signal};
 
 use crate::catalog::{ApiId, Catalog, names::category_dir_name, names::standardize};
 use crate::config::{Config, DenseIndex, SearchMode};
@@ -110,36 +110,6 @@ pub struct Prepared {
     /// APIs that served similar requests before (long-term memory), with
     /// the similarity of those requests; ranked as one more list.
     pub remembered: Vec<(ApiId, f32)>,
-}
-
-/// A signal's view of one hit: its rank (from 1) and raw score.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Signal {
-    pub rank: usize,
-    pub score: f32,
-}
-
-/// One retrieved API.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Hit {
-    pub api: ApiId,
-    /// The fused score that ranks the hits.
-    pub score: f32,
-    /// The whole query's dense and lexical ranks, when the API was in their pools.
-    pub dense: Option<Signal>,
-    pub lexical: Option<Signal>,
-}
-
-/// The outcome of a search.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SearchResults {
-    pub hits: Vec<Hit>,
-    /// The intents the query was split into (empty: searched as one).
-    pub intents: Vec<String>,
-    /// Characters cut from an over-long query (`retrieval.max_query_chars`).
-    pub cut_chars: usize,
-    pub embed_ms: f64,
-    pub search_ms: f64,
 }
 
 /// The loaded index of a catalog, ready to search.

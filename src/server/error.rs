@@ -256,6 +256,8 @@ mod tests {
                 e("server_error", "upstream_timeout", "the model server did not answer within 5 ms")),
             (ApiError::invalid("bad", Some("messages")), 400, None, None,
                 r#"{"error":{"message":"bad","type":"invalid_request_error","param":"messages","code":null}}"#.into()),
+            (ApiError::from_engine(crate::engine::EngineError::Unavailable("down".into()), "query"), 503, None, None,
+                e("server_error", "search_unavailable", "down")),
             (ApiError::not_found("unknown_tool", "no `f`", Some("name")).with("suggestions", json!(["g"])), 404,
                 None, None,
                 r#"{"error":{"message":"no `f`","type":"invalid_request_error","param":"name","code":"unknown_tool","suggestions":["g"]}}"#.into()),
