@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use redis::Script;
 
-use super::Cluster;
+use super::{Cluster, ClusterError};
 
 /// KEYS[1]: the host's slow key; KEYS[2..]: limit keys. ARGV: per limit key,
 /// its emission interval and its tolerance (burst - 1 intervals), in
@@ -61,7 +61,7 @@ pub enum Verdict {
 impl Cluster {
     /// Takes every cell at once, or none; `Err` when Redis is unreachable
     /// or slow (the caller falls back to its local limits).
-    pub async fn take(&self, host: Option<&str>, cells: &[Cell<'_>]) -> Result<Verdict, String> {
+    pub async fn take(&self, host: Option<&str>, cells: &[Cell<'_>]) -> Result<Verdict, ClusterError> {
         let script = Script::new(GCRA);
         let mut invocation = script.key(self.key("slow", host.unwrap_or("")));
         for cell in cells {

@@ -31,6 +31,22 @@ use crate::config::ClusterConfig;
 /// request's path).
 const BULK_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// Why a command to Redis failed: every caller falls back to this
+/// replica's own state, and the message goes to the log and `/readyz`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ClusterError {
+    /// Redis did not answer in time (`cluster.timeout_ms`, or the longer
+    /// bound of bulk writes).
+    #[error("Redis did not answer within {0} ms")]
+    Timeout(u64),
+    /// Redis refused the command or could not be reached.
+    #[error("Redis: {0}")]
+    Redis(String),
+    /// What was to be written could not be written as JSON.
+    #[error("a shared entry could not be written as JSON: {0}")]
+    Encode(String),
+}
+
 /// The shared state of a cluster of replicas.
 pub struct Cluster {
     connection: ConnectionManager,
@@ -148,7 +164,7 @@ impl Cluster {
     }
 
     /// Asks Redis whether it is there (updating the health).
-    pub async fn ping(&self) -> Result<(), String> {
+    pub async fn ping(&self) -> Result<(), ClusterError> {
         let mut connection = self.connection.clone();
         self.run(redis::cmd("PING").query_async::<()>(&mut connection)).await
     }
@@ -159,7 +175,10 @@ impl Cluster {
     }
 
     /// Runs `command` within `cluster.timeout_ms`, noting the cluster's health.
-    async fn run<T>(&self, command: impl std::future::Future<Output = redis::RedisResult<T>>) -> Result<T, String> {
+    async fn run<T>(
+        &self,
+        command: impl std::future::Future<Output = redis::RedisResult<T>>,
+    ) -> Result<T, ClusterError> {
         self.run_within(self.timeout, command).await
     }
 
@@ -168,11 +187,11 @@ impl Cluster {
         &self,
         timeout: Duration,
         command: impl std::future::Future<Output = redis::RedisResult<T>>,
-    ) -> Result<T, String> {
+    ) -> Result<T, ClusterError> {
         let outcome = match tokio::time::timeout(timeout, command).await {
             Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => Err(format!("Redis: {e}")),
-            Err(_) => Err(format!("Redis did not answer within {} ms", timeout.as_millis())),
+            Ok(Err(e)) => Err(ClusterError::Redis(e.to_string())),
+            Err(_) => Err(ClusterError::Timeout(timeout.as_millis() as u64)),
         };
         match &outcome {
             Ok(_) => {
@@ -185,7 +204,7 @@ impl Cluster {
                 if self.healthy.swap(false, Ordering::Relaxed) {
                     tracing::warn!("{e}; falling back to this replica's share of every limit");
                 }
-                *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.clone());
+                *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string());
             }
         }
         outcome

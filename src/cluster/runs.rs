@@ -14,7 +14,7 @@ use std::time::Duration;
 use redis::streams::StreamReadReply;
 use serde::{Deserialize, Serialize};
 
-use super::Cluster;
+use super::{Cluster, ClusterError};
 use crate::graph::RunRecord;
 use crate::planner::Memory;
 
@@ -40,10 +40,10 @@ pub struct SharedRun {
 impl Cluster {
     /// Adds `runs` to the stream in order (one round trip), trimming it to
     /// about `max_runs`.
-    pub async fn publish_runs(&self, runs: &[SharedRun], max_runs: usize) -> Result<(), String> {
+    pub async fn publish_runs(&self, runs: &[SharedRun], max_runs: usize) -> Result<(), ClusterError> {
         let mut pipe = redis::pipe();
         for run in runs {
-            let text = serde_json::to_string(run).map_err(|e| e.to_string())?;
+            let text = serde_json::to_string(run).map_err(|e| ClusterError::Encode(e.to_string()))?;
             pipe.cmd("XADD").arg(self.runs_key()).arg("MAXLEN").arg("~").arg(max_runs).arg("*").arg(FIELD).arg(text);
         }
         let mut connection = self.publisher.clone();
@@ -54,7 +54,7 @@ impl Cluster {
     /// [`FOLLOW_BLOCK`] for one: (stream id, run); an entry that is not a
     /// run is skipped with a warning (its id still returned, so following
     /// moves past it).
-    pub async fn read_runs(&self, after: &str) -> Result<Vec<(String, Option<SharedRun>)>, String> {
+    pub async fn read_runs(&self, after: &str) -> Result<Vec<(String, Option<SharedRun>)>, ClusterError> {
         let mut command = redis::cmd("XREAD");
         command
             .arg("COUNT")
