@@ -14,6 +14,13 @@ use futures_util::StreamExt;
 use crate::chat::ChatStream;
 use crate::llm::wire::Chunk;
 
+/// A JSON object of `fields`, their values moved in. `json!` copies every
+/// value it is given through `serde_json::to_value` (a deep copy of a
+/// `Value`; measured at a fifth of the Responses face's decoding).
+pub fn object<const N: usize>(fields: [(&str, serde_json::Value); N]) -> serde_json::Value {
+    serde_json::Value::Object(fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+}
+
 /// The id of the first `tool` message in `messages` (chat messages) that
 /// answers no earlier assistant tool call: a model server refuses such a
 /// conversation, so a translated face says which result is wrong first.

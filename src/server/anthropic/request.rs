@@ -10,6 +10,8 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::server::translate::object;
+
 /// What is wrong with the request: a message for Anthropic's
 /// `invalid_request_error`.
 pub type Invalid = String;
@@ -106,7 +108,9 @@ fn chat_messages(message: &Value) -> Result<Vec<Value>, Invalid> {
         let kind = block.get("type").and_then(Value::as_str).unwrap_or("(none)");
         let at = |what: &str| format!("content.{j}: {what}");
         match kind {
-            "text" => parts.push(json!({"type": "text", "text": block.get("text").cloned().unwrap_or_default()})),
+            "text" => {
+                parts.push(object([("type", "text".into()), ("text", block.get("text").cloned().unwrap_or_default())]))
+            }
             "image" => parts.push(image(block).map_err(|e| at(&e))?),
             "tool_use" if role == "assistant" => {
                 let (Some(id), Some(name)) =
@@ -138,7 +142,7 @@ fn chat_messages(message: &Value) -> Result<Vec<Value>, Invalid> {
                     false => content,
                 };
                 // A chat conversation has a call's result right after the calls.
-                out.push(json!({"role": "tool", "tool_call_id": id, "content": content}));
+                out.push(object([("role", "tool".into()), ("tool_call_id", id.into()), ("content", content)]));
             }
             "thinking" | "redacted_thinking" => {}
             other => {
@@ -152,13 +156,13 @@ fn chat_messages(message: &Value) -> Result<Vec<Value>, Invalid> {
     if role == "assistant" {
         let text: Vec<&str> = parts.iter().filter_map(|p| p.get("text")?.as_str()).collect();
         let content = if text.is_empty() { Value::Null } else { Value::String(text.join("")) };
-        let mut message = json!({"role": "assistant", "content": content});
+        let mut message = object([("role", "assistant".into()), ("content", content)]);
         if !calls.is_empty() {
             message["tool_calls"] = Value::Array(calls);
         }
         out.push(message);
     } else if !parts.is_empty() {
-        out.push(json!({"role": "user", "content": parts}));
+        out.push(object([("role", "user".into()), ("content", Value::Array(parts))]));
     }
     Ok(out)
 }
@@ -192,11 +196,12 @@ fn tools(value: &Value) -> Result<Value, Invalid> {
         }
         let name =
             tool.get("name").and_then(Value::as_str).ok_or_else(|| format!("tools.{i}: a tool needs a `name`"))?;
-        let mut function = json!({"name": name, "parameters": tool.get("input_schema").cloned().unwrap_or_else(|| json!({"type": "object"}))});
+        let parameters = tool.get("input_schema").cloned().unwrap_or_else(|| json!({"type": "object"}));
+        let mut function = object([("name", name.into()), ("parameters", parameters)]);
         if let Some(description) = tool.get("description") {
             function["description"] = description.clone();
         }
-        out.push(json!({"type": "function", "function": function}));
+        out.push(object([("type", "function".into()), ("function", function)]));
     }
     Ok(Value::Array(out))
 }

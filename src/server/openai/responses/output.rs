@@ -7,6 +7,8 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::server::translate::object;
+
 use crate::llm::wire::{CompletionUsage, Message, ToolCall};
 
 /// A fresh item or response id with its prefix (`resp_`, `msg_`, `fc_`).
@@ -119,8 +121,13 @@ pub fn status(finish_reason: Option<&str>) -> &'static str {
 
 /// An assistant `message` item holding `text`.
 pub fn message_item(id: &str, text: &str, status: &str) -> Value {
-    json!({"type": "message", "id": id, "status": status, "role": "assistant",
-        "content": [text_part(text)]})
+    object([
+        ("type", "message".into()),
+        ("id", id.into()),
+        ("status", status.into()),
+        ("role", "assistant".into()),
+        ("content", Value::Array(vec![text_part(text)])),
+    ])
 }
 
 /// An `output_text` content part.

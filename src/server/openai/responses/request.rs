@@ -12,6 +12,8 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::server::translate::object;
+
 use crate::server::error::ApiError;
 
 /// Responses fields with no chat counterpart that change nothing a
@@ -128,7 +130,7 @@ fn input_messages(items: &[Value]) -> Result<Vec<Value>, ApiError> {
             "message" => {
                 let role = item.get("role").and_then(Value::as_str).ok_or_else(|| bad("a message needs a `role`"))?;
                 let role = if role == "developer" { "system" } else { role };
-                out.push(json!({"role": role, "content": content(item.get("content"), &at)?}));
+                out.push(object([("role", role.into()), ("content", content(item.get("content"), &at)?)]));
             }
             "function_call" => {
                 let (Some(name), Some(call_id)) =
@@ -143,7 +145,11 @@ fn input_messages(items: &[Value]) -> Result<Vec<Value>, ApiError> {
                     Some(last) if last["role"] == "assistant" && last["tool_calls"].is_array() => {
                         last["tool_calls"].as_array_mut().expect("checked").push(call);
                     }
-                    _ => out.push(json!({"role": "assistant", "content": null, "tool_calls": [call]})),
+                    _ => out.push(object([
+                        ("role", "assistant".into()),
+                        ("content", Value::Null),
+                        ("tool_calls", Value::Array(vec![call])),
+                    ])),
                 }
             }
             "function_call_output" => {
@@ -156,7 +162,7 @@ fn input_messages(items: &[Value]) -> Result<Vec<Value>, ApiError> {
                     Some(parts @ Value::Array(_)) => content(Some(parts), &at)?,
                     _ => return Err(bad("a `function_call_output` needs an `output`")),
                 };
-                out.push(json!({"role": "tool", "tool_call_id": call_id, "content": output}));
+                out.push(object([("role", "tool".into()), ("tool_call_id", call_id.into()), ("content", output)]));
             }
             "reasoning" => {}
             other => {
@@ -186,7 +192,7 @@ fn content(content: Option<&Value>, at: &str) -> Result<Value, ApiError> {
     for part in parts {
         match part.get("type").and_then(Value::as_str) {
             Some("input_text" | "output_text" | "text") => {
-                out.push(json!({"type": "text", "text": part.get("text").cloned().unwrap_or_default()}));
+                out.push(object([("type", "text".into()), ("text", part.get("text").cloned().unwrap_or_default())]));
             }
             Some("input_image") => {
                 let url = part.get("image_url").cloned().ok_or_else(|| {
@@ -195,14 +201,14 @@ fn content(content: Option<&Value>, at: &str) -> Result<Value, ApiError> {
                         Some("input"),
                     )
                 })?;
-                let mut image = json!({"url": url});
+                let mut image = object([("url", url)]);
                 if let Some(detail) = part.get("detail") {
                     image["detail"] = detail.clone();
                 }
-                out.push(json!({"type": "image_url", "image_url": image}));
+                out.push(object([("type", "image_url".into()), ("image_url", image)]));
             }
             Some("refusal") => {
-                out.push(json!({"type": "text", "text": part.get("refusal").cloned().unwrap_or_default()}))
+                out.push(object([("type", "text".into()), ("text", part.get("refusal").cloned().unwrap_or_default())]))
             }
             other => {
                 return Err(ApiError::invalid(
@@ -226,7 +232,7 @@ fn tools(value: &Value) -> Result<Value, ApiError> {
             Some("function") => {
                 let mut function = tool.as_object().cloned().unwrap_or_default();
                 function.remove("type");
-                out.push(json!({"type": "function", "function": function}));
+                out.push(object([("type", "function".into()), ("function", Value::Object(function))]));
             }
             other => {
                 let other = other.unwrap_or("(none)");
@@ -266,7 +272,7 @@ fn response_format(text: &Value) -> Result<Option<Value>, ApiError> {
         Some("json_schema") => {
             let mut schema = format.as_object().cloned().unwrap_or_default();
             schema.remove("type");
-            Ok(Some(json!({"type": "json_schema", "json_schema": schema})))
+            Ok(Some(object([("type", "json_schema".into()), ("json_schema", Value::Object(schema))])))
         }
         other => {
             let other = other.unwrap_or("(none)");
