@@ -491,14 +491,13 @@ pub fn keep(
             next += 1;
         }
     }
-    // The `kept` first in order (a total order: ties go to the earlier
-    // tool); only they are sorted, the rest are not needed.
+    // Only the `kept` first are sorted (a total order: ties go to the earlier tool).
     let first = |a: &usize, b: &usize| rank[*a].cmp(&rank[*b]).then(scores[*b].total_cmp(&scores[*a])).then(a.cmp(b));
     let mut order: Vec<usize> = (0..n).collect();
     if kept < n {
         order.select_nth_unstable_by(kept, first);
-        order.truncate(kept);
     }
+    order.truncate(kept);
     order.sort_by(first);
     if weights.companions {
         let called = |i: usize| must.contains(index.names[i].as_str());

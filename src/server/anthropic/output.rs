@@ -7,6 +7,7 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use crate::llm::wire::{CompletionUsage, Message};
+use crate::server::translate::object;
 
 /// A fresh id with its prefix (`msg_`, `toolu_`).
 pub fn new_id(prefix: &str) -> String {
@@ -58,7 +59,12 @@ pub fn content(message: Option<&Message>) -> Vec<Value> {
             "" => new_id("toolu_"),
             id => id.to_string(),
         };
-        out.push(json!({"type": "tool_use", "id": id, "name": call.name(), "input": input(&call.arguments())}));
+        out.push(object([
+            ("type", "tool_use".into()),
+            ("id", id.into()),
+            ("name", call.name().into()),
+            ("input", input(&call.arguments())),
+        ]));
     }
     out
 }
@@ -67,16 +73,16 @@ pub fn content(message: Option<&Message>) -> Vec<Value> {
 /// (`toolrouter`) carried over; `model`: the request's.
 pub fn from_completion(completion: crate::llm::wire::Completion, model: &Value) -> Value {
     let choice = completion.choices.first();
-    let mut message = json!({
-        "id": new_id("msg_"),
-        "type": "message",
-        "role": "assistant",
-        "model": completion.model.as_deref().map(Value::from).unwrap_or_else(|| model.clone()),
-        "content": content(choice.and_then(|c| c.message.as_ref())),
-        "stop_reason": stop_reason(choice.and_then(|c| c.finish_reason.as_deref())),
-        "stop_sequence": null,
-        "usage": usage(completion.usage.as_ref()),
-    });
+    let mut message = object([
+        ("id", new_id("msg_").into()),
+        ("type", "message".into()),
+        ("role", "assistant".into()),
+        ("model", completion.model.as_deref().map(Value::from).unwrap_or_else(|| model.clone())),
+        ("content", Value::Array(content(choice.and_then(|c| c.message.as_ref())))),
+        ("stop_reason", stop_reason(choice.and_then(|c| c.finish_reason.as_deref())).into()),
+        ("stop_sequence", Value::Null),
+        ("usage", usage(completion.usage.as_ref())),
+    ]);
     if let Some(report) = completion.extra.get("toolrouter") {
         message["toolrouter"] = report.clone();
     }

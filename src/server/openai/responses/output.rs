@@ -7,9 +7,8 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::server::translate::object;
-
 use crate::llm::wire::{CompletionUsage, Message, ToolCall};
+use crate::server::translate::object;
 
 /// A fresh item or response id with its prefix (`resp_`, `msg_`, `fc_`).
 pub fn new_id(prefix: &str) -> String {
@@ -26,24 +25,36 @@ pub struct Echo {
     pub store: bool,
 }
 
-/// The settings a response echoes, with the value it shows when the
-/// request has none.
-fn echoed() -> [(&'static str, Value); 13] {
-    [
-        ("instructions", Value::Null),
-        ("max_output_tokens", Value::Null),
-        ("parallel_tool_calls", Value::Bool(true)),
-        ("previous_response_id", Value::Null),
-        ("reasoning", json!({"effort": null, "summary": null})),
-        ("temperature", Value::Null),
-        ("text", json!({"format": {"type": "text"}})),
-        ("tool_choice", Value::from("auto")),
-        ("tools", json!([])),
-        ("top_p", Value::Null),
-        ("user", Value::Null),
-        ("metadata", json!({})),
-        ("model", Value::Null),
-    ]
+/// The settings a response echoes ([`shown`]: the value it shows when
+/// the request has none).
+const ECHOED: [&str; 13] = [
+    "instructions",
+    "max_output_tokens",
+    "parallel_tool_calls",
+    "previous_response_id",
+    "reasoning",
+    "temperature",
+    "text",
+    "tool_choice",
+    "tools",
+    "top_p",
+    "user",
+    "metadata",
+    "model",
+];
+
+/// The value a response shows for setting `key` when the request has none
+/// (made only then: most requests name few settings).
+fn shown(key: &str) -> Value {
+    match key {
+        "parallel_tool_calls" => Value::Bool(true),
+        "reasoning" => json!({"effort": null, "summary": null}),
+        "text" => json!({"format": {"type": "text"}}),
+        "tool_choice" => Value::from("auto"),
+        "tools" => Value::Array(Vec::new()),
+        "metadata" => Value::Object(Map::new()),
+        _ => Value::Null,
+    }
 }
 
 impl Echo {
@@ -61,7 +72,7 @@ impl Echo {
     /// model the answer names (else the request's), the request's settings
     /// (cloned: a stream shows them more than once).
     pub fn response(&self, status: &str, model: Option<&str>, output: Vec<Value>, usage: Option<Value>) -> Value {
-        let settings = echoed().map(|(key, default)| (key, self.request.get(key).cloned().unwrap_or(default)));
+        let settings = ECHOED.map(|key| (key, self.request.get(key).cloned().unwrap_or_else(|| shown(key))));
         self.object(settings, status, model, output, usage)
     }
 
@@ -74,7 +85,7 @@ impl Echo {
         output: Vec<Value>,
         usage: Option<Value>,
     ) -> Value {
-        let settings = echoed().map(|(key, default)| (key, self.request.remove(key).unwrap_or(default)));
+        let settings = ECHOED.map(|key| (key, self.request.remove(key).unwrap_or_else(|| shown(key))));
         self.object(settings, status, model, output, usage)
     }
 

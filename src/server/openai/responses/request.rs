@@ -12,9 +12,8 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::server::translate::object;
-
 use crate::server::error::ApiError;
+use crate::server::translate::object;
 
 /// Responses fields with no chat counterpart that change nothing a
 /// chat-completions model server does: dropped.
