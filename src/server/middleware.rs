@@ -28,9 +28,11 @@ const X_REQUEST_ID: &str = "x-request-id";
 use super::error::ApiError;
 use super::gate::Gate;
 use super::state::App;
+use crate::chat::{Answer, ChatError};
 use crate::cluster::limits::{Cell, Verdict};
 use crate::config::Config;
 use crate::engine::loading::NotReady;
+use crate::llm::wire::RequestBody;
 use crate::telemetry;
 
 /// In a request's extensions when its key is an operator's
@@ -93,9 +95,11 @@ impl Requester {
         Duration::from_millis(budget)
     }
 
-    /// The key's name, for the chat core.
-    pub(crate) fn client(&self) -> Option<String> {
-        self.client.as_ref().map(|c| c.0.clone())
+    /// Has `app`'s chat core check and answer `body` (a face's request in
+    /// the core's fields) for this requester, within its time budget.
+    pub(crate) async fn ask(&self, app: &App, body: RequestBody) -> Result<Answer, ChatError> {
+        let request = app.chat.request(body, self.mode.as_deref(), self.budget(&app.config))?;
+        app.chat.answer(request, self.client.as_ref().map(|c| c.0.clone())).await
     }
 }
 

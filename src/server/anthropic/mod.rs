@@ -72,12 +72,7 @@ pub(crate) async fn messages(
         Err(e) => return invalid(e),
     };
     let model = parsed.get("model").cloned().unwrap_or(Value::Null);
-    let budget = requester.budget(&app.config);
-    let answer = async {
-        let request = app.chat.request(RequestBody::from_fields(chat), requester.mode.as_deref(), budget)?;
-        app.chat.answer(request, requester.client()).await
-    };
-    match answer.await {
+    match requester.ask(&app, RequestBody::from_fields(chat)).await {
         Ok(Answer::Whole(completion)) => axum::Json(output::from_completion(*completion, &model)).into_response(),
         Ok(Answer::Streamed(chunks)) => {
             let keep_alive = std::time::Duration::from_millis(app.config.openai.keep_alive_ms);

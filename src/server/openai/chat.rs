@@ -32,13 +32,11 @@ pub(crate) async fn chat_completions(
         Ok(b) => b,
         Err(e) => return unreadable(e),
     };
-    let budget = requester.budget(&app.config);
-    let answer = async {
-        let body = crate::chat::request::body_of(&body)?;
-        let request = app.chat.request(body, requester.mode.as_deref(), budget)?;
-        app.chat.answer(request, requester.client()).await
+    let answer = match crate::chat::request::body_of(&body) {
+        Ok(body) => requester.ask(&app, body).await,
+        Err(e) => Err(e),
     };
-    match answer.await {
+    match answer {
         Ok(Answer::Whole(completion)) => axum::Json(completion).into_response(),
         Ok(Answer::Streamed(chunks)) => event_stream(chunks, app.config.openai.keep_alive_ms),
         Err(e) => ApiError::from(e).into_response(),

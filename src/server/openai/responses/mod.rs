@@ -71,12 +71,7 @@ pub(crate) async fn responses(
     let mut echo = output::Echo::new(parsed);
     echo.store = wanted;
     let id = echo.id.clone();
-    let budget = requester.budget(&app.config);
-    let answer = async {
-        let request = app.chat.request(RequestBody::from_fields(chat), requester.mode.as_deref(), budget)?;
-        app.chat.answer(request, requester.client()).await
-    };
-    let completion = match answer.await {
+    let completion = match requester.ask(&app, RequestBody::from_fields(chat)).await {
         Ok(Answer::Whole(completion)) => completion,
         Ok(Answer::Streamed(chunks)) => {
             let keep_alive = Duration::from_millis(app.config.openai.keep_alive_ms);
