@@ -37,17 +37,7 @@ pub enum ChatError {
 
 impl ChatError {
     /// The request is wrong at `param`.
-    pub fn invalid(message: impl Into<String>, param: Option<&str>) -> ChatError {
+    pub(crate) fn invalid(message: impl Into<String>, param: Option<&str>) -> ChatError {
         ChatError::Invalid { message: message.into(), param: param.map(str::to_string) }
-    }
-
-    /// The request field the error is about, if it is about one.
-    pub fn param(&self) -> Option<&str> {
-        match self {
-            ChatError::Invalid { param, .. } => param.as_deref(),
-            ChatError::UnknownModel(_) => Some("model"),
-            ChatError::Engine(EngineError::BadInput(_)) => Some("messages"),
-            _ => None,
-        }
     }
 }

@@ -27,22 +27,22 @@ use crate::llm::{ChatModel, LlmError};
 
 /// What execute runs share: the upstream model, the kept traces and the
 /// cap on runs in flight.
-pub struct Runner {
-    pub llm: Arc<dyn ChatModel>,
-    pub traces: Traces,
+pub(crate) struct Runner {
+    pub(crate) llm: Arc<dyn ChatModel>,
+    pub(crate) traces: Traces,
     runs: Arc<tokio::sync::Semaphore>,
 }
 
 impl Runner {
     /// A runner whose traces are shared through `cluster`, if any.
-    pub fn new(llm: Arc<dyn ChatModel>, config: &Config, cluster: Option<Arc<Cluster>>) -> Runner {
+    pub(crate) fn new(llm: Arc<dyn ChatModel>, config: &Config, cluster: Option<Arc<Cluster>>) -> Runner {
         let traces = Traces::shared(config.openai.traces, cluster, &config.cluster);
         Runner { llm, traces, runs: Arc::new(tokio::sync::Semaphore::new(config.openai.max_runs)) }
     }
 }
 
 /// Answers `req` by executing it.
-pub async fn respond(
+pub(crate) async fn respond(
     engine: Arc<Engine>,
     runner: Arc<Runner>,
     req: ChatRequest,

@@ -45,18 +45,18 @@ use crate::retrieval::Embedder;
 use crate::retrieval::tool_list::ToolListRanker;
 use crate::retrieval::tool_memory::ToolMemory;
 use crate::retrieval::tool_vectors::ToolVectors;
-pub use error::ChatError;
+pub(crate) use error::ChatError;
 use execute::Runner;
-pub use request::{ChatRequest, Mode};
+pub(crate) use request::{ChatRequest, Mode};
 use route::Narrowing;
 use tools::ToolLists;
 
 /// A streamed answer: chat chunks in order, ended by the last one or by an
 /// error (nothing follows an error).
-pub type ChatStream = Pin<Box<dyn Stream<Item = Result<Chunk, ChatError>> + Send>>;
+pub(crate) type ChatStream = Pin<Box<dyn Stream<Item = Result<Chunk, ChatError>> + Send>>;
 
 /// What the core answered.
-pub enum Answer {
+pub(crate) enum Answer {
     /// A whole chat completion, toolrouter's report in its `toolrouter` field.
     Whole(Box<Completion>),
     /// The answer's chunks as they come (the last with the `toolrouter`
@@ -90,7 +90,7 @@ pub struct ChatCore {
 impl ChatCore {
     /// The core of `config`, answering with `llm`; route mode's learning
     /// and execute mode's traces shared through `cluster`, if any.
-    pub fn new(
+    pub(crate) fn new(
         config: &Config,
         llm: Option<Arc<dyn ChatModel>>,
         cluster: Option<Arc<crate::cluster::Cluster>>,
@@ -109,7 +109,7 @@ impl ChatCore {
     }
 
     /// Answers with the engine `loading` loads, once it is loaded.
-    pub fn set_loading(&self, loading: Arc<Loading>) {
+    pub(crate) fn set_loading(&self, loading: Arc<Loading>) {
         let _ = self.loading.set(loading);
     }
 
@@ -119,17 +119,17 @@ impl ChatCore {
     }
 
     /// The upstream model, if one is configured.
-    pub fn model(&self) -> Option<&Arc<dyn ChatModel>> {
+    pub(crate) fn model(&self) -> Option<&Arc<dyn ChatModel>> {
         self.llm.as_ref()
     }
 
     /// Route mode's ranker (its gauges are on `/metrics`).
-    pub fn ranker(&self) -> &Arc<ToolListRanker> {
+    pub(crate) fn ranker(&self) -> &Arc<ToolListRanker> {
         &self.ranker
     }
 
     /// The kept traces of execute runs and decisions (none without a model).
-    pub fn traces(&self) -> Option<&traces::Traces> {
+    pub(crate) fn traces(&self) -> Option<&traces::Traces> {
         self.runner.as_ref().map(|r| &r.traces)
     }
 
@@ -143,7 +143,7 @@ impl ChatCore {
     /// Checks a request's fields and reads its tools; `header_mode`: the
     /// mode a face's header names; `budget`: the time the request's model
     /// requests may take, from now.
-    pub fn request(
+    pub(crate) fn request(
         &self,
         body: RequestBody,
         header_mode: Option<&str>,
@@ -154,7 +154,7 @@ impl ChatCore {
 
     /// Answers `request` in its mode, for `client` (the key's name: what
     /// it decides is kept for that key's eyes).
-    pub async fn answer(&self, request: ChatRequest, client: Option<String>) -> Result<Answer, ChatError> {
+    pub(crate) async fn answer(&self, request: ChatRequest, client: Option<String>) -> Result<Answer, ChatError> {
         let llm = self.llm.clone().ok_or(ChatError::Model(crate::llm::LlmError::NotConfigured))?;
         let span = tracing::info_span!(target: crate::telemetry::TARGET, "chat",
             "otel.name" = format!("{} {}", request.mode.name(), request.model), "gen_ai.operation.name" = "chat",
@@ -194,7 +194,7 @@ impl ChatCore {
 
     /// Route mode's narrowing with this core's ranker and, once the engine
     /// is loaded, its embedding model and tool graph.
-    pub fn narrowing(&self) -> Narrowing {
+    pub(crate) fn narrowing(&self) -> Narrowing {
         let mut narrowing = Narrowing {
             embedder: self.route_embedder.get().cloned(),
             embed_budget: Duration::from_millis(self.config.embed_budget_ms),

@@ -20,7 +20,7 @@ fn latest_request(req: &ChatRequest) -> Result<Option<String>, ChatError> {
 }
 
 /// The tools to offer (at most `max`) and the plan, for the answer's `toolrouter` field.
-pub async fn offer(
+pub(crate) async fn offer(
     engine: &Arc<Engine>,
     req: &ChatRequest,
     max: usize,

@@ -20,46 +20,46 @@ use crate::config::OpenAiConfig;
 use crate::llm::wire::{Message, RequestBody};
 
 /// A checked request.
-pub struct ChatRequest {
+pub(crate) struct ChatRequest {
     /// The client's body but `toolrouter` (toolrouter's own options), as it
     /// came: route mode sends it on with its `model` and `tools` set.
-    pub body: RequestBody,
+    pub(crate) body: RequestBody,
     /// The name the client asked for.
-    pub model: String,
+    pub(crate) model: String,
     /// The name sent upstream.
-    pub upstream_model: String,
-    pub stream: bool,
-    pub include_usage: bool,
-    pub tools: Arc<ToolList>,
+    pub(crate) upstream_model: String,
+    pub(crate) stream: bool,
+    pub(crate) include_usage: bool,
+    pub(crate) tools: Arc<ToolList>,
     /// The function `tool_choice` names, if it names one.
-    pub forced: Option<String>,
+    pub(crate) forced: Option<String>,
     /// `toolrouter.mode` in the body, else the `x-toolrouter-mode` header,
     /// else route for a request with `tools`, else `openai.default_mode`.
-    pub mode: Mode,
+    pub(crate) mode: Mode,
     /// Execute mode: split into sub-tasks (`toolrouter.decompose`, else `openai.decompose`).
-    pub decompose: bool,
+    pub(crate) decompose: bool,
     /// When the request's time budget runs out: the model requests made
     /// for it (retries, repairs) end by then.
-    pub deadline: Instant,
+    pub(crate) deadline: Instant,
 }
 
 impl ChatRequest {
     /// The conversation, typed (read when a mode needs it, not for every
     /// request). Its roles were checked by [`parse`]; what can still fail
     /// is nesting past [`super::unparsable::MAX_JSON_DEPTH`].
-    pub fn messages(&self) -> Result<Vec<Message>, ChatError> {
+    pub(crate) fn messages(&self) -> Result<Vec<Message>, ChatError> {
         messages(&self.body)
     }
 }
 
 /// The messages of a request body, typed.
-pub fn messages(body: &RequestBody) -> Result<Vec<Message>, ChatError> {
+pub(crate) fn messages(body: &RequestBody) -> Result<Vec<Message>, ChatError> {
     let raw = body.get("messages").map_or("[]", RawValue::get);
     serde_json::from_str(raw).map_err(|e| ChatError::invalid(unparsable("`messages`", &e), Some("messages")))
 }
 
 /// How a request is served.
-pub use crate::config::ChatMode as Mode;
+pub(crate) use crate::config::ChatMode as Mode;
 
 const ROLES: [&str; 5] = ["system", "developer", "user", "assistant", "tool"];
 
@@ -81,7 +81,7 @@ fn field<'a, T: Deserialize<'a>>(body: &'a RequestBody, key: &str, wrong: &str) 
 }
 
 /// The body of a request: a JSON object's fields.
-pub fn body_of(bytes: &[u8]) -> Result<RequestBody, ChatError> {
+pub(crate) fn body_of(bytes: &[u8]) -> Result<RequestBody, ChatError> {
     RequestBody::parse(bytes).map_err(|e| match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
         Ok(_) => ChatError::invalid("the request body must be a JSON object", None),
         Err(_) => ChatError::invalid(unparsable("the request body", &e), None),
@@ -160,8 +160,9 @@ fn check_n(body: &RequestBody) -> Result<(), ChatError> {
     }
 }
 
-/// Parses and checks a request body ([`check`]).
-pub fn parse(
+/// Parses and checks a request body ([`check`]; the tests' and the fuzzer's entry).
+#[cfg(test)]
+pub(crate) fn parse(
     bytes: &[u8],
     config: &OpenAiConfig,
     header_mode: Option<&str>,
@@ -173,7 +174,7 @@ pub fn parse(
 
 /// Checks a request's fields; `lists`: the tool lists seen before;
 /// `budget`: the request's time budget, from now.
-pub fn check(
+pub(crate) fn check(
     mut body: RequestBody,
     config: &OpenAiConfig,
     header_mode: Option<&str>,
@@ -231,6 +232,14 @@ mod tests {
 
     const MS: Duration = Duration::from_secs(1);
 
+    /// The field an error is about.
+    fn param(e: &ChatError) -> Option<&str> {
+        match e {
+            ChatError::Invalid { param, .. } => param.as_deref(),
+            _ => None,
+        }
+    }
+
     fn body(tools: &[Value]) -> Vec<u8> {
         serde_json::to_vec(&json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools}))
             .unwrap()
@@ -266,7 +275,7 @@ mod tests {
 
         let capped = OpenAiConfig { max_request_tools: 2, ..OpenAiConfig::default() };
         let e = parse(&body(&tools), &capped, None, &ToolLists::new(true), MS).err().unwrap();
-        assert!(matches!(e, ChatError::Invalid { .. }) && e.param() == Some("tools"), "{e:?}");
+        assert!(matches!(e, ChatError::Invalid { .. }) && param(&e) == Some("tools"), "{e:?}");
         assert!(e.to_string().contains("3 tools") && e.to_string().contains("openai.max_request_tools"), "{e}");
     }
 
@@ -275,7 +284,7 @@ mod tests {
         let (config, lists) = (OpenAiConfig::default(), ToolLists::new(true));
         let refused = |tools: &[Value]| parse(&body(tools), &config, None, &lists, MS).err().expect("refused");
         let e = refused(&[tool_def("a", json!("string"))]);
-        assert_eq!(e.param(), Some("tools[0].function.parameters"));
+        assert_eq!(param(&e), Some("tools[0].function.parameters"));
         assert!(e.to_string().contains("must be a JSON Schema object"), "{e}");
         // A schema no reading makes valid is served, its calls unchecked.
         let served = parse(&body(&[tool_def("a", json!({"type": 12, "format": 3}))]), &config, None, &lists, MS);
@@ -288,7 +297,7 @@ mod tests {
             parse(br#"{"model": "m", "messages": [{"role": "user"}], "tools": {"a": 1}}"#, &config, None, &lists, MS)
                 .err()
                 .unwrap();
-        assert_eq!(e.param(), Some("tools"));
+        assert_eq!(param(&e), Some("tools"));
         let e = parse(b"[1, 2]", &config, None, &lists, MS).err().unwrap();
         assert!(e.to_string().contains("must be a JSON object"), "{e}");
         let e = parse(b"{\"model\": ", &config, None, &lists, MS).err().unwrap();
@@ -342,9 +351,9 @@ mod tests {
         };
         assert!(with_n(json!(1)).is_ok());
         let e = with_n(json!(3)).err().unwrap();
-        assert!(matches!(e, ChatError::Invalid { .. }) && e.param() == Some("n"), "{e:?}");
+        assert!(matches!(e, ChatError::Invalid { .. }) && param(&e) == Some("n"), "{e:?}");
         assert!(e.to_string().contains("send 3 requests"), "{e}");
-        assert_eq!(with_n(json!(0)).err().unwrap().param(), Some("n"));
+        assert_eq!(with_n(json!(0)).err().as_ref().and_then(param), Some("n"));
         let mut deep = json!({"type": "string"});
         for _ in 0..200 {
             deep = json!({"type": "object", "properties": {"x": deep}});

@@ -31,15 +31,15 @@ use crate::retrieval::tool_list::{
 use crate::retrieval::tool_memory::Recalled;
 
 /// What narrowing reads of a conversation, owned.
-pub struct Asked {
-    pub latest: String,
-    pub earlier: String,
+pub(crate) struct Asked {
+    pub(crate) latest: String,
+    pub(crate) earlier: String,
     /// Tools the assistant called, in order.
-    pub called: Vec<String>,
+    pub(crate) called: Vec<String>,
 }
 
 impl Asked {
-    pub fn of(messages: &[Message]) -> Asked {
+    pub(crate) fn of(messages: &[Message]) -> Asked {
         let users: Vec<String> = messages.iter().filter(|m| m.is("user")).map(Message::text).collect();
         let (latest, earlier) =
             users.split_last().map_or((String::new(), String::new()), |(l, e)| (l.clone(), e.join(" ")));
@@ -48,36 +48,36 @@ impl Asked {
         Asked { latest, earlier, called }
     }
 
-    pub fn conversation<'a>(&'a self, forced: Option<&'a str>) -> Conversation<'a> {
+    pub(crate) fn conversation<'a>(&'a self, forced: Option<&'a str>) -> Conversation<'a> {
         Conversation { latest: &self.latest, earlier: &self.earlier, called: &self.called, forced }
     }
 }
 
 /// `w(from, to)` of the tool graph.
-pub type TransitionWeight = dyn Fn(&str, &str) -> f64 + Send + Sync;
+pub(crate) type TransitionWeight = dyn Fn(&str, &str) -> f64 + Send + Sync;
 
 /// What narrowing uses of the server: the tool-list ranker and, once the
 /// engine is loaded, its embedding model and tool graph.
 #[derive(Clone)]
-pub struct Narrowing {
-    pub ranker: Arc<ToolListRanker>,
-    pub embedder: Option<Arc<Embedder>>,
-    pub weight: Arc<TransitionWeight>,
+pub(crate) struct Narrowing {
+    pub(crate) ranker: Arc<ToolListRanker>,
+    pub(crate) embedder: Option<Arc<Embedder>>,
+    pub(crate) weight: Arc<TransitionWeight>,
     /// Keeps a decision (tools narrowed or planned) among the traces the
     /// console shows; returns its id. `None`: not kept.
-    pub record: Option<Arc<RecordDecision>>,
+    pub(crate) record: Option<Arc<RecordDecision>>,
     /// Time a request may spend embedding tools never seen before
     /// (`openai.embed_budget_ms`); the rest are embedded in the background.
-    pub embed_budget: Duration,
+    pub(crate) embed_budget: Duration,
     /// The replicas whose tool vectors this one reads before embedding,
     /// and with which it shares what it learns.
-    pub cluster: Option<Arc<crate::cluster::Cluster>>,
+    pub(crate) cluster: Option<Arc<crate::cluster::Cluster>>,
     /// `openai.tool_memory_requests` (the shared stream's bound).
-    pub memory_bound: usize,
+    pub(crate) memory_bound: usize,
 }
 
 /// Keeps a route or plan decision; returns its trace id.
-pub type RecordDecision = dyn Fn(Value) -> String + Send + Sync;
+pub(crate) type RecordDecision = dyn Fn(Value) -> String + Send + Sync;
 
 /// Tool names a report lists at most (it counts the others).
 const REPORTED_NAMES: usize = 50;
@@ -87,7 +87,7 @@ const DECISION_REQUEST_CHARS: usize = 500;
 
 impl Narrowing {
     /// Lexical narrowing without a graph (no engine).
-    pub fn lexical(ranker: Arc<ToolListRanker>) -> Narrowing {
+    pub(crate) fn lexical(ranker: Arc<ToolListRanker>) -> Narrowing {
         Narrowing {
             ranker,
             embedder: None,
@@ -100,7 +100,7 @@ impl Narrowing {
     }
 
     /// The set of a request's tools.
-    pub fn set(&self, tools: &[Arc<ClientTool>]) -> ToolSet {
+    pub(crate) fn set(&self, tools: &[Arc<ClientTool>]) -> ToolSet {
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
         let texts: Vec<&str> = tools.iter().map(|t| t.text.as_str()).collect();
         let needs: Vec<&[String]> = tools.iter().map(|t| t.needs.as_slice()).collect();
@@ -113,7 +113,7 @@ impl Narrowing {
     /// while that fits [`Narrowing::embed_budget`] (those another replica
     /// embedded are read from it first), the rest in the background
     /// (ranked by words until then: [`Kept::by_words`]).
-    pub async fn narrow(
+    pub(crate) async fn narrow(
         &self,
         tools: &ToolList,
         messages: &[Message],
@@ -190,7 +190,7 @@ impl Narrowing {
 /// What route mode learns from the model's answer to a request it
 /// narrowed with a model: which of the request's tools were called
 /// ([`crate::retrieval::tool_memory`]).
-pub struct Learning {
+pub(crate) struct Learning {
     ranker: Arc<ToolListRanker>,
     set: ToolSet,
     vectors: Arc<ListVectors>,
@@ -204,7 +204,7 @@ pub struct Learning {
 impl Learning {
     /// Remembers the tools of `tools` that `message` calls (on a blocking
     /// thread: the memory's journal fsyncs).
-    pub fn learn(self, message: &Message, tools: &[Arc<ClientTool>]) {
+    pub(crate) fn learn(self, message: &Message, tools: &[Arc<ClientTool>]) {
         let called: Vec<usize> =
             message.calls().iter().filter_map(|c| tools.iter().position(|t| t.name == c.name())).collect();
         if called.is_empty() {
@@ -226,7 +226,7 @@ impl Learning {
 /// OpenAI-compatible servers do) into JSON text, as OpenAI sends them and
 /// clients parse them; absent arguments become `""`. A call without an id
 /// gets one (`call_…`): the client answers it by that id.
-pub fn normalize_tool_calls(message: &mut Message) {
+pub(crate) fn normalize_tool_calls(message: &mut Message) {
     for call in message.tool_calls.iter_mut().flatten() {
         if call.id.as_deref().is_none_or(str::is_empty) {
             call.id = Some(format!("call_{:016x}{:08x}", fastrand::u64(..), fastrand::u32(..)));
@@ -294,25 +294,25 @@ fn repair_note(id: &str, wrong: &[Wrong], offered: &[&str]) -> String {
 }
 
 /// A request made ready for the model: tools narrowed, model renamed.
-pub struct Narrowed {
+pub(crate) struct Narrowed {
     /// The body sent upstream.
-    pub body: RequestBody,
+    pub(crate) body: RequestBody,
     /// Indexes of the client's tools offered.
-    pub keep: Vec<usize>,
+    pub(crate) keep: Vec<usize>,
     /// Indexes of the client's tools ranked by words only (never seen
     /// before and not yet embedded, or no embedding model yet).
-    pub by_words: Vec<usize>,
+    pub(crate) by_words: Vec<usize>,
     /// The user's last words and where to keep the decision, when there
     /// is one to keep (tools narrowed out, or plan mode).
-    pub decision: Option<(String, Arc<RecordDecision>)>,
+    pub(crate) decision: Option<(String, Arc<RecordDecision>)>,
     /// What to learn from the answer (taken once its tool calls pass).
-    pub learning: std::sync::Mutex<Option<Learning>>,
+    pub(crate) learning: std::sync::Mutex<Option<Learning>>,
 }
 
 /// Narrows `req`'s tools and takes its body for the model: the client's
 /// fields as they came, but `model` (when `openai.models` renames it) and
 /// `tools` (when some were narrowed out, or plan mode offers catalog APIs).
-pub async fn prepare(
+pub(crate) async fn prepare(
     req: &mut ChatRequest,
     config: &OpenAiConfig,
     narrowing: &Narrowing,
@@ -359,17 +359,17 @@ fn tools_array(tools: &[Arc<ClientTool>], keep: &[usize]) -> Box<RawValue> {
 }
 
 /// An answer whose tool calls passed their checks.
-pub struct Repaired {
-    pub answer: Completion,
+pub(crate) struct Repaired {
+    pub(crate) answer: Completion,
     /// Requests made to repair it.
-    pub repairs: usize,
+    pub(crate) repairs: usize,
     /// Tokens the repair requests spent (the first answer's are its own).
-    pub usage: Usage,
+    pub(crate) usage: Usage,
 }
 
 /// Checks `answer`'s tool calls; while some are invalid, shows the model
 /// what was wrong and asks again (non-streaming), up to `repair_attempts`.
-pub async fn repaired(
+pub(crate) async fn repaired(
     llm: &dyn ChatModel,
     prepared: &Narrowed,
     mut answer: Completion,
@@ -416,7 +416,7 @@ pub async fn repaired(
 /// toolrouter's report on a request, for the answer's `toolrouter` field;
 /// a decision (tools narrowed out, or a plan) is also kept for the console
 /// ([`Narrowing::record`]), and the report names its `trace_id`.
-pub fn report(req: &ChatRequest, prepared: &Narrowed, repairs: usize, planned: Option<Value>) -> Value {
+pub(crate) fn report(req: &ChatRequest, prepared: &Narrowed, repairs: usize, planned: Option<Value>) -> Value {
     let mode = if planned.is_some() { "plan" } else { "route" };
     let mut r =
         json!({"mode": mode, "tools_offered": prepared.keep.len(), "tools_total": req.tools.len(), "repairs": repairs});
@@ -448,7 +448,7 @@ pub fn report(req: &ChatRequest, prepared: &Narrowed, repairs: usize, planned: O
 
 /// A non-streaming answer: asks the model, checks and repairs its tool
 /// calls. `planned`: in plan mode, the planner's steps (reported).
-pub async fn complete(
+pub(crate) async fn complete(
     mut req: ChatRequest,
     llm: &dyn ChatModel,
     config: &OpenAiConfig,

@@ -45,7 +45,7 @@ struct Gathered {
 }
 
 /// Streams the answer to `req`.
-pub async fn stream(
+pub(crate) async fn stream(
     mut req: ChatRequest,
     llm: std::sync::Arc<dyn ChatModel>,
     config: OpenAiConfig,

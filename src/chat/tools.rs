@@ -40,20 +40,20 @@ use crate::retrieval::tool_list::ToolSet;
 /// A tool offered to the model: one of the client's, or a catalog API (plan mode).
 #[derive(Debug)]
 pub struct ClientTool {
-    pub name: String,
+    pub(crate) name: String,
     /// Name, description and parameter names, for relevance.
-    pub text: String,
+    pub(crate) text: String,
     /// Its required parameters' names (route mode brings along the tools
     /// that produce them: `retrieval::tool_list`).
-    pub needs: Vec<String>,
+    pub(crate) needs: Vec<String>,
     /// The tool as sent upstream: the client's own JSON text.
-    pub definition: Box<RawValue>,
-    pub check: Check,
+    pub(crate) definition: Box<RawValue>,
+    pub(crate) check: Check,
 }
 
 /// How a tool's call arguments are checked.
 #[derive(Debug)]
-pub enum Check {
+pub(crate) enum Check {
     /// A client's tool: against its JSON Schema.
     Schema(Schema),
     /// A catalog API: as `/v1/tools/call` checks them (strict mode,
@@ -63,7 +63,7 @@ pub enum Check {
 
 impl ClientTool {
     /// What is wrong with `arguments` (an object), in words for the model.
-    pub fn issues(&self, arguments: &Value) -> Vec<String> {
+    pub(crate) fn issues(&self, arguments: &Value) -> Vec<String> {
         match &self.check {
             Check::Schema(schema) if schema.unusable.is_some() => Vec::new(),
             Check::Schema(schema) => schema.validator().iter_errors(arguments).map(|e| schema.describe(&e)).collect(),
@@ -87,7 +87,7 @@ impl ClientTool {
 /// meta-schema checked), its validator compiled on first use; in strict
 /// mode the schema checked is [`closed`].
 #[derive(Debug)]
-pub struct Schema {
+pub(crate) struct Schema {
     value: Value,
     validator: OnceLock<Arc<jsonschema::Validator>>,
     /// Why the schema cannot be used, if it cannot: its calls pass unchecked.
@@ -101,7 +101,7 @@ impl Schema {
     /// `value` in draft 2020-12's forms, checked against its meta-schema
     /// (what fails is kept as the reason its calls pass unchecked);
     /// `strict`: calls may hold only the parameters it declares.
-    pub fn new(value: &Value, strict: bool) -> Schema {
+    pub(crate) fn new(value: &Value, strict: bool) -> Schema {
         let value = crate::catalog::dialect::normalize(value);
         let unusable = crate::catalog::dialect::check(&value).err();
         let value = if strict && unusable.is_none() { closed(value) } else { value };
@@ -141,7 +141,7 @@ impl Schema {
 
     /// The compiled validator: from this schema, from another with the
     /// same text, or compiled now.
-    pub fn validator(&self) -> &jsonschema::Validator {
+    pub(crate) fn validator(&self) -> &jsonschema::Validator {
         self.validator.get_or_init(|| {
             // The meta-schema check passed. What compiling can still refuse
             // (an unresolvable `$ref`, a regex the engine cannot compile)
@@ -176,7 +176,7 @@ const OPEN_ENDED: [&str; 9] = [
 /// `schema` with `additionalProperties: false` on every object schema
 /// that lists `properties` and none of `OPEN_ENDED`, through
 /// `properties`, `items`, `$defs` and `definitions`.
-pub fn closed(mut schema: Value) -> Value {
+pub(crate) fn closed(mut schema: Value) -> Value {
     fn close(s: &mut Value, depth: usize) {
         let Some(map) = s.as_object_mut().filter(|_| depth < 64) else { return };
         if map.get("properties").is_some_and(Value::is_object) && !OPEN_ENDED.iter().any(|k| map.contains_key(*k)) {
@@ -198,7 +198,7 @@ pub fn closed(mut schema: Value) -> Value {
 /// Tools parsed before, by a hash of their JSON text, and whole lists by
 /// a hash of theirs; bounded by entries and by the bytes of the tools'
 /// text.
-pub struct ToolLists {
+pub(crate) struct ToolLists {
     inner: Mutex<Parsed>,
     /// `args.strict`: client tools take only the parameters they declare.
     strict: bool,
@@ -229,14 +229,14 @@ fn hash_of(text: &str) -> u64 {
 /// same list, with what route mode makes of the list once (its set in the
 /// ranker, [`ToolList::set`]).
 #[derive(Default)]
-pub struct ToolList {
+pub(crate) struct ToolList {
     tools: Box<[Arc<ClientTool>]>,
     set: OnceLock<ToolSet>,
 }
 
 impl ToolList {
     /// The ranker's set of these tools, made by `make` the first time.
-    pub fn set(&self, make: impl FnOnce(&[Arc<ClientTool>]) -> ToolSet) -> &ToolSet {
+    pub(crate) fn set(&self, make: impl FnOnce(&[Arc<ClientTool>]) -> ToolSet) -> &ToolSet {
         self.set.get_or_init(|| make(&self.tools))
     }
 }
@@ -257,7 +257,7 @@ impl From<Vec<Arc<ClientTool>>> for ToolList {
 
 impl ToolLists {
     /// An empty cache; `strict`: `args.strict`.
-    pub fn new(strict: bool) -> ToolLists {
+    pub(crate) fn new(strict: bool) -> ToolLists {
         let lru = |n| NonZeroUsize::new(n).expect("not zero");
         let parsed = Parsed { lists: LruCache::new(lru(TOOL_LISTS)), tools: LruCache::new(lru(TOOLS)), bytes: 0 };
         ToolLists { inner: Mutex::new(parsed), strict }
@@ -265,15 +265,6 @@ impl ToolLists {
 
     fn parsed(&self) -> std::sync::MutexGuard<'_, Parsed> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Tools held.
-    pub fn len(&self) -> usize {
-        self.parsed().tools.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// The tools of a `tools` array (raw JSON), each parsed and checked or
@@ -347,7 +338,7 @@ impl ToolLists {
 
 /// A catalog API as a tool (plan mode). In strict mode its schema says
 /// `additionalProperties: false`, as validation will.
-pub fn catalog_tool(mut definition: Value, api: &Api, options: args::Options) -> ClientTool {
+pub(crate) fn catalog_tool(mut definition: Value, api: &Api, options: args::Options) -> ClientTool {
     if options.strict {
         definition["function"]["parameters"]["additionalProperties"] = Value::Bool(false);
     }

@@ -46,7 +46,7 @@ struct Entry {
 }
 
 impl Traces {
-    pub fn new(capacity: usize) -> Traces {
+    pub(crate) fn new(capacity: usize) -> Traces {
         Traces { capacity: capacity.max(1), inner: Mutex::default(), shared: None }
     }
 
@@ -73,7 +73,7 @@ impl Traces {
     /// [`Traces::insert`], returning once the other replicas have it too:
     /// an execute run's answer names its trace, which the client may read
     /// back from any replica at once.
-    pub async fn insert_shared(&self, id: String, client: Option<String>, trace: Value) {
+    pub(crate) async fn insert_shared(&self, id: String, client: Option<String>, trace: Value) {
         let trace = self.keep(id.clone(), client.clone(), trace);
         if let Some(shared) = &self.shared {
             shared.cluster.put_trace(&id, client.as_deref(), &trace, shared.ttl, shared.max_bytes).await;
@@ -97,7 +97,7 @@ impl Traces {
     /// Summaries of the newest traces kept here (not the other replicas'),
     /// `client`'s own or, for an operator, everyone's: id, time, status,
     /// the request, calls made, duration.
-    pub fn recent(&self, client: Option<&str>, everyone: bool, limit: usize) -> Vec<Value> {
+    pub(crate) fn recent(&self, client: Option<&str>, everyone: bool, limit: usize) -> Vec<Value> {
         let kept = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         kept.order
             .iter()

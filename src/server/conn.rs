@@ -42,14 +42,14 @@ use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
 /// The serving threads of [`spawn`].
-pub struct Threads {
+pub(crate) struct Threads {
     done: Vec<oneshot::Receiver<()>>,
 }
 
 impl Threads {
     /// Waits until every thread has stopped accepting and its connections'
     /// requests in flight have finished.
-    pub async fn join(self) {
+    pub(crate) async fn join(self) {
         for done in self.done {
             let _ = done.await;
         }
@@ -59,16 +59,16 @@ impl Threads {
 /// How connections are served: the routes, the header-read timeout and,
 /// for TLS, the acceptor.
 #[derive(Clone)]
-pub struct Serving {
-    pub router: axum::Router,
-    pub header_read_timeout: Duration,
-    pub tls: Option<TlsAcceptor>,
+pub(crate) struct Serving {
+    pub(crate) router: axum::Router,
+    pub(crate) header_read_timeout: Duration,
+    pub(crate) tls: Option<TlsAcceptor>,
 }
 
 /// Serves on `threads` threads, each with a current-thread tokio
 /// runtime accepting from `listener` (the same socket: whichever thread is
 /// idle takes a new connection first), until `stop` turns true.
-pub fn spawn(
+pub(crate) fn spawn(
     listener: std::net::TcpListener,
     serving: Serving,
     threads: usize,
@@ -101,7 +101,7 @@ pub fn spawn(
 
 /// Serves on `listener` until `shutdown` completes, then waits for the
 /// connections' requests in flight to finish (the caller bounds that wait).
-pub async fn serve(listener: TcpListener, serving: Serving, shutdown: impl Future<Output = ()>) {
+pub(crate) async fn serve(listener: TcpListener, serving: Serving, shutdown: impl Future<Output = ()>) {
     let graceful = GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(serving.header_read_timeout);
@@ -160,6 +160,6 @@ pub async fn serve(listener: TcpListener, serving: Serving, shutdown: impl Futur
 
 /// The peer address of a request served by [`serve`] (absent elsewhere,
 /// e.g. in tests that call the router directly).
-pub fn peer(request: &axum::extract::Request) -> Option<SocketAddr> {
+pub(crate) fn peer(request: &axum::extract::Request) -> Option<SocketAddr> {
     request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0)
 }

@@ -22,27 +22,27 @@ use crate::llm::LlmError;
 /// answers, the middleware's refusals and the MCP routes' errors outside
 /// JSON-RPC are one of these, made by the constructors below.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ApiError {
-    pub status: StatusCode,
-    pub message: String,
+pub(crate) struct ApiError {
+    pub(crate) status: StatusCode,
+    pub(crate) message: String,
     /// `type`: `invalid_request_error`, `authentication_error`,
     /// `rate_limit_error` or `server_error`.
-    pub kind: &'static str,
-    pub param: Option<String>,
-    pub code: Option<Cow<'static, str>>,
+    pub(crate) kind: &'static str,
+    pub(crate) param: Option<String>,
+    pub(crate) code: Option<Cow<'static, str>>,
     /// Seconds the client should wait before retrying (`Retry-After`).
-    pub retry_after: Option<u64>,
+    pub(crate) retry_after: Option<u64>,
     /// `x-should-retry: false`: retrying at once would not help.
-    pub no_retry: bool,
+    pub(crate) no_retry: bool,
     /// More fields of the `error` object, after `code`: `/v1/tools/call`'s
     /// `suggestions`, `problems`, `retry_after_ms` and `trace` (boxed: most
     /// errors have none, and an error is returned often).
-    pub more: Option<Box<Map<String, Value>>>,
+    pub(crate) more: Option<Box<Map<String, Value>>>,
 }
 
 impl ApiError {
     /// Any error: its status, `type`, `code` and message.
-    pub fn new(
+    pub(crate) fn new(
         status: StatusCode,
         kind: &'static str,
         code: impl Into<Cow<'static, str>>,
@@ -61,7 +61,7 @@ impl ApiError {
     }
 
     /// 400: the request is wrong; `param` says where (no code).
-    pub fn invalid(message: impl Into<String>, param: Option<&str>) -> ApiError {
+    pub(crate) fn invalid(message: impl Into<String>, param: Option<&str>) -> ApiError {
         ApiError {
             param: param.map(str::to_string),
             code: None,
@@ -70,60 +70,60 @@ impl ApiError {
     }
 
     /// 404: something the request names does not exist.
-    pub fn not_found(code: &'static str, message: impl Into<String>, param: Option<&str>) -> ApiError {
+    pub(crate) fn not_found(code: &'static str, message: impl Into<String>, param: Option<&str>) -> ApiError {
         ApiError { param: param.map(str::to_string), ..ApiError::new(StatusCode::NOT_FOUND, INVALID, code, message) }
     }
 
     /// toolrouter, or what is behind it, failed (`server_error`).
-    pub fn server(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+    pub(crate) fn server(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
         ApiError::new(status, "server_error", code, message)
     }
 
     /// 429: too many requests; `retry_after`: when to try again, in seconds.
-    pub fn rate_limited(code: &'static str, message: impl Into<String>, retry_after: Option<u64>) -> ApiError {
+    pub(crate) fn rate_limited(code: &'static str, message: impl Into<String>, retry_after: Option<u64>) -> ApiError {
         ApiError { retry_after, ..ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", code, message) }
     }
 
     /// A refusal named by its status: the code is the status's reason
     /// (`unauthorized`, `not_found`, `request_timeout`,
     /// `payload_too_large`…), the type `authentication_error` for 401.
-    pub fn status(status: StatusCode, message: impl Into<String>) -> ApiError {
+    pub(crate) fn status(status: StatusCode, message: impl Into<String>) -> ApiError {
         let kind = if status == StatusCode::UNAUTHORIZED { "authentication_error" } else { INVALID };
         let code = status.canonical_reason().unwrap_or("error").to_ascii_lowercase().replace(' ', "_");
         ApiError::new(status, kind, code, message)
     }
 
     /// 413: the body is larger than `server.max_body_bytes`.
-    pub fn too_large() -> ApiError {
+    pub(crate) fn too_large() -> ApiError {
         ApiError::status(StatusCode::PAYLOAD_TOO_LARGE, "the request body is larger than server.max_body_bytes")
     }
 
-    pub fn with_status(self, status: StatusCode) -> ApiError {
+    pub(crate) fn with_status(self, status: StatusCode) -> ApiError {
         ApiError { status, ..self }
     }
 
-    pub fn with_code(self, code: &'static str) -> ApiError {
+    pub(crate) fn with_code(self, code: &'static str) -> ApiError {
         ApiError { code: Some(code.into()), ..self }
     }
 
     /// With `Retry-After: seconds`.
-    pub fn with_retry_after(self, seconds: u64) -> ApiError {
+    pub(crate) fn with_retry_after(self, seconds: u64) -> ApiError {
         ApiError { retry_after: Some(seconds), ..self }
     }
 
     /// With `x-should-retry: false`.
-    pub fn with_no_retry(self) -> ApiError {
+    pub(crate) fn with_no_retry(self) -> ApiError {
         ApiError { no_retry: true, ..self }
     }
 
     /// With one more field in the `error` object.
-    pub fn with(mut self, key: &str, value: Value) -> ApiError {
+    pub(crate) fn with(mut self, key: &str, value: Value) -> ApiError {
         self.more.get_or_insert_default().insert(key.into(), value);
         self
     }
 
     /// The body, `{"error": {…}}` (also a stream's error event).
-    pub fn body(&self) -> Value {
+    pub(crate) fn body(&self) -> Value {
         let mut error = json!({"message": self.message, "type": self.kind, "param": self.param, "code": self.code});
         if let (Some(fields), Some(more)) = (error.as_object_mut(), &self.more) {
             fields.extend(more.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -152,7 +152,7 @@ impl IntoResponse for ApiError {
 impl ApiError {
     /// An engine error on a request whose `param` is `param`: the client's
     /// fault 400, a failed index or model 503, anything else 500.
-    pub fn from_engine(e: crate::engine::EngineError, param: &str) -> ApiError {
+    pub(crate) fn from_engine(e: crate::engine::EngineError, param: &str) -> ApiError {
         use crate::engine::EngineError;
         match e {
             EngineError::BadInput(message) => ApiError::invalid(message, Some(param)),
@@ -169,7 +169,7 @@ impl ApiError {
 impl ApiError {
     /// 503 while the engine loads, saying how far it has got. Why a load
     /// failed (paths, configuration) is for the log, not for whoever asks.
-    pub fn not_ready(why: NotReady) -> ApiError {
+    pub(crate) fn not_ready(why: NotReady) -> ApiError {
         let why = match why {
             NotReady::Failed(_) => "toolrouter's engine failed to load; the server's log says why".to_string(),
             loading => loading.to_string(),

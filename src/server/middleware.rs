@@ -20,7 +20,7 @@ use tracing::Instrument;
 /// as a request extension): rate limits, traces and stored responses are
 /// kept per client.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClientId(pub String);
+pub(crate) struct ClientId(pub String);
 
 /// The header of request ids.
 const X_REQUEST_ID: &str = "x-request-id";
@@ -38,7 +38,7 @@ use crate::telemetry;
 /// In a request's extensions when its key is an operator's
 /// (`server.admin_key_hashes`), or when no key is configured.
 #[derive(Debug, Clone, Copy)]
-pub struct Operator;
+pub(crate) struct Operator;
 
 /// 403 unless the request carries [`Operator`].
 pub(crate) fn operator_only(operator: Option<&Operator>) -> Option<Response> {

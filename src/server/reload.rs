@@ -37,7 +37,7 @@ use crate::upstream::Credentials;
 
 /// Loads the configuration again as it was loaded at start (the config
 /// file, the environment, the command line's overrides), or says why not.
-pub type Source = Arc<dyn Fn() -> Result<Config, String> + Send + Sync>;
+pub(crate) type Source = Arc<dyn Fn() -> Result<Config, String> + Send + Sync>;
 
 /// The keys a reload applies in place in every face; any other changed key
 /// needs a restart.
@@ -61,7 +61,7 @@ const SERVER_KEYS: [&str; 4] =
     ["server.api_key_hashes", "server.admin_key_hashes", "server.client_rate", "server.client_burst"];
 
 /// What a reload changes, and what it compares with.
-pub struct Reloader {
+pub(crate) struct Reloader {
     source: Source,
     /// What the process started with: a key that cannot change in place
     /// needs a restart for as long as it differs from this.
@@ -77,27 +77,27 @@ pub struct Reloader {
 /// The process's SIGHUPs, from now on (before this, SIGHUP ends the
 /// process). Call it before the server says it is up.
 #[cfg(unix)]
-pub fn hangups() -> std::io::Result<tokio::signal::unix::Signal> {
+pub(crate) fn hangups() -> std::io::Result<tokio::signal::unix::Signal> {
     tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
 }
 
 impl Reloader {
     /// A reloader of `loading`'s configuration, read again from `source`,
     /// applied to `app` (`serve`) or to the engine alone (`mcp`).
-    pub fn new(source: Source, loading: Arc<Loading>, app: Option<Arc<App>>) -> Reloader {
+    pub(crate) fn new(source: Source, loading: Arc<Loading>, app: Option<Arc<App>>) -> Reloader {
         let started = loading.config().clone();
         Reloader { source, applied: started.clone(), started, app, loading, certificates: None }
     }
 
     /// Also reads these TLS certificate files again on each reload.
-    pub fn with_certificates(mut self, certificates: Option<Arc<Certificates>>) -> Reloader {
+    pub(crate) fn with_certificates(mut self, certificates: Option<Arc<Certificates>>) -> Reloader {
         self.certificates = certificates;
         self
     }
 
     /// Reloads on every SIGHUP `hangups` receives, for ever.
     #[cfg(unix)]
-    pub async fn follow(mut self, mut hangups: tokio::signal::unix::Signal) {
+    pub(crate) async fn follow(mut self, mut hangups: tokio::signal::unix::Signal) {
         while hangups.recv().await.is_some() {
             tracing::info!("SIGHUP: reloading the configuration");
             self.reload().await;
@@ -105,7 +105,7 @@ impl Reloader {
     }
 
     /// Loads the configuration again and applies it, or refuses it whole.
-    pub async fn reload(&mut self) {
+    pub(crate) async fn reload(&mut self) {
         let config = match (self.source)() {
             Ok(config) => config,
             Err(e) => {

@@ -99,14 +99,14 @@ struct Replay {
 }
 
 /// The router of a replay server over `table`; the APIs of `outage` answer 503.
-pub fn router(catalog: Arc<Catalog>, table: ReplayTable, outage: Outage) -> axum::Router {
+pub(crate) fn router(catalog: Arc<Catalog>, table: ReplayTable, outage: Outage) -> axum::Router {
     let routes = Routes::new(&catalog);
     let state = Arc::new(Replay { catalog, table, routes, outage });
     axum::Router::new().fallback(answer).layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES)).with_state(state)
 }
 
 /// Serves `router` on `addr` until Ctrl-C; prints the bound address first.
-pub async fn serve(router: axum::Router, addr: SocketAddr) -> std::io::Result<()> {
+pub(crate) async fn serve(router: axum::Router, addr: SocketAddr) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     println!("replay server listening on http://{}", listener.local_addr()?);
     use std::io::Write;

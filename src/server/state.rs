@@ -83,13 +83,13 @@ impl App {
 
 /// The replicas the per-key request rate is divided among: without Redis,
 /// each replica admits its share of the rate and of the burst.
-pub fn rate_share(config: &Config, cluster: bool) -> u32 {
+pub(crate) fn rate_share(config: &Config, cluster: bool) -> u32 {
     if cluster { config.cluster.replicas.max(1) } else { 1 }
 }
 
 /// `ready`, or `ready, degraded: ` and what is down (the dense index
 /// still being built, downstream MCP servers, Redis).
-pub async fn readiness(engine: &Engine) -> String {
+pub(crate) async fn readiness(engine: &Engine) -> String {
     let building = engine.index_status();
     let mut down: Vec<String> = building.into_iter().collect();
     down.extend(engine.downstream_health().into_iter().filter(|h| h.state != ServerState::Up).map(|h| {

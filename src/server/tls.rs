@@ -31,7 +31,7 @@ pub const CHECK_EVERY: Duration = Duration::from_secs(2);
 
 /// The certificate chain and key the listener presents (rustls' resolver).
 #[derive(Debug)]
-pub struct Certificates {
+pub(crate) struct Certificates {
     cert_file: PathBuf,
     key_file: PathBuf,
     current: ArcSwap<CertifiedKey>,
@@ -46,7 +46,7 @@ impl ResolvesServerCert for Certificates {
 impl Certificates {
     /// The pair of `server.tls_cert_file` and `server.tls_key_file`
     /// (`None` when they are not set: plain HTTP).
-    pub fn open(config: &ServerConfig) -> anyhow::Result<Option<Arc<Certificates>>> {
+    pub(crate) fn open(config: &ServerConfig) -> anyhow::Result<Option<Arc<Certificates>>> {
         let (cert_file, key_file) = (&config.tls_cert_file, &config.tls_key_file);
         if cert_file.as_os_str().is_empty() {
             return Ok(None);
@@ -61,7 +61,7 @@ impl Certificates {
 
     /// The acceptor of TLS connections presenting these certificates
     /// (HTTP/1.1 by ALPN: the listener speaks nothing else).
-    pub fn acceptor(self: &Arc<Self>) -> anyhow::Result<TlsAcceptor> {
+    pub(crate) fn acceptor(self: &Arc<Self>) -> anyhow::Result<TlsAcceptor> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()?
@@ -72,7 +72,7 @@ impl Certificates {
     }
 
     /// Loads the files again; on failure the pair in use stays.
-    pub fn reload(&self) -> anyhow::Result<()> {
+    pub(crate) fn reload(&self) -> anyhow::Result<()> {
         let pair = load(&self.cert_file, &self.key_file)?;
         self.current.store(Arc::new(pair));
         Ok(())
@@ -86,7 +86,7 @@ impl Certificates {
 }
 
 /// Reloads `certificates` whenever their files change, for ever.
-pub async fn watch(certificates: Arc<Certificates>) {
+pub(crate) async fn watch(certificates: Arc<Certificates>) {
     // `loaded`: the files' stamp when they last loaded; `failed`: when
     // they last failed to (tried again each time, said once: a renewal
     // caught between its two files loads on the next look).

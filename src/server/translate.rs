@@ -17,14 +17,14 @@ use crate::llm::wire::Chunk;
 /// A JSON object of `fields`, their values moved in. `json!` copies every
 /// value it is given through `serde_json::to_value` (a deep copy of a
 /// `Value`; measured at a fifth of the Responses face's decoding).
-pub fn object<const N: usize>(fields: [(&str, serde_json::Value); N]) -> serde_json::Value {
+pub(crate) fn object<const N: usize>(fields: [(&str, serde_json::Value); N]) -> serde_json::Value {
     serde_json::Value::Object(fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
 }
 
 /// The id of the first `tool` message in `messages` (chat messages) that
 /// answers no earlier assistant tool call: a model server refuses such a
 /// conversation, so a translated face says which result is wrong first.
-pub fn unanswerable_result(messages: &[serde_json::Value]) -> Option<String> {
+pub(crate) fn unanswerable_result(messages: &[serde_json::Value]) -> Option<String> {
     let mut called = std::collections::HashSet::new();
     for message in messages {
         if let Some(calls) = message.get("tool_calls").and_then(serde_json::Value::as_array) {
@@ -42,7 +42,7 @@ pub fn unanswerable_result(messages: &[serde_json::Value]) -> Option<String> {
 
 /// A face's event stream, made from chat chunks: each call gives the
 /// events (whole server-sent events) to send, in order.
-pub trait Translator: Send + 'static {
+pub(crate) trait Translator: Send + 'static {
     /// Before the first chunk.
     fn start(&mut self) -> Vec<Bytes>;
     fn chunk(&mut self, chunk: &Chunk) -> Vec<Bytes>;
@@ -63,7 +63,7 @@ const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
 /// The chat core's chunks as the face's event stream, translated as they
 /// come, with a `: keep-alive` comment after every `keep_alive` without
 /// an event (an SSE comment, which every SSE client skips).
-pub fn event_stream<T: Translator>(mut translator: T, chunks: ChatStream, keep_alive: Duration) -> Response {
+pub(crate) fn event_stream<T: Translator>(mut translator: T, chunks: ChatStream, keep_alive: Duration) -> Response {
     let start = translator.start();
     let rest = futures_util::stream::unfold(Some((translator, chunks)), move |state| async move {
         let (mut t, mut chunks) = state?;

@@ -20,7 +20,7 @@ enum Open {
 }
 
 /// Turns chat chunks into Anthropic events, in order.
-pub struct MessageEvents {
+pub(crate) struct MessageEvents {
     model: Value,
     /// Blocks opened so far (the open one is the last).
     blocks: usize,
@@ -37,7 +37,7 @@ fn event(kind: &str, mut data: Value) -> Bytes {
 
 impl MessageEvents {
     /// `model`: the request's.
-    pub fn new(model: Value) -> MessageEvents {
+    pub(crate) fn new(model: Value) -> MessageEvents {
         MessageEvents { model, blocks: 0, open: None, finish: None, usage: None, report: None }
     }
 

@@ -39,7 +39,7 @@ fn invalid(message: impl Into<String>) -> Response {
 
 /// The Anthropic face's routes (keys and limits are the floor's, around
 /// them; [`errors_in_shape`] rewrites every error on their paths).
-pub fn routes() -> axum::Router<Arc<App>> {
+pub(crate) fn routes() -> axum::Router<Arc<App>> {
     axum::Router::new()
         .route("/v1/messages", axum::routing::post(messages))
         .route("/v1/messages/count_tokens", axum::routing::post(count_tokens))
@@ -48,7 +48,7 @@ pub fn routes() -> axum::Router<Arc<App>> {
 /// Every error answered on the face's paths, the floor's too (a key, a
 /// rate, a body too large, a time limit, the shutdown), in Anthropic's
 /// shape: a layer outside every other.
-pub async fn errors_in_shape(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+pub(crate) async fn errors_in_shape(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
     let ours = request.uri().path().starts_with("/v1/messages");
     let response = next.run(request).await;
     if ours { anthropic_errors(response).await } else { response }

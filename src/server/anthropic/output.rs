@@ -10,12 +10,12 @@ use crate::llm::wire::{CompletionUsage, Message};
 use crate::server::translate::object;
 
 /// A fresh id with its prefix (`msg_`, `toolu_`).
-pub fn new_id(prefix: &str) -> String {
+pub(crate) fn new_id(prefix: &str) -> String {
     format!("{prefix}{:016x}{:08x}", fastrand::u64(..), fastrand::u32(..))
 }
 
 /// Anthropic's `stop_reason` for a chat `finish_reason`.
-pub fn stop_reason(finish_reason: Option<&str>) -> &'static str {
+pub(crate) fn stop_reason(finish_reason: Option<&str>) -> &'static str {
     match finish_reason {
         Some("length") => "max_tokens",
         Some("tool_calls" | "function_call") => "tool_use",
@@ -27,7 +27,7 @@ pub fn stop_reason(finish_reason: Option<&str>) -> &'static str {
 /// A tool call's arguments as `tool_use` input (an object; text that is
 /// not one, which route mode's checks let through only for tools without
 /// a schema, as `{}`).
-pub fn input(arguments: &str) -> Value {
+pub(crate) fn input(arguments: &str) -> Value {
     match serde_json::from_str::<Value>(arguments) {
         Ok(Value::Object(o)) => Value::Object(o),
         _ => json!({}),
@@ -35,7 +35,7 @@ pub fn input(arguments: &str) -> Value {
 }
 
 /// Chat usage under Anthropic's names.
-pub fn usage(usage: Option<&CompletionUsage>) -> Value {
+pub(crate) fn usage(usage: Option<&CompletionUsage>) -> Value {
     let input = usage.and_then(|u| u.prompt_tokens).unwrap_or(0);
     let output = usage.and_then(|u| u.completion_tokens).unwrap_or(0);
     let cached = usage
@@ -48,7 +48,7 @@ pub fn usage(usage: Option<&CompletionUsage>) -> Value {
 }
 
 /// The content blocks of an answer's message: its text, then its calls.
-pub fn content(message: Option<&Message>) -> Vec<Value> {
+pub(crate) fn content(message: Option<&Message>) -> Vec<Value> {
     let mut out = Vec::new();
     let text = message.map(Message::text).unwrap_or_default();
     if !text.is_empty() {
@@ -71,7 +71,7 @@ pub fn content(message: Option<&Message>) -> Vec<Value> {
 
 /// The `message` for a whole chat completion, with toolrouter's report
 /// (`toolrouter`) carried over; `model`: the request's.
-pub fn from_completion(completion: crate::llm::wire::Completion, model: &Value) -> Value {
+pub(crate) fn from_completion(completion: crate::llm::wire::Completion, model: &Value) -> Value {
     let choice = completion.choices.first();
     let mut message = object([
         ("id", new_id("msg_").into()),
@@ -90,7 +90,7 @@ pub fn from_completion(completion: crate::llm::wire::Completion, model: &Value) 
 }
 
 /// Anthropic's error `type` for a status.
-pub fn error_type(status: StatusCode) -> &'static str {
+pub(crate) fn error_type(status: StatusCode) -> &'static str {
     match status.as_u16() {
         400 | 405 | 408 | 422 => "invalid_request_error",
         401 => "authentication_error",
@@ -105,7 +105,7 @@ pub fn error_type(status: StatusCode) -> &'static str {
 }
 
 /// An error body in Anthropic's shape.
-pub fn error_body(status: StatusCode, message: &str) -> Value {
+pub(crate) fn error_body(status: StatusCode, message: &str) -> Value {
     json!({"type": "error", "error": {"type": error_type(status), "message": message}})
 }
 

@@ -14,10 +14,10 @@ use crate::server::translate::object;
 
 /// What is wrong with the request: a message for Anthropic's
 /// `invalid_request_error`.
-pub type Invalid = String;
+pub(crate) type Invalid = String;
 
 /// The chat-completions body of a Messages request body.
-pub fn to_chat(body: &Value) -> Result<Map<String, Value>, Invalid> {
+pub(crate) fn to_chat(body: &Value) -> Result<Map<String, Value>, Invalid> {
     let fields = body.as_object().ok_or("the request body must be a JSON object")?;
     if fields.get("max_tokens").and_then(Value::as_u64).is_none_or(|n| n == 0) {
         return Err("max_tokens: a positive integer is required".into());

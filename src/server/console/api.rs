@@ -23,9 +23,9 @@ use crate::server::middleware::{Operator, body_and_engine, not_ready, operator_o
 use crate::server::state::App;
 
 /// Most traces one listing returns.
-pub const MAX_TRACES: usize = 200;
+pub(crate) const MAX_TRACES: usize = 200;
 /// Longest plan one request may ask for.
-pub const MAX_PLAN_STEPS: usize = 20;
+pub(crate) const MAX_PLAN_STEPS: usize = 20;
 
 /// `GET /v1/console/overview`.
 pub(crate) async fn overview(

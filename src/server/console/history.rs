@@ -11,38 +11,38 @@ use serde::Serialize;
 use crate::metrics::{LATENCY_BOUNDS, Totals, unix_ms};
 
 /// Time between samples.
-pub const INTERVAL: Duration = Duration::from_secs(5);
+pub(crate) const INTERVAL: Duration = Duration::from_secs(5);
 /// Samples kept: ten minutes.
-pub const KEPT: usize = 121;
+pub(crate) const KEPT: usize = 121;
 
 /// Samples, oldest first.
 #[derive(Default)]
-pub struct History {
+pub(crate) struct History {
     samples: Mutex<VecDeque<(u64, Totals)>>,
 }
 
 /// One interval between two samples.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Point {
+pub(crate) struct Point {
     /// The interval's end (Unix milliseconds).
-    pub t: u64,
-    pub requests_per_s: f64,
+    pub(crate) t: u64,
+    pub(crate) requests_per_s: f64,
     /// Latency percentiles of the interval's requests, interpolated within
     /// the histogram's buckets (`None` without requests).
-    pub p50_ms: Option<f64>,
-    pub p95_ms: Option<f64>,
-    pub p99_ms: Option<f64>,
-    pub client_errors: u64,
-    pub server_errors: u64,
-    pub tool_ok: u64,
-    pub tool_failed: u64,
+    pub(crate) p50_ms: Option<f64>,
+    pub(crate) p95_ms: Option<f64>,
+    pub(crate) p99_ms: Option<f64>,
+    pub(crate) client_errors: u64,
+    pub(crate) server_errors: u64,
+    pub(crate) tool_ok: u64,
+    pub(crate) tool_failed: u64,
     /// Requests and upstream calls refused by a rate limit.
-    pub refused: u64,
+    pub(crate) refused: u64,
 }
 
 impl History {
     /// Takes a sample of `totals` now.
-    pub fn sample(&self, totals: Totals) {
+    pub(crate) fn sample(&self, totals: Totals) {
         let mut samples = self.samples.lock().unwrap_or_else(|e| e.into_inner());
         if samples.len() == KEPT {
             samples.pop_front();
@@ -51,7 +51,7 @@ impl History {
     }
 
     /// The intervals between the samples, with the current totals as the last.
-    pub fn points(&self, now: Totals) -> Vec<Point> {
+    pub(crate) fn points(&self, now: Totals) -> Vec<Point> {
         let samples = self.samples.lock().unwrap_or_else(|e| e.into_inner());
         let now = (unix_ms(), now);
         let all: Vec<&(u64, Totals)> = samples.iter().chain(std::iter::once(&now)).collect();

@@ -9,8 +9,8 @@
 //! puts every text it shows through `textContent`, never HTML, and its
 //! Content-Security-Policy allows no inline script.
 
-pub mod api;
-pub mod history;
+pub(crate) mod api;
+pub(crate) mod history;
 
 use std::sync::Arc;
 
@@ -50,7 +50,7 @@ const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsa
 /// The console's page and assets (no key: the page asks for one) and its
 /// API (keys and limits are the floor's, around them), with the face's own
 /// state: the last minutes of counters, sampled while the routes live.
-pub fn routes() -> (axum::Router<Arc<App>>, axum::Router<Arc<App>>) {
+pub(crate) fn routes() -> (axum::Router<Arc<App>>, axum::Router<Arc<App>>) {
     use axum::routing::{get, post};
     let history = Arc::new(history::History::default());
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {

@@ -23,11 +23,11 @@ use crate::server::middleware::not_ready;
 use crate::server::state::App;
 
 /// rmcp's streamable HTTP service, its sessions on the engine `loading` loads.
-pub type McpService = StreamableHttpService<McpServer, LocalSessionManager>;
+pub(crate) type McpService = StreamableHttpService<McpServer, LocalSessionManager>;
 
 /// The service of `config`: sessions idle for `mcp.session_idle_s` end,
 /// hosts and body sizes are the server's.
-pub fn service(config: &Config, loading: Arc<Loading>) -> McpService {
+pub(crate) fn service(config: &Config, loading: Arc<Loading>) -> McpService {
     // Both structs are non-exhaustive: set the idle timeout on defaults.
     let mut session_manager = LocalSessionManager::default();
     session_manager.session_config.keep_alive = Some(Duration::from_secs(config.mcp.session_idle_s.max(1)));

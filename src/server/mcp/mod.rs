@@ -24,8 +24,8 @@
 //! grows, and any API `search_tools` or `plan` found is called by its
 //! function name (directly, or through `call_api`).
 
-pub mod http;
-pub mod session;
+pub(crate) mod http;
+pub(crate) mod session;
 mod tools;
 
 use std::borrow::Cow;
@@ -42,12 +42,12 @@ use serde_json::{Value, json};
 
 use crate::engine::loading::{Loading, NotReady};
 use crate::engine::{CallRequest, Called, Engine};
-pub use session::Session;
+pub(crate) use session::Session;
 
 /// The MCP face's route over streamable HTTP (keys and limits are the
 /// floor's, around it), with the face's own state: rmcp's service, its
 /// sessions made on the engine `app` loads (none in a server without one).
-pub fn routes(app: &crate::server::state::App) -> axum::Router<Arc<crate::server::state::App>> {
+pub(crate) fn routes(app: &crate::server::state::App) -> axum::Router<Arc<crate::server::state::App>> {
     let service = app.loading.get().map(|loading| Arc::new(http::service(&app.config, loading.clone())));
     axum::Router::new().route("/mcp", axum::routing::any(http::mcp)).layer(axum::Extension(service))
 }
@@ -64,7 +64,7 @@ Call `search_tools` (or `plan` for a multi-step request) to find the APIs you ne
 
 /// One MCP session's handler. It answers at once, even while the engine
 /// is still loading: the tools then say how far loading has got.
-pub struct McpServer {
+pub(crate) struct McpServer {
     loading: Arc<Loading>,
     ready: OnceLock<Ready>,
 }
@@ -76,7 +76,7 @@ struct Ready {
 }
 
 impl McpServer {
-    pub fn new(loading: Arc<Loading>) -> McpServer {
+    pub(crate) fn new(loading: Arc<Loading>) -> McpServer {
         McpServer { loading, ready: OnceLock::new() }
     }
 

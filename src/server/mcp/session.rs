@@ -21,13 +21,13 @@ struct State {
 }
 
 /// One session's state.
-pub struct Session {
+pub(crate) struct Session {
     engine: Arc<Engine>,
     state: Mutex<State>,
 }
 
 impl Session {
-    pub fn new(engine: Arc<Engine>) -> Session {
+    pub(crate) fn new(engine: Arc<Engine>) -> Session {
         Session { engine, state: Mutex::new(State::default()) }
     }
 
@@ -36,7 +36,7 @@ impl Session {
     }
 
     /// Adds (or refreshes) tools; returns whether the list changed.
-    pub fn add_tools(&self, functions: impl Iterator<Item = String>) -> bool {
+    pub(crate) fn add_tools(&self, functions: impl Iterator<Item = String>) -> bool {
         let max = self.engine.config.mcp.max_session_tools.max(1);
         let mut s = self.state();
         let changed = add_lru(&mut s.tools, functions, max);
@@ -46,16 +46,16 @@ impl Session {
         changed
     }
 
-    pub fn version(&self) -> u64 {
+    pub(crate) fn version(&self) -> u64 {
         self.state().version
     }
 
-    pub fn has_tool(&self, name: &str) -> bool {
+    pub(crate) fn has_tool(&self, name: &str) -> bool {
         self.state().tools.iter().any(|t| t == name)
     }
 
     /// The session's tools, with their input schemas, most recent last.
-    pub fn tools(&self) -> Vec<Tool> {
+    pub(crate) fn tools(&self) -> Vec<Tool> {
         let names = self.state().tools.clone();
         let catalog = self.engine.catalog();
         names
@@ -73,7 +73,7 @@ impl Session {
             .collect()
     }
 
-    pub fn note_task(&self, task: &str) {
+    pub(crate) fn note_task(&self, task: &str) {
         let mut s = self.state();
         if !s.tasks.iter().any(|t| t == task) {
             s.tasks.push(task.to_string());
@@ -81,16 +81,16 @@ impl Session {
     }
 
     /// The requests of the session, as one text (context for compression).
-    pub fn tasks(&self) -> String {
+    pub(crate) fn tasks(&self) -> String {
         self.state().tasks.join(" ")
     }
 
-    pub fn record_call(&self, function: &str, ok: bool) {
+    pub(crate) fn record_call(&self, function: &str, ok: bool) {
         self.state().calls.push(RunCall { function: function.to_string(), ok });
     }
 
     /// Records the session's calls as one run (once; later calls start a new one).
-    pub fn flush(&self) {
+    pub(crate) fn flush(&self) {
         let (calls, task) = {
             let mut s = self.state();
             (std::mem::take(&mut s.calls), s.tasks.join(" "))

@@ -13,7 +13,7 @@ fn tool(name: &'static str, description: &'static str, schema: Value) -> Tool {
 }
 
 /// `search_tools`, `plan` and `call_api`.
-pub fn fixed() -> Vec<Tool> {
+pub(crate) fn fixed() -> Vec<Tool> {
     vec![
         tool(
             "search_tools",
@@ -49,7 +49,7 @@ pub fn fixed() -> Vec<Tool> {
 
 /// A required string argument. Errors are written for the model, which
 /// gets them as an `isError` result and can call again.
-pub fn string(args: &Map<String, Value>, key: &str) -> Result<String, String> {
+pub(crate) fn string(args: &Map<String, Value>, key: &str) -> Result<String, String> {
     match args.get(key) {
         Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
         Some(Value::String(_)) => Err(format!("`{key}` is empty; give it in plain words")),
@@ -59,7 +59,7 @@ pub fn string(args: &Map<String, Value>, key: &str) -> Result<String, String> {
 }
 
 /// An optional positive integer argument.
-pub fn integer(args: &Map<String, Value>, key: &str) -> Result<Option<usize>, String> {
+pub(crate) fn integer(args: &Map<String, Value>, key: &str) -> Result<Option<usize>, String> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => v
@@ -71,7 +71,7 @@ pub fn integer(args: &Map<String, Value>, key: &str) -> Result<Option<usize>, St
 }
 
 /// An optional string argument.
-pub fn optional_string<'a>(args: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, String> {
+pub(crate) fn optional_string<'a>(args: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, String> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
@@ -80,7 +80,7 @@ pub fn optional_string<'a>(args: &'a Map<String, Value>, key: &str) -> Result<Op
 }
 
 /// Arguments no fixed tool takes: named, with the ones it does take.
-pub fn unknown(args: &Map<String, Value>, known: &[&str]) -> Result<(), String> {
+pub(crate) fn unknown(args: &Map<String, Value>, known: &[&str]) -> Result<(), String> {
     match args.keys().find(|k| !known.contains(&k.as_str())) {
         Some(k) => Err(format!("unknown argument `{k}`; the arguments are: {}", known.join(", "))),
         None => Ok(()),

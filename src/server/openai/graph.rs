@@ -17,9 +17,9 @@ use crate::server::middleware::not_ready;
 use crate::server::state::App;
 
 /// Links shown each way when the request does not say.
-pub const DEFAULT_LINKS: usize = 50;
+pub(crate) const DEFAULT_LINKS: usize = 50;
 /// Most links shown each way (a hub has thousands).
-pub const MAX_LINKS: usize = 500;
+pub(crate) const MAX_LINKS: usize = 500;
 /// Transitions `GET /v1/graph` lists.
 const HEAVIEST: usize = 20;
 

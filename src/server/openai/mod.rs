@@ -7,13 +7,13 @@
 //! and `/v1/traces/{id}`. Errors use OpenAI's shape
 //! ([`crate::server::error`]).
 
-pub mod chat;
-pub mod graph;
-pub mod models;
-pub mod responses;
-pub mod tools_call;
-pub mod tools_search;
-pub mod traces;
+pub(crate) mod chat;
+pub(crate) mod graph;
+pub(crate) mod models;
+pub(crate) mod responses;
+pub(crate) mod tools_call;
+pub(crate) mod tools_search;
+pub(crate) mod traces;
 
 use std::sync::Arc;
 
@@ -23,7 +23,7 @@ use crate::server::state::App;
 
 /// The OpenAI face's routes (keys and limits are the floor's, around
 /// them), with the face's own state: the kept responses.
-pub fn routes(app: &App) -> axum::Router<Arc<App>> {
+pub(crate) fn routes(app: &App) -> axum::Router<Arc<App>> {
     let kept = responses::store::ResponseStore::open(
         Some(app.config.state.dir()),
         std::time::Duration::from_secs(app.config.openai.responses_ttl_s),

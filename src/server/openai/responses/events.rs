@@ -28,7 +28,7 @@ enum Item {
 }
 
 /// Turns chat chunks into Responses events, in order.
-pub struct ResponseEvents {
+pub(crate) struct ResponseEvents {
     echo: Echo,
     seq: u64,
     model: Option<String>,
@@ -49,7 +49,7 @@ pub struct ResponseEvents {
 
 impl ResponseEvents {
     /// The events of the response `echo` describes, kept by `keeper` at the end.
-    pub fn new(echo: Echo, keeper: Option<Keeper>) -> ResponseEvents {
+    pub(crate) fn new(echo: Echo, keeper: Option<Keeper>) -> ResponseEvents {
         ResponseEvents {
             keeper,
             kept: Arc::new(AtomicBool::new(false)),

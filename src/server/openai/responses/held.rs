@@ -11,13 +11,13 @@ use serde_json::Value;
 
 /// One kept response.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Kept {
-    pub id: String,
+pub(crate) struct Kept {
+    pub(crate) id: String,
     /// The client key's id (`None`: no keys configured).
-    pub owner: Option<String>,
-    pub at_unix_ms: u64,
+    pub(crate) owner: Option<String>,
+    pub(crate) at_unix_ms: u64,
     /// Input items, then output items, in order.
-    pub items: Vec<Value>,
+    pub(crate) items: Vec<Value>,
 }
 
 /// The responses held, within their bounds.

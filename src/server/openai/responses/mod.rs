@@ -17,7 +17,7 @@ mod events;
 mod held;
 mod output;
 mod request;
-pub mod store;
+pub(crate) mod store;
 mod writer;
 
 use std::sync::Arc;

@@ -11,18 +11,18 @@ use crate::llm::wire::{CompletionUsage, Message, ToolCall};
 use crate::server::translate::object;
 
 /// A fresh item or response id with its prefix (`resp_`, `msg_`, `fc_`).
-pub fn new_id(prefix: &str) -> String {
+pub(crate) fn new_id(prefix: &str) -> String {
     format!("{prefix}{:016x}{:08x}", fastrand::u64(..), fastrand::u32(..))
 }
 
 /// What a response echoes of its request, and its identity.
-pub struct Echo {
-    pub id: String,
-    pub created_at: u64,
+pub(crate) struct Echo {
+    pub(crate) id: String,
+    pub(crate) created_at: u64,
     /// The Responses request body's settings (all but `input`).
     request: Map<String, Value>,
     /// Whether the response is kept for `previous_response_id`.
-    pub store: bool,
+    pub(crate) store: bool,
 }
 
 /// The settings a response echoes ([`shown`]: the value it shows when
@@ -59,7 +59,7 @@ fn shown(key: &str) -> Value {
 
 impl Echo {
     /// The echo of `request` (the body, taken: its `input` is dropped).
-    pub fn new(request: Value) -> Echo {
+    pub(crate) fn new(request: Value) -> Echo {
         let mut request = match request {
             Value::Object(fields) => fields,
             _ => Map::new(),
@@ -71,14 +71,20 @@ impl Echo {
     /// The response object: `status`, `output` and `usage` as given, the
     /// model the answer names (else the request's), the request's settings
     /// (cloned: a stream shows them more than once).
-    pub fn response(&self, status: &str, model: Option<&str>, output: Vec<Value>, usage: Option<Value>) -> Value {
+    pub(crate) fn response(
+        &self,
+        status: &str,
+        model: Option<&str>,
+        output: Vec<Value>,
+        usage: Option<Value>,
+    ) -> Value {
         let settings = ECHOED.map(|key| (key, self.request.get(key).cloned().unwrap_or_else(|| shown(key))));
         self.object(settings, status, model, output, usage)
     }
 
     /// [`Echo::response`], the settings moved out of the echo (a whole
     /// answer shows them once).
-    pub fn into_response(
+    pub(crate) fn into_response(
         mut self,
         status: &str,
         model: Option<&str>,
@@ -123,7 +129,7 @@ impl Echo {
 }
 
 /// The response's status for a chat `finish_reason`.
-pub fn status(finish_reason: Option<&str>) -> &'static str {
+pub(crate) fn status(finish_reason: Option<&str>) -> &'static str {
     match finish_reason {
         Some("length") => "incomplete",
         _ => "completed",
@@ -131,7 +137,7 @@ pub fn status(finish_reason: Option<&str>) -> &'static str {
 }
 
 /// An assistant `message` item holding `text`.
-pub fn message_item(id: &str, text: &str, status: &str) -> Value {
+pub(crate) fn message_item(id: &str, text: &str, status: &str) -> Value {
     object([
         ("type", "message".into()),
         ("id", id.into()),
@@ -142,18 +148,18 @@ pub fn message_item(id: &str, text: &str, status: &str) -> Value {
 }
 
 /// An `output_text` content part.
-pub fn text_part(text: &str) -> Value {
+pub(crate) fn text_part(text: &str) -> Value {
     json!({"type": "output_text", "text": text, "annotations": [], "logprobs": []})
 }
 
 /// A `function_call` item.
-pub fn call_item(id: &str, call_id: &str, name: &str, arguments: &str, status: &str) -> Value {
+pub(crate) fn call_item(id: &str, call_id: &str, name: &str, arguments: &str, status: &str) -> Value {
     json!({"type": "function_call", "id": id, "call_id": call_id, "name": name, "arguments": arguments, "status": status})
 }
 
 /// The output items of an answer's message: its text (when it has some, or
 /// calls nothing), then its tool calls.
-pub fn items(message: Option<&Message>) -> Vec<Value> {
+pub(crate) fn items(message: Option<&Message>) -> Vec<Value> {
     let text = message.map(Message::text).unwrap_or_default();
     let calls: &[ToolCall] = message.map(Message::calls).unwrap_or_default();
     let mut out = Vec::new();
@@ -171,7 +177,7 @@ pub fn items(message: Option<&Message>) -> Vec<Value> {
 }
 
 /// Chat usage under the Responses names.
-pub fn usage(usage: &CompletionUsage) -> Value {
+pub(crate) fn usage(usage: &CompletionUsage) -> Value {
     let input = usage.prompt_tokens.unwrap_or(0);
     let output = usage.completion_tokens.unwrap_or(0);
     let detail =
@@ -187,7 +193,7 @@ pub fn usage(usage: &CompletionUsage) -> Value {
 
 /// The response object for a whole chat completion, with toolrouter's
 /// report (`toolrouter`) carried over.
-pub fn from_completion(echo: Echo, completion: crate::llm::wire::Completion) -> Value {
+pub(crate) fn from_completion(echo: Echo, completion: crate::llm::wire::Completion) -> Value {
     let choice = completion.choices.first();
     let finish = choice.and_then(|c| c.finish_reason.as_deref());
     let output = items(choice.and_then(|c| c.message.as_ref()));

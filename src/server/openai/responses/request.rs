@@ -17,7 +17,7 @@ use crate::server::translate::object;
 
 /// Responses fields with no chat counterpart that change nothing a
 /// chat-completions model server does: dropped.
-pub const DROPPED: &[&str] = &[
+pub(crate) const DROPPED: &[&str] = &[
     "store",
     "include",
     "truncation",
@@ -28,7 +28,7 @@ pub const DROPPED: &[&str] = &[
 ];
 
 /// The chat-completions body of a Responses request body.
-pub fn to_chat(body: &Value) -> Result<Map<String, Value>, ApiError> {
+pub(crate) fn to_chat(body: &Value) -> Result<Map<String, Value>, ApiError> {
     let Some(fields) = body.as_object() else {
         return Err(ApiError::invalid("the request body must be a JSON object", None));
     };
@@ -105,7 +105,7 @@ pub fn to_chat(body: &Value) -> Result<Map<String, Value>, ApiError> {
 }
 
 /// The items of `input`: a string is one user message.
-pub fn input_items(body: &Value) -> Result<Vec<Value>, ApiError> {
+pub(crate) fn input_items(body: &Value) -> Result<Vec<Value>, ApiError> {
     match body.get("input") {
         Some(Value::String(text)) => Ok(vec![json!({"type": "message", "role": "user", "content": text})]),
         Some(Value::Array(items)) => Ok(items.clone()),

@@ -17,27 +17,27 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-pub use super::held::Kept;
+pub(crate) use super::held::Kept;
 use super::held::{Held, locked};
 use super::writer::Writer;
 use crate::cluster::Cluster;
 use crate::journal::Journal;
 
 /// A conversation larger than this is not kept (nor shared).
-pub const MAX_KEPT_BYTES: usize = 16 << 20;
+pub(crate) const MAX_KEPT_BYTES: usize = 16 << 20;
 
 /// A response to keep once its output is known: the conversation before
 /// it and who made it.
-pub struct Keeper {
-    pub store: Arc<ResponseStore>,
-    pub owner: Option<String>,
+pub(crate) struct Keeper {
+    pub(crate) store: Arc<ResponseStore>,
+    pub(crate) owner: Option<String>,
     /// The input items it answers (a kept conversation's first).
-    pub items: Vec<Value>,
+    pub(crate) items: Vec<Value>,
 }
 
 impl Keeper {
     /// Keeps response `id` with its `output` items; whether it was kept.
-    pub async fn keep(self, id: String, output: &[Value]) -> bool {
+    pub(crate) async fn keep(self, id: String, output: &[Value]) -> bool {
         let mut items = self.items;
         items.extend(output.iter().cloned());
         let kept = Kept { id, owner: self.owner, at_unix_ms: crate::metrics::unix_ms(), items };
@@ -46,7 +46,7 @@ impl Keeper {
 }
 
 /// The kept responses.
-pub struct ResponseStore {
+pub(crate) struct ResponseStore {
     ttl: Duration,
     max_bytes: usize,
     held: Arc<Mutex<Held>>,
@@ -58,7 +58,12 @@ pub struct ResponseStore {
 impl ResponseStore {
     /// The store kept in `dir` (`None`: in memory only), loading what it
     /// kept before; with `cluster`, shared.
-    pub fn open(dir: Option<PathBuf>, ttl: Duration, max_bytes: usize, cluster: Option<Arc<Cluster>>) -> ResponseStore {
+    pub(crate) fn open(
+        dir: Option<PathBuf>,
+        ttl: Duration,
+        max_bytes: usize,
+        cluster: Option<Arc<Cluster>>,
+    ) -> ResponseStore {
         let held = Held::new(ttl, max_bytes);
         let mut store = ResponseStore { ttl, max_bytes, held: Arc::new(Mutex::new(held)), writer: None, cluster };
         let Some(dir) = dir.filter(|_| max_bytes > 0) else { return store };
@@ -99,13 +104,13 @@ impl ResponseStore {
     }
 
     /// Whether responses are kept at all (`openai.responses_mb` > 0).
-    pub fn enabled(&self) -> bool {
+    pub(crate) fn enabled(&self) -> bool {
         self.max_bytes > 0
     }
 
     /// Keeps `kept`: durable here (and, with a cluster, in Redis) when this
     /// returns `true`; `false` when it is too large or cannot be written.
-    pub async fn put(self: &Arc<Self>, kept: Kept) -> bool {
+    pub(crate) async fn put(self: &Arc<Self>, kept: Kept) -> bool {
         let Ok(line) = serde_json::to_vec(&kept) else { return false };
         if line.len() > MAX_KEPT_BYTES.min(self.max_bytes) {
             tracing::info!(id = %kept.id, bytes = line.len(), "a conversation too large to keep");
@@ -134,7 +139,7 @@ impl ResponseStore {
 
     /// The conversation of response `id`, if kept (here or shared), not
     /// expired and made by `owner`.
-    pub async fn get(&self, id: &str, owner: Option<&str>) -> Option<Arc<Kept>> {
+    pub(crate) async fn get(&self, id: &str, owner: Option<&str>) -> Option<Arc<Kept>> {
         let local = { locked(&self.held).get(id) };
         let kept = match local {
             Some(kept) => kept,
