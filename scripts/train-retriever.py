@@ -86,7 +86,7 @@ def cut_at_word(text, limit):
 
 
 def route_text(name, description, parameters):
-    """What route mode reads of a client's tool (server::chat::tools::tool_text)."""
+    """What route mode reads of a client's tool (chat::tools::tool_text)."""
     text = f"{name} {description}"
     for key, prop in ((parameters or {}).get("properties") or {}).items():
         text += f" {key}"
