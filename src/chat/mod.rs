@@ -133,7 +133,14 @@ impl ChatCore {
         self.runner.as_ref().map(|r| &r.traces)
     }
 
-    fn engine(&self) -> Result<&Arc<Engine>, NotReady> {
+    /// The engine being loaded (unset in a server without one, such as
+    /// the overhead bench's).
+    pub(crate) fn loading(&self) -> Option<&Arc<Loading>> {
+        self.loading.get()
+    }
+
+    /// The loaded engine, or why there is none yet.
+    pub(crate) fn engine(&self) -> Result<&Arc<Engine>, NotReady> {
         let Some(loading) = self.loading.get() else {
             return Err(NotReady::Failed("this server has no engine".into()));
         };

@@ -1,11 +1,11 @@
 //! The state every face shares, and nothing face-specific: the
 //! configuration, the gate (API keys, client rates), the engine (loading or
-//! loaded), the cluster, the shutdown cut-off and the chat core. A face's
+//! loaded, through the chat core that holds it), the cluster, the shutdown cut-off and the chat core. A face's
 //! own state (the Responses store, the MCP service, the console's history)
 //! is the face's, attached to its routes as an extension. Every face and
 //! the floor import this; it imports no face and not the router.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
@@ -24,9 +24,6 @@ pub struct App {
     pub(crate) config: Config,
     /// The API keys and the per-key request rate, swapped by a reload.
     pub(crate) gate: ArcSwap<Gate>,
-    /// The engine, loading or loaded (unset in a server without one, such
-    /// as the overhead bench's).
-    pub(crate) loading: OnceLock<Arc<Loading>>,
     /// The Redis cluster the per-key request rate is shared through (the
     /// gate's local limiter is then this replica's share, used without Redis).
     pub(crate) cluster: Option<Arc<crate::cluster::Cluster>>,
@@ -54,7 +51,6 @@ impl App {
             chat: Arc::new(ChatCore::new(config, llm, cluster.clone())),
             config: config.clone(),
             gate: ArcSwap::from_pointee(gate),
-            loading: OnceLock::new(),
             cluster,
             cut_off: tokio::sync::watch::Sender::new(false),
         })
@@ -63,8 +59,7 @@ impl App {
     /// Serves the engine `loading` loads (set before the routes are made:
     /// the MCP face's sessions are made on it).
     pub fn set_loading(&self, loading: Arc<Loading>) {
-        self.chat.set_loading(loading.clone());
-        let _ = self.loading.set(loading);
+        self.chat.set_loading(loading);
     }
 
     /// The chat core every chat face answers with.
@@ -74,10 +69,7 @@ impl App {
 
     /// The loaded engine, or why there is none yet.
     pub fn engine(&self) -> Result<&Arc<Engine>, NotReady> {
-        let Some(loading) = self.loading.get() else {
-            return Err(NotReady::Failed("this server has no engine".into()));
-        };
-        loading.engine()
+        self.chat.engine()
     }
 }
 

@@ -48,7 +48,7 @@ pub(crate) use session::Session;
 /// floor's, around it), with the face's own state: rmcp's service, its
 /// sessions made on the engine `app` loads (none in a server without one).
 pub(crate) fn routes(app: &crate::server::state::App) -> axum::Router<Arc<crate::server::state::App>> {
-    let service = app.loading.get().map(|loading| Arc::new(http::service(&app.config, loading.clone())));
+    let service = app.chat.loading().map(|loading| Arc::new(http::service(&app.config, loading.clone())));
     axum::Router::new().route("/mcp", axum::routing::any(http::mcp)).layer(axum::Extension(service))
 }
 
