@@ -48,42 +48,42 @@ struct Shape {
 
 /// What compression did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Compressed {
+pub(crate) struct Compressed {
     /// Valid JSON, at most `budget` characters.
-    pub text: String,
-    pub chars_before: usize,
-    pub chars_after: usize,
+    pub(crate) text: String,
+    pub(crate) chars_before: usize,
+    pub(crate) chars_after: usize,
     /// Noise fields and values removed.
-    pub noise_removed: usize,
+    pub(crate) noise_removed: usize,
     /// Array items, object fields and string characters cut by shortening.
-    pub items_cut: usize,
-    pub fields_cut: usize,
-    pub chars_cut: usize,
+    pub(crate) items_cut: usize,
+    pub(crate) fields_cut: usize,
+    pub(crate) chars_cut: usize,
 }
 
 /// Fields to keep for one API, chosen once (by an LLM from a sample
 /// response, or by hand) and applied by code: an object keeps a field when
 /// its name is chosen or something chosen is inside it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
-pub struct FieldChoice {
-    pub keep: Vec<String>,
+pub(crate) struct FieldChoice {
+    pub(crate) keep: Vec<String>,
 }
 
 /// Field choices by function name, from one JSON file the operator writes
 /// (`<state>/compress/fields.json`: `{"function": {"keep": ["field", …]}}`).
 #[derive(Debug, Default)]
-pub struct FieldChoices {
+pub(crate) struct FieldChoices {
     choices: HashMap<String, FieldChoice>,
 }
 
 impl FieldChoices {
     /// The cache file in a state directory.
-    pub fn path_in(state_dir: &Path) -> PathBuf {
+    pub(crate) fn path_in(state_dir: &Path) -> PathBuf {
         state_dir.join("compress").join("fields.json")
     }
 
     /// Loads the cache at `path` (empty if there is none yet).
-    pub fn load(path: &Path) -> std::io::Result<FieldChoices> {
+    pub(crate) fn load(path: &Path) -> std::io::Result<FieldChoices> {
         let choices = match std::fs::read(path) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(std::io::Error::other)?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => HashMap::new(),
@@ -92,7 +92,7 @@ impl FieldChoices {
         Ok(FieldChoices { choices })
     }
 
-    pub fn get(&self, function: &str) -> Option<&FieldChoice> {
+    pub(crate) fn get(&self, function: &str) -> Option<&FieldChoice> {
         self.choices.get(function)
     }
 }
@@ -113,7 +113,7 @@ fn expand_json_text(value: Value) -> Value {
 
 /// Compresses `value` to `budget` characters. `context` is the API
 /// description and the request, for relevance.
-pub fn compress(value: &Value, context: &str, budget: usize, choice: Option<&FieldChoice>) -> Compressed {
+pub(crate) fn compress(value: &Value, context: &str, budget: usize, choice: Option<&FieldChoice>) -> Compressed {
     let text = value.to_string();
     let before = text.chars().count();
     if before <= budget {

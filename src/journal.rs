@@ -22,23 +22,23 @@ use sha2::{Digest, Sha256};
 
 /// What reading a journal found besides its records.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct ReadReport {
+pub(crate) struct ReadReport {
     /// Damaged lines skipped, and a torn last line.
-    pub dropped: usize,
+    pub(crate) dropped: usize,
     /// Bytes of a torn last line (cut off by [`Journal::open`]).
-    pub torn_bytes: u64,
+    pub(crate) torn_bytes: u64,
     /// Intact records kept although their line lacked its final newline
     /// (0 or 1: only the last line can; [`Journal::open`] adds the newline).
-    pub unterminated: usize,
-    pub problems: Vec<String>,
+    pub(crate) unterminated: usize,
+    pub(crate) problems: Vec<String>,
 }
 
 /// Records with their sequence numbers, in journal order.
-pub type Records<T> = Vec<(u64, T)>;
+pub(crate) type Records<T> = Vec<(u64, T)>;
 
 /// An open journal, for appending.
 #[derive(Debug)]
-pub struct Journal {
+pub(crate) struct Journal {
     path: PathBuf,
     file: File,
 }
@@ -61,7 +61,9 @@ impl Journal {
     /// Opens (or creates) the journal at `path`, reading its intact records,
     /// cutting off a torn last line and ending an intact last record that
     /// lacks its newline with one (fsync'd before any append).
-    pub fn open<T: Serialize + DeserializeOwned>(path: &Path) -> std::io::Result<(Journal, Records<T>, ReadReport)> {
+    pub(crate) fn open<T: Serialize + DeserializeOwned>(
+        path: &Path,
+    ) -> std::io::Result<(Journal, Records<T>, ReadReport)> {
         let (records, mut report, valid_len) = read_with_len(path)?;
         let mut file = OpenOptions::new().create(true).append(true).open(path)?;
         let len = file.metadata()?.len();
@@ -77,12 +79,12 @@ impl Journal {
         Ok((Journal { path: path.to_path_buf(), file }, records, report))
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Appends a record and fsyncs it; when this returns `Ok`, the record is durable.
-    pub fn append<T: Serialize>(&mut self, seq: u64, record: &T) -> std::io::Result<()> {
+    pub(crate) fn append<T: Serialize>(&mut self, seq: u64, record: &T) -> std::io::Result<()> {
         let line = LineOut { seq, sum: sum(record), record };
         let mut bytes = serde_json::to_vec(&line).map_err(std::io::Error::other)?;
         bytes.push(b'\n');
@@ -91,7 +93,7 @@ impl Journal {
     }
 
     /// Appends records numbered from `first_seq` and fsyncs once at the end.
-    pub fn append_all<T: Serialize>(&mut self, first_seq: u64, records: &[T]) -> std::io::Result<()> {
+    pub(crate) fn append_all<T: Serialize>(&mut self, first_seq: u64, records: &[T]) -> std::io::Result<()> {
         let mut bytes = Vec::new();
         for (i, record) in records.iter().enumerate() {
             let line = LineOut { seq: first_seq + i as u64, sum: sum(record), record };
@@ -104,7 +106,7 @@ impl Journal {
 
     /// Renames the journal's file to `path` (replacing what is there) and
     /// fsyncs the directory; appends go on to the same file.
-    pub fn move_to(&mut self, path: &Path) -> std::io::Result<()> {
+    pub(crate) fn move_to(&mut self, path: &Path) -> std::io::Result<()> {
         std::fs::rename(&self.path, path)?;
         File::open(path.parent().unwrap_or(Path::new(".")))?.sync_all()?;
         self.path = path.to_path_buf();
@@ -112,7 +114,7 @@ impl Journal {
     }
 
     /// Empties the journal (its records are safe elsewhere, e.g. in a snapshot).
-    pub fn clear(&mut self) -> std::io::Result<()> {
+    pub(crate) fn clear(&mut self) -> std::io::Result<()> {
         self.file.set_len(0)?;
         self.file.sync_all()
     }
@@ -120,14 +122,14 @@ impl Journal {
 
 /// Replaces the journal at `path` by `records` (numbered from 1): written
 /// beside it, fsync'd, renamed into place, the directory fsync'd.
-pub fn replace<T: Serialize + DeserializeOwned>(path: &Path, records: &[T]) -> std::io::Result<()> {
+pub(crate) fn replace<T: Serialize + DeserializeOwned>(path: &Path, records: &[T]) -> std::io::Result<()> {
     let mut journal = write_beside(path, records)?;
     journal.move_to(path)
 }
 
 /// A new journal beside the one at `path` (`*.jsonl.new`) holding `records`
 /// (numbered from 1), fsync'd; [`Journal::move_to`] puts it in place.
-pub fn write_beside<T: Serialize>(path: &Path, records: &[T]) -> std::io::Result<Journal> {
+pub(crate) fn write_beside<T: Serialize>(path: &Path, records: &[T]) -> std::io::Result<Journal> {
     std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))?;
     let aside = path.with_extension("jsonl.new");
     // A leftover of an interrupted rewrite: appending to it would duplicate records.
@@ -142,7 +144,7 @@ pub fn write_beside<T: Serialize>(path: &Path, records: &[T]) -> std::io::Result
 }
 
 /// Reads the intact records of the journal at `path` without changing it.
-pub fn read<T: DeserializeOwned + Serialize>(path: &Path) -> std::io::Result<(Records<T>, ReadReport)> {
+pub(crate) fn read<T: DeserializeOwned + Serialize>(path: &Path) -> std::io::Result<(Records<T>, ReadReport)> {
     let (records, report, _) = read_with_len(path)?;
     Ok((records, report))
 }

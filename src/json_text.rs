@@ -16,7 +16,7 @@ use crate::trajectory::pyliteral;
 
 /// How [`parse`] read a text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Read {
+pub(crate) enum Read {
     Json,
     PythonLiteral,
     /// The text was cut short and had to be completed.
@@ -25,7 +25,7 @@ pub enum Read {
 
 /// The object or array a text stands for; `None` for text that is not one
 /// (prose, a bare number, markup).
-pub fn parse(text: &str) -> Option<(Value, Read)> {
+pub(crate) fn parse(text: &str) -> Option<(Value, Read)> {
     let trimmed = text.trim();
     if !(trimmed.starts_with('{') || trimmed.starts_with('[')) {
         return None;

@@ -43,7 +43,7 @@ impl Default for RouteStats {
 
 /// All metrics of the process.
 #[derive(Default)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     /// Requests by route (looked up by `&str`: counting a request allocates nothing).
     routes: DashMap<String, RouteStats>,
     /// Log lines the server's log writer dropped (its queue was full).
@@ -60,44 +60,44 @@ pub struct Metrics {
 }
 
 /// Calls kept per API for [`Metrics::recent_calls`].
-pub const RECENT_CALLS: usize = 20;
+pub(crate) const RECENT_CALLS: usize = 20;
 
 /// One upstream call as the console shows it (no arguments: they may be private).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct RecentCall {
-    pub at_unix_ms: u64,
+pub(crate) struct RecentCall {
+    pub(crate) at_unix_ms: u64,
     /// `ok` or the error class.
-    pub outcome: String,
-    pub retries: u64,
-    pub ms: f64,
+    pub(crate) outcome: String,
+    pub(crate) retries: u64,
+    pub(crate) ms: f64,
 }
 
 /// The process's counters summed over routes and APIs, at one moment (the
 /// console's overview samples them).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Totals {
-    pub requests: u64,
+pub(crate) struct Totals {
+    pub(crate) requests: u64,
     /// Answers with a 4xx status, and with a 5xx one.
-    pub client_errors: u64,
-    pub server_errors: u64,
+    pub(crate) client_errors: u64,
+    pub(crate) server_errors: u64,
     /// Requests per latency bucket (cumulative, as [`LATENCY_BOUNDS`]).
-    pub latency: [u64; BUCKETS.len()],
-    pub tool_ok: u64,
-    pub tool_failed: u64,
-    pub refused_incoming: u64,
-    pub refused_upstream: u64,
+    pub(crate) latency: [u64; BUCKETS.len()],
+    pub(crate) tool_ok: u64,
+    pub(crate) tool_failed: u64,
+    pub(crate) refused_incoming: u64,
+    pub(crate) refused_upstream: u64,
 }
 
 /// Upper bounds (seconds) of the latency buckets of [`Totals::latency`].
-pub const LATENCY_BOUNDS: [f64; BUCKETS.len()] = BUCKETS;
+pub(crate) const LATENCY_BOUNDS: [f64; BUCKETS.len()] = BUCKETS;
 
 /// Milliseconds since the Unix epoch.
-pub fn unix_ms() -> u64 {
+pub(crate) fn unix_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 /// The process's metrics.
-pub fn global() -> &'static Metrics {
+pub(crate) fn global() -> &'static Metrics {
     static METRICS: OnceLock<Metrics> = OnceLock::new();
     METRICS.get_or_init(Metrics::default)
 }
@@ -113,7 +113,7 @@ fn label(v: &str) -> String {
 
 impl Metrics {
     /// A finished HTTP request. `route` is the matched route, not the raw path.
-    pub fn request(&self, route: &str, status: u16, seconds: f64) {
+    pub(crate) fn request(&self, route: &str, status: u16, seconds: f64) {
         let stats = match self.routes.get(route) {
             Some(stats) => stats,
             None => self.routes.entry(route.to_string()).or_default().downgrade(),
@@ -130,13 +130,13 @@ impl Metrics {
     }
 
     /// Where the server's log writer counts the lines it dropped.
-    pub fn set_dropped_log_lines(&self, counter: std::sync::Arc<AtomicU64>) {
+    pub(crate) fn set_dropped_log_lines(&self, counter: std::sync::Arc<AtomicU64>) {
         let _ = self.dropped_log_lines.set(counter);
     }
 
     /// An upstream API call: its outcome (`ok` or an error class), retries
     /// and time taken.
-    pub fn tool_call(&self, api: &str, outcome: &str, retries: u64, ms: f64) {
+    pub(crate) fn tool_call(&self, api: &str, outcome: &str, retries: u64, ms: f64) {
         bump(&self.tool_calls, (api.to_string(), outcome.to_string()), 1);
         let call = RecentCall { at_unix_ms: unix_ms(), outcome: outcome.to_string(), retries, ms };
         let mut recent = self.recent_calls.entry(api.to_string()).or_default();
@@ -151,17 +151,17 @@ impl Metrics {
         }
     }
 
-    pub fn rate_limited(&self, side: &'static str) {
+    pub(crate) fn rate_limited(&self, side: &'static str) {
         bump(&self.rate_limited, side, 1);
     }
 
     /// The last calls of `api`, newest first.
-    pub fn recent_calls(&self, api: &str) -> Vec<RecentCall> {
+    pub(crate) fn recent_calls(&self, api: &str) -> Vec<RecentCall> {
         self.recent_calls.get(api).map(|r| r.iter().rev().cloned().collect()).unwrap_or_default()
     }
 
     /// Calls of `api` by outcome, since the start.
-    pub fn call_outcomes(&self, api: &str) -> Vec<(String, u64)> {
+    pub(crate) fn call_outcomes(&self, api: &str) -> Vec<(String, u64)> {
         let mut out: Vec<(String, u64)> = self
             .tool_calls
             .iter()
@@ -173,7 +173,7 @@ impl Metrics {
     }
 
     /// The counters now, summed.
-    pub fn totals(&self) -> Totals {
+    pub(crate) fn totals(&self) -> Totals {
         let mut t = Totals::default();
         for e in self.routes.iter() {
             let stats = e.value();
@@ -204,12 +204,12 @@ impl Metrics {
     }
 
     /// The tool graph's last recovery that found damage (`None`: none ever did).
-    pub fn graph_recovery(&self, last: Option<LastRecovery>) {
+    pub(crate) fn graph_recovery(&self, last: Option<LastRecovery>) {
         *self.graph_recovery.lock().unwrap_or_else(|e| e.into_inner()) = last;
     }
 
     /// The text exposition format.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "# HELP toolrouter_requests_total HTTP requests by route and status.");
         let _ = writeln!(out, "# TYPE toolrouter_requests_total counter");

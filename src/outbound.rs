@@ -10,11 +10,11 @@ use bytes::Buf;
 use http_body_util::BodyExt;
 
 /// The `User-Agent` of upstream calls.
-pub const USER_AGENT: &str = concat!("toolrouter/", env!("CARGO_PKG_VERSION"));
+pub(crate) const USER_AGENT: &str = concat!("toolrouter/", env!("CARGO_PKG_VERSION"));
 
 /// Installs rustls' crypto provider (ring) once per process (reqwest is
 /// built without one).
-pub fn install_crypto() {
+pub(crate) fn install_crypto() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -26,30 +26,30 @@ pub fn install_crypto() {
 /// (each its own runtime, [`crate::server::conn`]), a request on one thread
 /// would wake the other twice to use a connection it opened. Each thread
 /// builds its own client the first time it sends.
-pub struct PerThread<C: Send> {
+pub(crate) struct PerThread<C: Send> {
     clients: thread_local::ThreadLocal<C>,
     make: Box<dyn Fn() -> C + Send + Sync>,
 }
 
 impl<C: Send> PerThread<C> {
     /// Clients made by `make`, one per thread that asks.
-    pub fn new(make: impl Fn() -> C + Send + Sync + 'static) -> PerThread<C> {
+    pub(crate) fn new(make: impl Fn() -> C + Send + Sync + 'static) -> PerThread<C> {
         PerThread { clients: thread_local::ThreadLocal::new(), make: Box::new(make) }
     }
 
     /// This thread's client.
-    pub fn get(&self) -> &C {
+    pub(crate) fn get(&self) -> &C {
         self.clients.get_or(&self.make)
     }
 }
 
 /// The longest `Retry-After` believed (longer ones are read as this).
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(86_400);
+pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(86_400);
 
 /// The wait before retry `attempt` (1 = the first retry): about
 /// `base_ms`, doubling each time, with ±50% jitter so that clients that
 /// failed together do not retry together.
-pub fn backoff(base_ms: u64, attempt: u32) -> Duration {
+pub(crate) fn backoff(base_ms: u64, attempt: u32) -> Duration {
     let base = base_ms as f64 * 2f64.powi(attempt.saturating_sub(1).min(30) as i32);
     Duration::from_secs_f64(base * (0.5 + fastrand::f64()) / 1000.0)
 }
@@ -57,7 +57,7 @@ pub fn backoff(base_ms: u64, attempt: u32) -> Duration {
 /// A `Retry-After` header's wait: delay-seconds (fractions accepted) or an
 /// HTTP date (a date already past: no wait), capped at [`MAX_RETRY_AFTER`].
 /// Anything else (empty, negative, garbage): `None`.
-pub fn retry_after(value: &str) -> Option<Duration> {
+pub(crate) fn retry_after(value: &str) -> Option<Duration> {
     let value = value.trim();
     let wait = match value.parse::<f64>() {
         Ok(s) if s.is_finite() && s >= 0.0 => Duration::from_secs_f64(s.min(MAX_RETRY_AFTER.as_secs_f64())),
@@ -72,7 +72,7 @@ pub fn retry_after(value: &str) -> Option<Duration> {
 
 /// Why a body could not be read whole.
 #[derive(Debug)]
-pub enum ReadError<E> {
+pub(crate) enum ReadError<E> {
     /// It is larger than the cap; `declared`: its `Content-Length` said so
     /// before anything was read.
     TooLarge { declared: bool },
@@ -84,7 +84,7 @@ pub enum ReadError<E> {
 /// `Content-Length` is larger, cut off as soon as it grows larger. Any
 /// body: reqwest's (APIs, as `http::Response::from(response)`) and
 /// hyper's (the model).
-pub async fn read_capped<B>(response: http::Response<B>, cap: usize) -> Result<Vec<u8>, ReadError<B::Error>>
+pub(crate) async fn read_capped<B>(response: http::Response<B>, cap: usize) -> Result<Vec<u8>, ReadError<B::Error>>
 where
     B: hyper::body::Body + Unpin,
 {

@@ -40,7 +40,7 @@ use tracing_subscriber::registry::LookupSpan;
 use crate::config::TelemetryConfig;
 
 /// The target of every span meant for OpenTelemetry, and only for it.
-pub const TARGET: &str = "otel";
+pub(crate) const TARGET: &str = "otel";
 
 /// How long an export may take.
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -49,17 +49,17 @@ static ENABLED: AtomicBool = AtomicBool::new(false);
 static CAPTURE_CONTENT: AtomicBool = AtomicBool::new(false);
 
 /// Whether spans are sent anywhere.
-pub fn enabled() -> bool {
+pub(crate) fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
 
 /// Whether spans may carry message text, tool arguments and results.
-pub fn capture_content() -> bool {
+pub(crate) fn capture_content() -> bool {
     CAPTURE_CONTENT.load(Ordering::Relaxed)
 }
 
 /// Flushes the spans not sent yet when dropped (at the process's end).
-pub struct Guard {
+pub(crate) struct Guard {
     provider: SdkTracerProvider,
     /// Stops the exporter's runtime thread.
     _stop: tokio::sync::oneshot::Sender<()>,
@@ -75,7 +75,7 @@ impl Drop for Guard {
 
 /// The layer that sends [`TARGET`]'s spans to `config`'s collector, and
 /// its guard (`None` when telemetry is off).
-pub fn layer<S>(config: &TelemetryConfig) -> anyhow::Result<Option<(impl Layer<S> + use<S>, Guard)>>
+pub(crate) fn layer<S>(config: &TelemetryConfig) -> anyhow::Result<Option<(impl Layer<S> + use<S>, Guard)>>
 where
     S: tracing::Subscriber + for<'a> LookupSpan<'a>,
 {
@@ -153,7 +153,7 @@ impl HttpClient for TokioReqwest {
 
 /// Makes `span` (not yet entered) a child of the trace the request's W3C
 /// `traceparent` names, if it names one.
-pub fn continue_trace(span: &tracing::Span, headers: &http::HeaderMap) {
+pub(crate) fn continue_trace(span: &tracing::Span, headers: &http::HeaderMap) {
     if enabled() && headers.contains_key("traceparent") {
         let parent = TraceContextPropagator::new().extract(&HeaderExtractor(headers));
         let _ = span.set_parent(parent);
@@ -161,7 +161,7 @@ pub fn continue_trace(span: &tracing::Span, headers: &http::HeaderMap) {
 }
 
 /// Adds the current span's W3C `traceparent` to an outgoing request's headers.
-pub fn inject(headers: &mut http::HeaderMap) {
+pub(crate) fn inject(headers: &mut http::HeaderMap) {
     if enabled() {
         let context = tracing::Span::current().context();
         TraceContextPropagator::new().inject_context(&context, &mut HeaderInjector(headers));

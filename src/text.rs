@@ -2,7 +2,7 @@
 
 /// `text` cut to `max` characters (on a character boundary), with an
 /// ellipsis if cut.
-pub fn clip(text: &str, max: usize) -> String {
+pub(crate) fn clip(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((at, _)) => format!("{}…", &text[..at]),
         None => text.to_string(),

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 /// `d` in milliseconds, with fractions (`1.5` for 1500 µs).
-pub fn ms(d: Duration) -> f64 {
+pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 

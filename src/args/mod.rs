@@ -15,7 +15,7 @@
 //! carries against the catalog's host and path.
 
 mod url;
-pub mod validators;
+pub(crate) mod validators;
 
 use std::fmt;
 
@@ -27,7 +27,7 @@ use crate::catalog::schema::{Coerced, coerce, short, type_name};
 use crate::catalog::{Api, Param};
 use crate::config;
 
-pub use url::check_url;
+pub(crate) use url::check_url;
 
 /// How much of a parameter's description a message quotes.
 const DESCRIPTION_IN_MESSAGE: usize = 120;

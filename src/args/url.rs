@@ -10,7 +10,7 @@ use crate::catalog::Api;
 
 /// Checks `url` against `api`'s URL template and the allowlist. Allowlist
 /// entries are `host`, `host:port` or `*.domain`.
-pub fn check_url(api: &Api, url: &str, allowed_hosts: &[String]) -> Result<(), Problem> {
+pub(crate) fn check_url(api: &Api, url: &str, allowed_hosts: &[String]) -> Result<(), Problem> {
     let refuse = |message: String| Problem { pointer: String::new(), kind: ProblemKind::Url, message };
     let Some(template) = api.url_template.as_deref() else {
         return Err(refuse(format!("`{}` has no known URL in the catalog, so it cannot be called", api.function_name)));

@@ -21,7 +21,7 @@ const KEPT: usize = 4_096;
 /// How a schema is compiled: part of the key, since one schema text
 /// compiled two ways gives two validators.
 #[derive(Debug, Clone, Copy, Hash)]
-pub enum Dialect {
+pub(crate) enum Dialect {
     /// Draft 2020-12, after [`crate::catalog::dialect::normalize`], formats not
     /// checked: a client's own tools.
     Client,
@@ -34,7 +34,7 @@ static CACHE: LazyLock<Mutex<LruCache<u64, Arc<jsonschema::Validator>>>> =
 
 /// The validator of `schema` compiled as `dialect`: from the cache, or
 /// compiled now by `compile` and kept. A failure to compile is not kept.
-pub fn cached<E>(
+pub(crate) fn cached<E>(
     dialect: Dialect,
     schema: &Value,
     compile: impl FnOnce(&Value) -> Result<jsonschema::Validator, E>,

@@ -44,7 +44,7 @@ const COUNTS: [&str; 8] =
 const NUMBERS: [&str; 5] = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"];
 
 /// `schema` in draft 2020-12's forms (see the module documentation).
-pub fn normalize(schema: &Value) -> Value {
+pub(crate) fn normalize(schema: &Value) -> Value {
     let mut out = schema.clone();
     rewrite(&mut out, 0);
     out
@@ -54,7 +54,7 @@ pub fn normalize(schema: &Value) -> Value {
 /// meta-schema; else why not, in words. Cheap next to compiling it, which
 /// can still fail (a regex the engine refuses, a `$ref` that resolves
 /// nowhere): callers compile when a call is checked.
-pub fn check(schema: &Value) -> Result<(), String> {
+pub(crate) fn check(schema: &Value) -> Result<(), String> {
     jsonschema::draft202012::meta::validate(schema).map_err(|e| {
         let at = e.instance_path().to_string();
         if at.is_empty() { e.to_string() } else { format!("at {at}: {e}") }

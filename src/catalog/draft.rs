@@ -9,42 +9,42 @@ use super::{Method, Origin, Param, Score};
 /// A tool as parsed, before ids and function names are assigned.
 #[derive(Debug)]
 pub(crate) struct ToolDraft {
-    pub name: String,
-    pub std_name: String,
-    pub category: String,
-    pub description: String,
-    pub host: Option<String>,
-    pub score: Option<Score>,
-    pub origin: Origin,
-    pub apis: Vec<ApiDraft>,
+    pub(crate) name: String,
+    pub(crate) std_name: String,
+    pub(crate) category: String,
+    pub(crate) description: String,
+    pub(crate) host: Option<String>,
+    pub(crate) score: Option<Score>,
+    pub(crate) origin: Origin,
+    pub(crate) apis: Vec<ApiDraft>,
 }
 
 /// An API as parsed, before ids and function names are assigned.
 #[derive(Debug)]
 pub(crate) struct ApiDraft {
-    pub name: String,
+    pub(crate) name: String,
     /// Standardized API name (ToolBench rules), the first half of the function name.
-    pub std_name: String,
-    pub description: String,
-    pub method: Method,
-    pub url_template: Option<String>,
-    pub params: Vec<Param>,
+    pub(crate) std_name: String,
+    pub(crate) description: String,
+    pub(crate) method: Method,
+    pub(crate) url_template: Option<String>,
+    pub(crate) params: Vec<Param>,
 }
 
 /// Findings of one file's parse, merged into the load report.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Notes {
-    pub skipped_apis: Vec<String>,
-    pub skipped_lines: Vec<(usize, String)>,
-    pub defaults_dropped: Vec<String>,
-    pub duplicate_params: usize,
-    pub renamed_params: usize,
-    pub synthesized_path_params: usize,
-    pub path_params_made_required: usize,
+    pub(crate) skipped_apis: Vec<String>,
+    pub(crate) skipped_lines: Vec<(usize, String)>,
+    pub(crate) defaults_dropped: Vec<String>,
+    pub(crate) duplicate_params: usize,
+    pub(crate) renamed_params: usize,
+    pub(crate) synthesized_path_params: usize,
+    pub(crate) path_params_made_required: usize,
 }
 
 impl Notes {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.skipped_apis.is_empty()
             && self.skipped_lines.is_empty()
             && self.defaults_dropped.is_empty()
@@ -55,11 +55,11 @@ impl Notes {
                 == 0
     }
 
-    pub fn skip_api(&mut self, reason: String) {
+    pub(crate) fn skip_api(&mut self, reason: String) {
         self.skipped_apis.push(reason);
     }
 
-    pub fn drop_default(&mut self, reason: String) {
+    pub(crate) fn drop_default(&mut self, reason: String) {
         self.defaults_dropped.push(reason);
     }
 }

@@ -24,7 +24,7 @@ use super::toolbench::{QueryApiEntry, ToolFile};
 use super::{Api, ApiId, Catalog, Origin, Stamp, Tool, ToolId, embedded, openapi, toolbench};
 
 /// Upper bound on catalog parsing threads (the work is I/O and JSON parsing).
-pub const MAX_LOAD_THREADS: usize = 8;
+pub(crate) const MAX_LOAD_THREADS: usize = 8;
 
 /// What a catalog is loaded from.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -51,8 +51,8 @@ pub enum LoadError {
 /// Something left out of the catalog, and why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Skipped {
-    pub path: String,
-    pub reason: String,
+    pub(crate) path: String,
+    pub(crate) reason: String,
 }
 
 /// What loading found. Part of `catalog stats`.
@@ -195,7 +195,7 @@ impl Catalog {
 impl Sources {
     /// The stamp of the files these sources name now: what
     /// [`Catalog::stamp`] is if nothing was written since it was loaded.
-    pub fn stamp(&self) -> Result<Stamp, LoadError> {
+    pub(crate) fn stamp(&self) -> Result<Stamp, LoadError> {
         Ok(stamp_of(self, &collect_jobs(&self.paths, &mut LoadReport::default())?))
     }
 }

@@ -17,7 +17,7 @@
 //! the variant spellings trajectories use. Bad files are skipped and
 //! reported in the [`LoadReport`], never fatal.
 
-pub mod dialect;
+pub(crate) mod dialect;
 mod draft;
 mod embedded;
 mod loader;
@@ -45,19 +45,19 @@ use serde_json::{Map, Value, json};
 pub use loader::{LoadReport, Sources};
 pub use mcp::{McpServerTools, McpTool, NAMESPACE_SEPARATOR};
 pub use resolve::{Resolution, ResolvedBy};
-pub use stamp::Stamp;
+pub(crate) use stamp::Stamp;
 
 /// Availability prior of an API whose tool has no RapidAPI success rate (docs/architecture.md §4).
-pub const DEFAULT_AVAILABILITY_PRIOR: f64 = 0.5;
+pub(crate) const DEFAULT_AVAILABILITY_PRIOR: f64 = 0.5;
 
 /// Index of an API in its catalog. Stable for a given set of sources; use
 /// the function name to refer to an API across catalog changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-pub struct ApiId(pub u32);
+pub struct ApiId(pub(crate) u32);
 
 /// Index of a tool (a group of APIs sharing a host) in its catalog.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-pub struct ToolId(pub u32);
+pub struct ToolId(pub(crate) u32);
 
 /// Where a tool's definition came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -80,10 +80,10 @@ pub enum Origin {
 /// RapidAPI hub statistics of a tool, kept as priors.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Score {
-    pub avg_service_level: Option<f64>,
-    pub avg_latency_ms: Option<f64>,
-    pub avg_success_rate: Option<f64>,
-    pub popularity: Option<f64>,
+    pub(crate) avg_service_level: Option<f64>,
+    pub(crate) avg_latency_ms: Option<f64>,
+    pub(crate) avg_success_rate: Option<f64>,
+    pub(crate) popularity: Option<f64>,
 }
 
 /// A tool: a named group of APIs, usually one host.
@@ -108,7 +108,7 @@ pub struct Tool {
 impl Tool {
     /// The availability prior α of this tool's APIs: RapidAPI's average
     /// success rate / 100, or [`DEFAULT_AVAILABILITY_PRIOR`].
-    pub fn availability_prior(&self) -> f64 {
+    pub(crate) fn availability_prior(&self) -> f64 {
         self.score
             .as_ref()
             .and_then(|s| s.avg_success_rate)
@@ -132,7 +132,7 @@ pub enum Method {
 
 impl Method {
     /// Parses a method name, case-insensitively.
-    pub fn parse(name: &str) -> Option<Method> {
+    pub(crate) fn parse(name: &str) -> Option<Method> {
         Some(match name.trim().to_ascii_uppercase().as_str() {
             "GET" => Method::Get,
             "POST" => Method::Post,
@@ -145,7 +145,7 @@ impl Method {
         })
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Method::Get => "GET",
             Method::Post => "POST",
@@ -245,20 +245,20 @@ pub struct Api {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct McpTarget {
     /// The server's configured name.
-    pub server: String,
-    pub title: Option<String>,
+    pub(crate) server: String,
+    pub(crate) title: Option<String>,
     /// The tool's `annotations`, as the server sent them.
-    pub annotations: Option<Value>,
+    pub(crate) annotations: Option<Value>,
 }
 
 impl Api {
     /// The parameter whose schema key is `key`.
-    pub fn param(&self, key: &str) -> Option<&Param> {
+    pub(crate) fn param(&self, key: &str) -> Option<&Param> {
         self.params.iter().find(|p| p.key == key)
     }
 
     /// The parameter sent upstream as `name` at `location`.
-    pub fn param_on_wire(&self, location: ParamLocation, name: &str) -> Option<&Param> {
+    pub(crate) fn param_on_wire(&self, location: ParamLocation, name: &str) -> Option<&Param> {
         self.params.iter().find(|p| p.location == location && p.name == name)
     }
 
@@ -288,7 +288,7 @@ impl Api {
 }
 
 /// Longest function description offered to a model (OpenAI's limit is 1024).
-pub const MAX_FUNCTION_DESCRIPTION: usize = 1024;
+pub(crate) const MAX_FUNCTION_DESCRIPTION: usize = 1024;
 
 /// The loaded catalog. Immutable once built; share it behind an `Arc`.
 #[derive(Debug)]
@@ -323,7 +323,7 @@ impl Catalog {
         &self.apis[id.0 as usize]
     }
 
-    pub fn tool(&self, id: ToolId) -> &Tool {
+    pub(crate) fn tool(&self, id: ToolId) -> &Tool {
         &self.tools[id.0 as usize]
     }
 
@@ -357,7 +357,7 @@ impl Catalog {
 
     /// The API as an OpenAI tool definition (`{"type": "function", "function": {...}}`):
     /// its function name, a description naming the tool, and its input schema.
-    pub fn function_definition(&self, api: &Api) -> Value {
+    pub(crate) fn function_definition(&self, api: &Api) -> Value {
         let tool = self.tool_of(api);
         let mut description = if api.description.is_empty() { api.name.clone() } else { api.description.clone() };
         match &api.mcp {
@@ -379,12 +379,12 @@ impl Catalog {
 
     /// Whether a tool with this standardized name (or its punctuation
     /// variant) is in the catalog.
-    pub fn has_tool(&self, std_name: &str) -> bool {
+    pub(crate) fn has_tool(&self, std_name: &str) -> bool {
         self.resolver.has_tool(std_name)
     }
 
     /// Function names close to `name`, for "did you mean" messages.
-    pub fn suggest(&self, name: &str, max: usize) -> Vec<&str> {
+    pub(crate) fn suggest(&self, name: &str, max: usize) -> Vec<&str> {
         self.resolver.suggest(&self.apis, name, max)
     }
 
@@ -403,14 +403,14 @@ impl Catalog {
 }
 
 /// Close names an unknown function name is answered with.
-pub const SUGGESTIONS: usize = 3;
+pub(crate) const SUGGESTIONS: usize = 3;
 
 /// A function name no API has, with the closest ones.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownApi {
-    pub name: String,
+    pub(crate) name: String,
     /// Function names close to it, closest first (may be empty).
-    pub close: Vec<String>,
+    pub(crate) close: Vec<String>,
 }
 
 impl std::fmt::Display for UnknownApi {

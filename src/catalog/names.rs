@@ -12,7 +12,7 @@
 //! original spelling as a variant.
 
 /// OpenAI's limit on a function name's length (and ToolBench's cut).
-pub const MAX_FUNCTION_NAME: usize = 64;
+pub(crate) const MAX_FUNCTION_NAME: usize = 64;
 
 /// Names ToolBench prefixes with `is_` (API and parameter names) because
 /// they are Python keywords or otherwise awkward as argument names.
@@ -22,7 +22,7 @@ const RESERVED: [&str; 7] = ["from", "class", "return", "false", "true", "id", "
 /// digits, `_`, `^` and CJK ideographs (U+4E00..=U+9FA5) becomes `_`, runs
 /// of `_` collapse, the result is lower-cased and trimmed of `_`, and a
 /// leading digit gets a `get_` prefix.
-pub fn standardize(name: &str) -> String {
+pub(crate) fn standardize(name: &str) -> String {
     let raw = standardize_without_prefix(name);
     if raw.starts_with(|c: char| c.is_ascii_digit()) { format!("get_{raw}") } else { raw }
 }
@@ -42,17 +42,17 @@ fn standardize_without_prefix(name: &str) -> String {
 }
 
 /// ToolBench's `change_name`: reserved words get an `is_` prefix.
-pub fn change_name(name: String) -> String {
+pub(crate) fn change_name(name: String) -> String {
     if RESERVED.contains(&name.as_str()) { format!("is_{name}") } else { name }
 }
 
 /// The standardized name of an API or a parameter (standardize + `is_` rule).
-pub fn standardize_member(name: &str) -> String {
+pub(crate) fn standardize_member(name: &str) -> String {
     change_name(standardize(name))
 }
 
 /// The last `max` characters of `s` (ToolBench cuts function names from the left).
-pub fn last_chars(s: &str, max: usize) -> &str {
+pub(crate) fn last_chars(s: &str, max: usize) -> &str {
     let n = s.chars().count();
     if n <= max {
         return s;
@@ -63,20 +63,20 @@ pub fn last_chars(s: &str, max: usize) -> &str {
 
 /// ToolBench's function name for an API: `<std api>_for_<std tool>`, cut to
 /// the last 64 characters. `std_api` and `std_tool` are already standardized.
-pub fn toolbench_function_name(std_api: &str, std_tool: &str) -> String {
+pub(crate) fn toolbench_function_name(std_api: &str, std_tool: &str) -> String {
     last_chars(&format!("{std_api}_for_{std_tool}"), MAX_FUNCTION_NAME).to_string()
 }
 
 /// The spelling of the 2023 trajectories, which did not add `get_` to
 /// digit-leading API names: `Some(name)` when it differs from the current one.
-pub fn legacy_function_name(api_name: &str, std_tool: &str) -> Option<String> {
+pub(crate) fn legacy_function_name(api_name: &str, std_tool: &str) -> Option<String> {
     let raw = standardize_without_prefix(api_name);
     raw.starts_with(|c: char| c.is_ascii_digit()).then(|| toolbench_function_name(&raw, std_tool))
 }
 
 /// The standardized tool name as 54 ToolBench file names spell it: `/` and
 /// `,` deleted rather than replaced. `Some` only when that differs.
-pub fn deleted_punctuation_variant(tool_name: &str) -> Option<String> {
+pub(crate) fn deleted_punctuation_variant(tool_name: &str) -> Option<String> {
     let deleted: String = tool_name.chars().filter(|c| !matches!(c, '/' | ',')).collect();
     (deleted != tool_name).then(|| standardize(&deleted))
 }
@@ -91,7 +91,7 @@ pub fn is_openai_name(name: &str) -> bool {
 /// Rewrites a name so it satisfies OpenAI's rule: ASCII characters outside
 /// the rule become `_`, other characters `u<hex code point>` (so distinct
 /// CJK names stay distinct), then the last 64 characters are kept.
-pub fn openai_safe(name: &str) -> String {
+pub(crate) fn openai_safe(name: &str) -> String {
     if is_openai_name(name) {
         return name.to_string();
     }
@@ -113,7 +113,7 @@ pub fn openai_safe(name: &str) -> String {
 
 /// A ToolBench category as a directory name: spaces, `,` and `/` become `_`,
 /// runs of `_` collapse (`News, Media` -> `News_Media`).
-pub fn category_dir_name(category: &str) -> String {
+pub(crate) fn category_dir_name(category: &str) -> String {
     let mut out = String::with_capacity(category.len());
     for c in category.trim().chars() {
         let c = if matches!(c, ' ' | ',' | '/') { '_' } else { c };
@@ -127,7 +127,7 @@ pub fn category_dir_name(category: &str) -> String {
 
 /// The key under which a user-supplied function name is looked up: no
 /// surrounding whitespace, lower case.
-pub fn lookup_key(name: &str) -> String {
+pub(crate) fn lookup_key(name: &str) -> String {
     name.trim().to_lowercase()
 }
 

@@ -19,7 +19,7 @@ use super::names::{standardize, standardize_member};
 use super::{Method, Origin, Param, ParamLocation};
 
 /// Category of an OpenAPI tool whose spec names none (`info.x-category`).
-pub const DEFAULT_OPENAPI_CATEGORY: &str = "OpenAPI";
+pub(crate) const DEFAULT_OPENAPI_CATEGORY: &str = "OpenAPI";
 
 /// How deep `$ref`s are followed inside one schema before giving up (cycles).
 const MAX_REF_DEPTH: usize = 16;

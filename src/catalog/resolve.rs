@@ -49,7 +49,7 @@ impl Resolution {
     }
 
     /// Every API that answers to the name.
-    pub fn candidates(&self) -> &[ApiId] {
+    pub(crate) fn candidates(&self) -> &[ApiId] {
         match self {
             Resolution::Unique(id, _) => std::slice::from_ref(id),
             Resolution::Ambiguous(ids, _) => ids,

@@ -17,7 +17,7 @@
 use serde_json::{Map, Value, json};
 
 /// Pattern for ToolBench's `TIME (24-hour HH:MM)` parameters.
-pub const TIME_PATTERN: &str = "^([01]?[0-9]|2[0-3]):[0-5][0-9]$";
+pub(crate) const TIME_PATTERN: &str = "^([01]?[0-9]|2[0-3]):[0-5][0-9]$";
 
 /// The JSON types a parameter schema can declare.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,7 +44,7 @@ impl JsonType {
     }
 
     /// "a string", "an array"…, for messages.
-    pub fn with_article(self) -> &'static str {
+    pub(crate) fn with_article(self) -> &'static str {
         match self {
             JsonType::String => "a string",
             JsonType::Number => "a number",
@@ -68,7 +68,7 @@ impl JsonType {
     }
 
     /// Whether `value` already has this type.
-    pub fn matches(self, value: &Value) -> bool {
+    pub(crate) fn matches(self, value: &Value) -> bool {
         match self {
             JsonType::String => value.is_string(),
             JsonType::Number => value.is_number(),
@@ -90,7 +90,7 @@ pub fn declared_types(schema: &Value) -> Vec<JsonType> {
 }
 
 /// The name of a value's JSON type, for messages.
-pub fn type_name(value: &Value) -> &'static str {
+pub(crate) fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "boolean",
@@ -103,15 +103,15 @@ pub fn type_name(value: &Value) -> &'static str {
 
 /// A ToolBench parameter mapped to JSON Schema.
 #[derive(Debug, Clone, PartialEq)]
-pub struct MappedParam {
+pub(crate) struct MappedParam {
     /// The schema of the value, `default` included when one was kept.
-    pub schema: Value,
+    pub(crate) schema: Value,
     /// Why the documented default was dropped, if it was.
-    pub dropped_default: Option<String>,
+    pub(crate) dropped_default: Option<String>,
 }
 
 /// Maps a ToolBench parameter (`type` text, `default`) to JSON Schema.
-pub fn toolbench_param(type_text: Option<&str>, default: &Value) -> MappedParam {
+pub(crate) fn toolbench_param(type_text: Option<&str>, default: &Value) -> MappedParam {
     let text = type_text.unwrap_or("").trim().to_ascii_uppercase();
     let mut schema = Map::new();
     let ty = match text.as_str() {
@@ -179,7 +179,7 @@ fn array_item_type(default: &Value) -> Option<JsonType> {
 /// Brings a documented default to the schema's type. `Ok(None)`: there is
 /// no default (absent, null, empty string or empty list); `Err`: the default
 /// cannot be a value of this type, and says why.
-pub fn normalize_default(default: &Value, schema: &Value) -> Result<Option<Value>, String> {
+pub(crate) fn normalize_default(default: &Value, schema: &Value) -> Result<Option<Value>, String> {
     match default {
         Value::Null => return Ok(None),
         Value::String(s) if s.trim().is_empty() => return Ok(None),
@@ -356,7 +356,7 @@ fn is_time(s: &str) -> bool {
 }
 
 /// A value shortened for messages.
-pub fn short(value: &Value) -> String {
+pub(crate) fn short(value: &Value) -> String {
     let text = value.to_string();
     if text.chars().count() <= 60 { text } else { format!("{}…", text.chars().take(57).collect::<String>()) }
 }

@@ -10,8 +10,8 @@ use super::{Catalog, LoadReport, ParamLocation};
 /// Counts of tools and APIs in one group.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Counts {
-    pub tools: usize,
-    pub apis: usize,
+    pub(crate) tools: usize,
+    pub(crate) apis: usize,
 }
 
 /// What a catalog holds, plus what loading it found.

@@ -66,11 +66,11 @@ struct ParamEntry {
 #[derive(Deserialize)]
 pub(crate) struct QueryApiEntry {
     #[serde(default, deserialize_with = "lenient_string")]
-    pub category_name: String,
+    pub(crate) category_name: String,
     #[serde(deserialize_with = "lenient_string")]
-    pub tool_name: String,
+    pub(crate) tool_name: String,
     #[serde(deserialize_with = "lenient_string")]
-    pub api_name: String,
+    pub(crate) api_name: String,
     #[serde(default, deserialize_with = "lenient_string")]
     api_description: String,
     #[serde(default, deserialize_with = "lenient_opt_string")]

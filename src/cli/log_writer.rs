@@ -18,7 +18,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 /// How often the buffer is written out.
-pub const FLUSH_EVERY: Duration = Duration::from_millis(50);
+pub(crate) const FLUSH_EVERY: Duration = Duration::from_millis(50);
 
 /// Bytes of log lines held at most before new lines are dropped.
 const MAX_BUFFERED: usize = 8 << 20;
@@ -38,18 +38,18 @@ struct Buffer {
 
 /// Where a server's log lines go (a `MakeWriter` for tracing-subscriber).
 #[derive(Clone)]
-pub struct LogWriter {
+pub(crate) struct LogWriter {
     shared: Arc<Shared>,
 }
 
 /// Writes what is buffered and stops the writer thread when dropped.
-pub struct Guard {
+pub(crate) struct Guard {
     shared: Arc<Shared>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 /// A writer to `out` (stderr in the server) and its guard.
-pub fn batched(mut out: impl Write + Send + 'static) -> (LogWriter, Guard) {
+pub(crate) fn batched(mut out: impl Write + Send + 'static) -> (LogWriter, Guard) {
     let shared = Arc::new(Shared { buffer: Mutex::default(), wake: Condvar::new(), dropped: Arc::default() });
     let writer_side = shared.clone();
     let thread = std::thread::Builder::new()
@@ -80,7 +80,7 @@ pub fn batched(mut out: impl Write + Send + 'static) -> (LogWriter, Guard) {
 
 impl LogWriter {
     /// Lines dropped so far because too much was waiting.
-    pub fn dropped(&self) -> Arc<AtomicU64> {
+    pub(crate) fn dropped(&self) -> Arc<AtomicU64> {
         self.shared.dropped.clone()
     }
 }

@@ -31,9 +31,9 @@ use crate::catalog::{Catalog, Sources};
 use crate::config::{CONFIG_ENV, Config, LogFormat};
 
 /// Exit code of a usage error: bad configuration, malformed input, unknown names.
-pub const EXIT_USAGE: u8 = 2;
+pub(crate) const EXIT_USAGE: u8 = 2;
 /// Exit code of a negative answer (invalid arguments) or a failure.
-pub const EXIT_FAILURE: u8 = 1;
+pub(crate) const EXIT_FAILURE: u8 = 1;
 
 #[derive(Debug, Parser)]
 #[command(name = "toolrouter", version, about = "A tool-routing proxy between AI agents and thousands of real APIs.")]

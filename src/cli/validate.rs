@@ -15,7 +15,7 @@ use crate::args::{self, Options};
 use crate::config::Config;
 
 /// Largest arguments document read (from the command line, a file or stdin).
-pub const MAX_ARGUMENTS_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_ARGUMENTS_BYTES: u64 = 1 << 20;
 
 #[derive(Debug, Args)]
 pub(super) struct ValidateArgs {

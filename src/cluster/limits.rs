@@ -40,16 +40,16 @@ return {0, 0}
 "#;
 
 /// One limit a call takes: its kind and key, interval and burst.
-pub struct Cell<'a> {
-    pub kind: &'static str,
-    pub key: &'a str,
-    pub interval: Duration,
-    pub burst: u32,
+pub(crate) struct Cell<'a> {
+    pub(crate) kind: &'static str,
+    pub(crate) key: &'a str,
+    pub(crate) interval: Duration,
+    pub(crate) burst: u32,
 }
 
 /// What the shared limits said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Every cell was taken.
     Taken,
     /// The host is slowed by a 429 for this long.
@@ -61,7 +61,7 @@ pub enum Verdict {
 impl Cluster {
     /// Takes every cell at once, or none; `Err` when Redis is unreachable
     /// or slow (the caller falls back to its local limits).
-    pub async fn take(&self, host: Option<&str>, cells: &[Cell<'_>]) -> Result<Verdict, ClusterError> {
+    pub(crate) async fn take(&self, host: Option<&str>, cells: &[Cell<'_>]) -> Result<Verdict, ClusterError> {
         let script = Script::new(GCRA);
         let mut invocation = script.key(self.key("slow", host.unwrap_or("")));
         for cell in cells {
@@ -82,7 +82,7 @@ impl Cluster {
     }
 
     /// No replica calls `host` for `wait` (an upstream 429's `Retry-After`).
-    pub async fn slow_host(&self, host: &str, wait: Duration) {
+    pub(crate) async fn slow_host(&self, host: &str, wait: Duration) {
         let mut connection = self.connection.clone();
         let key = self.key("slow", host);
         let millis = wait.as_millis().max(1) as u64;

@@ -13,11 +13,11 @@
 //! state, and the cluster is reported degraded (`/readyz`, `/metrics`)
 //! until a command succeeds again.
 
-pub mod limits;
-pub mod outbox;
-pub mod runs;
-pub mod tool_memory;
-pub mod tool_vectors;
+pub(crate) mod limits;
+pub(crate) mod outbox;
+pub(crate) mod runs;
+pub(crate) mod tool_memory;
+pub(crate) mod tool_vectors;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -34,7 +34,7 @@ const BULK_TIMEOUT: Duration = Duration::from_secs(2);
 /// Why a command to Redis failed: every caller falls back to this
 /// replica's own state, and the message goes to the log and `/readyz`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ClusterError {
+pub(crate) enum ClusterError {
     /// Redis did not answer in time (`cluster.timeout_ms`, or the longer
     /// bound of bulk writes).
     #[error("Redis did not answer within {0} ms")]
@@ -106,14 +106,14 @@ impl Cluster {
     }
 
     /// Whether the last command reached Redis, and why not.
-    pub fn health(&self) -> (bool, Option<String>) {
+    pub(crate) fn health(&self) -> (bool, Option<String>) {
         let error = self.last_error.lock().unwrap_or_else(|e| e.into_inner()).clone();
         (self.healthy.load(Ordering::Relaxed), error)
     }
 
     /// Keeps `trace` for every replica for `ttl`, with the key that may read
     /// it; a trace over `max_bytes` is not shared. Whether it was.
-    pub async fn put_trace(
+    pub(crate) async fn put_trace(
         &self,
         id: &str,
         owner: Option<&str>,
@@ -125,14 +125,14 @@ impl Cluster {
     }
 
     /// A trace another replica (or this one) shared: its owner and itself.
-    pub async fn get_trace(&self, id: &str) -> Option<(Option<String>, serde_json::Value)> {
+    pub(crate) async fn get_trace(&self, id: &str) -> Option<(Option<String>, serde_json::Value)> {
         self.get_owned("trace", id).await
     }
 
     /// Keeps `value` of `kind` (`trace`, `response`) under `id` for every
     /// replica for `ttl`, with the key that may read it; a value over
     /// `max_bytes` is not shared. Whether it was.
-    pub async fn put_owned(
+    pub(crate) async fn put_owned(
         &self,
         kind: &str,
         id: &str,
@@ -153,7 +153,7 @@ impl Cluster {
     }
 
     /// A value of `kind` shared by [`Cluster::put_owned`]: its owner and itself.
-    pub async fn get_owned(&self, kind: &str, id: &str) -> Option<(Option<String>, serde_json::Value)> {
+    pub(crate) async fn get_owned(&self, kind: &str, id: &str) -> Option<(Option<String>, serde_json::Value)> {
         let mut connection = self.connection.clone();
         let mut command = redis::cmd("GET");
         command.arg(self.key(kind, id));
@@ -164,13 +164,13 @@ impl Cluster {
     }
 
     /// Asks Redis whether it is there (updating the health).
-    pub async fn ping(&self) -> Result<(), ClusterError> {
+    pub(crate) async fn ping(&self) -> Result<(), ClusterError> {
         let mut connection = self.connection.clone();
         self.run(redis::cmd("PING").query_async::<()>(&mut connection)).await
     }
 
     /// Commands that fell back to local state so far.
-    pub fn failures(&self) -> u64 {
+    pub(crate) fn failures(&self) -> u64 {
         self.failures.load(Ordering::Relaxed)
     }
 

@@ -25,13 +25,13 @@ const PUBLISHED: &str = "published";
 const REPLICA: &str = "replica";
 
 /// The cluster's files in a state directory.
-pub fn cluster_dir(state_dir: &Path) -> PathBuf {
+pub(crate) fn cluster_dir(state_dir: &Path) -> PathBuf {
     state_dir.join("cluster")
 }
 
 /// The runs waiting to be published (one writer: the engine holds it).
 #[derive(Debug)]
-pub struct Outbox {
+pub(crate) struct Outbox {
     dir: PathBuf,
     journal: Journal,
     /// The sequence number the next run gets.
@@ -43,7 +43,7 @@ pub struct Outbox {
 impl Outbox {
     /// Opens (or creates) the outbox in `dir`; a torn last line (a crash
     /// mid-append: never acknowledged) is cut off.
-    pub fn open(dir: &Path) -> std::io::Result<Outbox> {
+    pub(crate) fn open(dir: &Path) -> std::io::Result<Outbox> {
         std::fs::create_dir_all(dir)?;
         let published = match std::fs::read_to_string(dir.join(PUBLISHED)) {
             Ok(text) => text.trim().parse().map_err(|e| {
@@ -58,26 +58,26 @@ impl Outbox {
     }
 
     /// Keeps `run` durably (fsync'd) until it is published.
-    pub fn append(&mut self, run: &SharedRun) -> std::io::Result<()> {
+    pub(crate) fn append(&mut self, run: &SharedRun) -> std::io::Result<()> {
         self.journal.append(self.next_seq, run)?;
         self.next_seq += 1;
         Ok(())
     }
 
     /// Runs not yet published.
-    pub fn backlog(&self) -> u64 {
+    pub(crate) fn backlog(&self) -> u64 {
         self.next_seq - 1 - self.published
     }
 
     /// The runs not yet published, oldest first, with their sequence numbers.
-    pub fn pending(&self) -> std::io::Result<Records<SharedRun>> {
+    pub(crate) fn pending(&self) -> std::io::Result<Records<SharedRun>> {
         let (records, _) = journal::read::<SharedRun>(self.journal.path())?;
         Ok(records.into_iter().filter(|(seq, _)| *seq > self.published).collect())
     }
 
     /// Notes that Redis took every run up to `seq`; empties the journal
     /// when nothing is left to publish.
-    pub fn mark_published(&mut self, seq: u64) -> std::io::Result<()> {
+    pub(crate) fn mark_published(&mut self, seq: u64) -> std::io::Result<()> {
         let tmp = self.dir.join(format!("{PUBLISHED}.tmp"));
         let mut f = File::create(&tmp)?;
         f.write_all(seq.to_string().as_bytes())?;
@@ -94,7 +94,7 @@ impl Outbox {
 
 /// This replica's id in the run stream, made (randomly) at its first start
 /// and kept in `dir`.
-pub fn replica_id(dir: &Path) -> std::io::Result<String> {
+pub(crate) fn replica_id(dir: &Path) -> std::io::Result<String> {
     let path = dir.join(REPLICA);
     match std::fs::read_to_string(&path) {
         Ok(id) if !id.trim().is_empty() => return Ok(id.trim().to_string()),

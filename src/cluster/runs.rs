@@ -21,26 +21,26 @@ use crate::planner::Memory;
 /// The stream field holding a [`SharedRun`] as JSON.
 const FIELD: &str = "run";
 /// Longest a follower's read waits for new runs before asking again.
-pub const FOLLOW_BLOCK: Duration = Duration::from_secs(1);
+pub(crate) const FOLLOW_BLOCK: Duration = Duration::from_secs(1);
 /// Most runs one read or one publish round trip carries.
-pub const BATCH: usize = 256;
+pub(crate) const BATCH: usize = 256;
 
 /// A run as the replicas share it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SharedRun {
+pub(crate) struct SharedRun {
     /// The replica that recorded it (its followers skip their own).
-    pub origin: String,
-    pub run: RunRecord,
+    pub(crate) origin: String,
+    pub(crate) run: RunRecord,
     /// What the long-term memory learned from it (with the task's vector,
     /// so no replica embeds it again).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory: Option<Memory>,
+    pub(crate) memory: Option<Memory>,
 }
 
 impl Cluster {
     /// Adds `runs` to the stream in order (one round trip), trimming it to
     /// about `max_runs`.
-    pub async fn publish_runs(&self, runs: &[SharedRun], max_runs: usize) -> Result<(), ClusterError> {
+    pub(crate) async fn publish_runs(&self, runs: &[SharedRun], max_runs: usize) -> Result<(), ClusterError> {
         let mut pipe = redis::pipe();
         for run in runs {
             let text = serde_json::to_string(run).map_err(|e| ClusterError::Encode(e.to_string()))?;
@@ -54,7 +54,7 @@ impl Cluster {
     /// [`FOLLOW_BLOCK`] for one: (stream id, run); an entry that is not a
     /// run is skipped with a warning (its id still returned, so following
     /// moves past it).
-    pub async fn read_runs(&self, after: &str) -> Result<Vec<(String, Option<SharedRun>)>, ClusterError> {
+    pub(crate) async fn read_runs(&self, after: &str) -> Result<Vec<(String, Option<SharedRun>)>, ClusterError> {
         let mut command = redis::cmd("XREAD");
         command
             .arg("COUNT")
@@ -85,7 +85,7 @@ impl Cluster {
     /// Whether the stream's oldest entry comes after `position` (the runs
     /// in between, if any, were trimmed or lost before this replica read
     /// them); `None` when Redis cannot say or the stream is empty.
-    pub async fn missed_runs(&self, position: &str) -> Option<bool> {
+    pub(crate) async fn missed_runs(&self, position: &str) -> Option<bool> {
         let mut command = redis::cmd("XRANGE");
         command.arg(self.runs_key()).arg("-").arg("+").arg("COUNT").arg(1);
         let mut connection = self.publisher.clone();

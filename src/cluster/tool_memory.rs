@@ -18,7 +18,7 @@ const BATCH: usize = 256;
 
 impl Cluster {
     /// Adds `called` to the stream, trimming it to about `max` entries.
-    pub async fn publish_called(&self, called: &Called, max: usize) -> Result<(), ClusterError> {
+    pub(crate) async fn publish_called(&self, called: &Called, max: usize) -> Result<(), ClusterError> {
         let text = serde_json::to_string(called).map_err(|e| ClusterError::Encode(e.to_string()))?;
         let mut command = redis::cmd("XADD");
         command.arg(self.tool_memory_key()).arg("MAXLEN").arg("~").arg(max.max(1)).arg("*").arg(FIELD).arg(text);
@@ -28,7 +28,7 @@ impl Cluster {
 
     /// The entries after stream id `after` (`0` from the start), without
     /// waiting: (stream id, entry; `None` for one that is not an entry).
-    pub async fn read_called(&self, after: &str) -> Result<Vec<(String, Option<Called>)>, ClusterError> {
+    pub(crate) async fn read_called(&self, after: &str) -> Result<Vec<(String, Option<Called>)>, ClusterError> {
         let mut command = redis::cmd("XREAD");
         command.arg("COUNT").arg(BATCH).arg("STREAMS").arg(self.tool_memory_key()).arg(after);
         let mut connection = self.publisher.clone();

@@ -22,7 +22,7 @@ impl Cluster {
     /// The vectors of `keys` that some replica shared, as (key, vector);
     /// values that are not `dims` floats are left out. Empty when Redis
     /// does not answer in time.
-    pub async fn tool_vectors(&self, keys: &[Key], dims: usize) -> Vec<(Key, Vec<f32>)> {
+    pub(crate) async fn tool_vectors(&self, keys: &[Key], dims: usize) -> Vec<(Key, Vec<f32>)> {
         if keys.is_empty() || dims == 0 {
             return Vec::new();
         }
@@ -40,7 +40,7 @@ impl Cluster {
     }
 
     /// Shares vectors this replica embedded, for `ttl`; whether Redis took them.
-    pub async fn share_tool_vectors(&self, entries: &[(Key, std::sync::Arc<[f32]>)], ttl: Duration) -> bool {
+    pub(crate) async fn share_tool_vectors(&self, entries: &[(Key, std::sync::Arc<[f32]>)], ttl: Duration) -> bool {
         if entries.is_empty() {
             return true;
         }

@@ -32,7 +32,7 @@ const MAX_STDERR_LINE: usize = 500;
 /// `tools/list_changed` on to the supervisor.
 #[derive(Clone)]
 pub(super) struct Handler {
-    pub signals: mpsc::Sender<Signal>,
+    pub(crate) signals: mpsc::Sender<Signal>,
 }
 
 impl ClientHandler for Handler {

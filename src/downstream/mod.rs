@@ -49,7 +49,7 @@ const MAX_RATE_WAIT: Duration = Duration::from_secs(2);
 /// How a server's connection is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ServerState {
+pub(crate) enum ServerState {
     /// Not connected yet (the first attempt is under way).
     Connecting,
     Up,
@@ -58,7 +58,7 @@ pub enum ServerState {
 }
 
 impl ServerState {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ServerState::Connecting => "connecting",
             ServerState::Up => "up",
@@ -69,22 +69,22 @@ impl ServerState {
 
 /// A server's health, for `/readyz`, `/metrics` and the log.
 #[derive(Debug, Clone, Serialize)]
-pub struct Health {
-    pub server: String,
-    pub state: ServerState,
+pub(crate) struct Health {
+    pub(crate) server: String,
+    pub(crate) state: ServerState,
     /// Why it is down (the last connection's end, or the failed attempt).
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     /// Tools known (the last listing, kept while down).
-    pub tools: usize,
+    pub(crate) tools: usize,
     /// Connections made after the first.
-    pub reconnects: u64,
+    pub(crate) reconnects: u64,
     /// When the state last changed (Unix milliseconds).
-    pub since_unix_ms: u64,
+    pub(crate) since_unix_ms: u64,
 }
 
 /// Why a downstream call did not come back with a result.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum CallFailure {
+pub(crate) enum CallFailure {
     #[error("the MCP server `{server}` is unavailable ({reason}); toolrouter is reconnecting to it")]
     Unavailable { server: String, reason: String },
     #[error("no answer from the MCP server `{server}` within {ms} ms (the call was cancelled)")]
@@ -103,10 +103,10 @@ pub enum CallFailure {
 /// content (one text block as the JSON it holds, or as a string; several
 /// blocks as an array).
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolAnswer {
-    pub body: Value,
+pub(crate) struct ToolAnswer {
+    pub(crate) body: Value,
     /// Serialized size of the whole result as received.
-    pub bytes: usize,
+    pub(crate) bytes: usize,
 }
 
 /// What the supervisor is told by a connection's handler or by a call.
@@ -137,7 +137,7 @@ struct Live {
 }
 
 /// The downstream MCP servers of one process.
-pub struct Downstream {
+pub(crate) struct Downstream {
     /// The servers, in configured order.
     servers: ArcSwap<Vec<Arc<Running>>>,
     state_dir: PathBuf,
@@ -156,15 +156,15 @@ struct Running {
 
 /// What [`Downstream::reconfigure`] did, by server name.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Reconfigured {
-    pub added: Vec<String>,
-    pub removed: Vec<String>,
+pub(crate) struct Reconfigured {
+    pub(crate) added: Vec<String>,
+    pub(crate) removed: Vec<String>,
     /// Servers whose settings changed: stopped and started again.
-    pub restarted: Vec<String>,
+    pub(crate) restarted: Vec<String>,
 }
 
 impl Reconfigured {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.added.is_empty() && self.removed.is_empty() && self.restarted.is_empty()
     }
 }
@@ -173,7 +173,7 @@ impl Downstream {
     /// Starts a supervisor per server on the current tokio runtime. Each
     /// server's tools as kept in `state_dir` from an earlier run are known
     /// at once (calls to them answer "unavailable" until it is up).
-    pub fn start(configs: &[McpServerConfig], state_dir: &Path) -> Arc<Downstream> {
+    pub(crate) fn start(configs: &[McpServerConfig], state_dir: &Path) -> Arc<Downstream> {
         crate::outbound::install_crypto();
         let downstream = Downstream {
             servers: ArcSwap::default(),
@@ -219,7 +219,7 @@ impl Downstream {
     /// started again, the others left as they are. The tools of the
     /// servers stopped leave [`Downstream::tools`] at once (a change is
     /// announced); those of the servers started join it when they list them.
-    pub fn reconfigure(&self, configs: &[McpServerConfig]) -> Reconfigured {
+    pub(crate) fn reconfigure(&self, configs: &[McpServerConfig]) -> Reconfigured {
         let old = self.servers.load_full();
         let mut done = Reconfigured::default();
         let servers: Vec<Arc<Running>> = configs
@@ -253,7 +253,7 @@ impl Downstream {
 
     /// Blocks (a plain thread, not a runtime worker) until every server's
     /// first connection attempt has ended or `patience` has passed.
-    pub fn wait_first_attempts(&self, patience: Duration) {
+    pub(crate) fn wait_first_attempts(&self, patience: Duration) {
         let until = Instant::now() + patience;
         let (lock, woken) = &*self.tried;
         let mut guard = lock.lock().unwrap_or_else(|e| e.into_inner());
@@ -269,23 +269,23 @@ impl Downstream {
 
     /// The tools every server listed last (servers in configured order;
     /// one never listed is left out).
-    pub fn tools(&self) -> Vec<McpServerTools> {
+    pub(crate) fn tools(&self) -> Vec<McpServerTools> {
         self.servers().filter_map(|s| s.live().listed.clone()).collect()
     }
 
     /// A counter bumped whenever a server's tools change.
-    pub fn changes(&self) -> watch::Receiver<u64> {
+    pub(crate) fn changes(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
     }
 
     /// Every server's health, in configured order.
-    pub fn health(&self) -> Vec<Health> {
+    pub(crate) fn health(&self) -> Vec<Health> {
         self.servers().map(|s| s.live().health.clone()).collect()
     }
 
     /// Calls `tool` of `server` with `arguments`, within the server's
     /// `timeout_ms` (after which the call is cancelled downstream).
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         server: &str,
         tool: &str,

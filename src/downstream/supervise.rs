@@ -22,9 +22,9 @@ const DEBOUNCE: Duration = Duration::from_millis(100);
 const RELIST_EVERY: Duration = Duration::from_secs(60);
 
 pub(super) struct Context {
-    pub server: Arc<Server>,
-    pub changes: watch::Sender<u64>,
-    pub tried: Arc<(Mutex<()>, Condvar)>,
+    pub(crate) server: Arc<Server>,
+    pub(crate) changes: watch::Sender<u64>,
+    pub(crate) tried: Arc<(Mutex<()>, Condvar)>,
 }
 
 /// Runs until the `Downstream` is dropped (`stop` then changes).

@@ -15,16 +15,16 @@ use crate::planner::{LongTermMemory, Memory};
 use crate::retrieval::{Embedder, Progress, Retriever};
 
 /// Runs kept for [`Engine::recent_runs`].
-pub const RECENT_RUNS: usize = 20;
+pub(crate) const RECENT_RUNS: usize = 20;
 
 /// A run the graph learned from, and where it was recorded.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct RecentRun {
-    pub at_unix_ms: u64,
+pub(crate) struct RecentRun {
+    pub(crate) at_unix_ms: u64,
     /// `here` or `replica` (another replica recorded it).
-    pub origin: &'static str,
+    pub(crate) origin: &'static str,
     #[serde(flatten)]
-    pub run: RunRecord,
+    pub(crate) run: RunRecord,
 }
 
 /// The long-term memory of the state directory, with its writer when this
@@ -150,12 +150,12 @@ impl Engine {
     }
 
     /// The last runs the graph learned from, newest first.
-    pub fn recent_runs(&self) -> Vec<RecentRun> {
+    pub(crate) fn recent_runs(&self) -> Vec<RecentRun> {
         self.recent_runs.lock().unwrap_or_else(|e| e.into_inner()).iter().rev().cloned().collect()
     }
 
     /// The shared learning's counters (`None` without `[cluster]`).
-    pub fn sharing_stats(&self) -> Option<SharingStats> {
+    pub(crate) fn sharing_stats(&self) -> Option<SharingStats> {
         self.sharing.as_ref().map(|s| s.stats())
     }
 

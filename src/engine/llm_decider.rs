@@ -75,18 +75,18 @@ const MAX_RESULT_CHARS: usize = 2_000;
 
 /// What the decider gathered over a run.
 #[derive(Debug, Default)]
-pub struct Report {
-    pub usage: Usage,
+pub(crate) struct Report {
+    pub(crate) usage: Usage,
     /// Requests sent to the model.
-    pub requests: usize,
+    pub(crate) requests: usize,
     /// The answer of a `finish` (or of a text reply).
-    pub answer: Option<String>,
+    pub(crate) answer: Option<String>,
     /// The first model error; it ended the run.
-    pub error: Option<LlmError>,
+    pub(crate) error: Option<LlmError>,
 }
 
 /// Chooses moves through the upstream model.
-pub struct LlmDecider {
+pub(crate) struct LlmDecider {
     llm: Arc<dyn ChatModel>,
     catalog: Arc<Catalog>,
     /// The upstream model's name.
@@ -98,7 +98,7 @@ pub struct LlmDecider {
 }
 
 impl LlmDecider {
-    pub fn new(
+    pub(crate) fn new(
         llm: Arc<dyn ChatModel>,
         catalog: Arc<Catalog>,
         model: String,
@@ -109,7 +109,7 @@ impl LlmDecider {
     }
 
     /// What the run cost and produced.
-    pub fn into_report(self) -> Report {
+    pub(crate) fn into_report(self) -> Report {
         self.report.into_inner().unwrap_or_else(|e| e.into_inner())
     }
 

@@ -34,7 +34,7 @@ pub enum NotReady {
 
 impl Loading {
     /// Starts loading the engine of `config`.
-    pub fn start(config: &Config) -> Arc<Loading> {
+    pub(crate) fn start(config: &Config) -> Arc<Loading> {
         let loading = Arc::new(Loading {
             config: config.clone(),
             engine: OnceLock::new(),
@@ -71,14 +71,14 @@ impl Loading {
     }
 
     /// The configuration the engine is (being) loaded with.
-    pub fn config(&self) -> &Config {
+    pub(crate) fn config(&self) -> &Config {
         &self.config
     }
 
     /// The engine, waiting up to `patience` for a load that is nearly done
     /// (the catalog, a stored index); a first index build (minutes) or a
     /// failed load is said at once.
-    pub async fn engine_within(&self, patience: Duration) -> Result<&Arc<Engine>, NotReady> {
+    pub(crate) async fn engine_within(&self, patience: Duration) -> Result<&Arc<Engine>, NotReady> {
         let until = Instant::now() + patience;
         loop {
             let building = self.progress.report().percent.is_some();
@@ -92,12 +92,12 @@ impl Loading {
     }
 
     /// Whether the engine is still loading (neither there nor failed).
-    pub fn is_loading(&self) -> bool {
+    pub(crate) fn is_loading(&self) -> bool {
         self.engine.get().is_none() && self.failed.get().is_none()
     }
 
     /// The engine, or why it cannot serve yet.
-    pub fn engine(&self) -> Result<&Arc<Engine>, NotReady> {
+    pub(crate) fn engine(&self) -> Result<&Arc<Engine>, NotReady> {
         if let Some(engine) = self.engine.get() {
             return Ok(engine);
         }

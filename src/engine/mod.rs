@@ -29,29 +29,27 @@ use crate::upstream::{CallError, Response, Upstream};
 
 mod error;
 mod learning;
-pub mod llm_decider;
-pub mod loading;
+pub(crate) mod llm_decider;
+pub(crate) mod loading;
 mod reload;
 mod shared;
-pub mod solve;
+pub(crate) mod solve;
 mod world;
 
-pub use error::EngineError;
-pub use learning::RecentRun;
-pub use reload::Reconfigured;
-pub use shared::SharingStats;
-pub use world::World;
+pub(crate) use error::EngineError;
+pub(crate) use shared::SharingStats;
+pub(crate) use world::World;
 
 /// Largest serialized arguments accepted by [`Engine::call`].
-pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
 
 /// Results of one search when the request does not say, and at most (the
 /// same rule on every face: `search_k`).
-pub const DEFAULT_SEARCH_RESULTS: usize = 5;
-pub const MAX_SEARCH_RESULTS: usize = 50;
+pub(crate) const DEFAULT_SEARCH_RESULTS: usize = 5;
+pub(crate) const MAX_SEARCH_RESULTS: usize = 50;
 
 /// How many results a search asked for `k` returns, or why `k` is refused.
-pub fn search_k(k: Option<usize>) -> Result<usize, String> {
+pub(crate) fn search_k(k: Option<usize>) -> Result<usize, String> {
     match k.unwrap_or(DEFAULT_SEARCH_RESULTS) {
         k @ 1..=MAX_SEARCH_RESULTS => Ok(k),
         k => Err(format!("`k` must be 1 to {MAX_SEARCH_RESULTS}, got {k}")),
@@ -79,18 +77,18 @@ pub struct SearchHit {
 
 /// A search with its explanation ([`Engine::search_explained`]).
 #[derive(Debug, Clone, Serialize)]
-pub struct Found {
-    pub hits: Vec<SearchHit>,
+pub(crate) struct Found {
+    pub(crate) hits: Vec<SearchHit>,
     /// The intents the query was split into (empty: searched as one).
-    pub intents: Vec<String>,
+    pub(crate) intents: Vec<String>,
     /// Why the search was less than the configured one ("lexical search
     /// only, dense index 37% built, about 6 min left"), for the answer's report.
-    pub degraded: Option<String>,
+    pub(crate) degraded: Option<String>,
 }
 
 /// What a call came to.
 #[derive(Debug)]
-pub enum Called {
+pub(crate) enum Called {
     /// No API has that function name (with the closest names).
     Unknown(UnknownApi),
     /// The arguments are not a JSON object or are too large: nothing checked or sent.
@@ -111,22 +109,22 @@ pub enum Called {
 }
 
 /// A call for [`Engine::call`]: what every face (MCP, HTTP, execute runs) hands over.
-pub struct CallRequest<'a> {
+pub(crate) struct CallRequest<'a> {
     /// The function name, in any spelling the catalog resolves.
-    pub function: &'a str,
-    pub arguments: &'a Value,
+    pub(crate) function: &'a str,
+    pub(crate) arguments: &'a Value,
     /// The client's key id (its own upstream rate).
-    pub client: Option<&'a str>,
+    pub(crate) client: Option<&'a str>,
     /// The request the call serves: ranks the response's fields when compressing.
-    pub purpose: &'a str,
+    pub(crate) purpose: &'a str,
     /// A call on its own, recorded in the graph's availability at once;
     /// else a step of a run, recorded with the run ([`Engine::record_run`]).
-    pub standalone: bool,
+    pub(crate) standalone: bool,
 }
 
 /// The engine.
 pub struct Engine {
-    pub config: Config,
+    pub(crate) config: Config,
     /// The catalog of the configured sources alone; the world's adds the
     /// downstream MCP servers' tools to it. Replaced when a reload changes
     /// the sources ([`Engine::reload_catalog`]).
@@ -167,7 +165,7 @@ pub struct Engine {
 /// configured), or search with BM25 alone meanwhile and build it in the
 /// background (the servers, which must answer at once).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FirstBuild {
+pub(crate) enum FirstBuild {
     Wait,
     InBackground,
 }
@@ -180,7 +178,7 @@ impl Engine {
 
     /// [`Engine::open`], saying what it does in `progress` (a first index
     /// build takes minutes), building a missing index as `first_build` says.
-    pub fn open_reporting(
+    pub(crate) fn open_reporting(
         config: &Config,
         progress: &Progress,
         first_build: FirstBuild,
@@ -254,7 +252,7 @@ impl Engine {
     /// minutes) and the long-term memory (a standalone call is never
     /// remembered). [`Engine::search`], [`Engine::plan`] and [`Engine::run`]
     /// fail on it.
-    pub fn open_for_calls(config: &Config, base: Arc<Catalog>) -> anyhow::Result<Arc<Engine>> {
+    pub(crate) fn open_for_calls(config: &Config, base: Arc<Catalog>) -> anyhow::Result<Arc<Engine>> {
         let progress = Progress::default();
         let downstream = Engine::connect_downstream(config, &progress);
         let (catalog, mcp) = Engine::with_downstream_tools(&base, downstream.as_ref());
@@ -339,18 +337,18 @@ impl Engine {
     }
 
     /// The Redis cluster the replicas share limits through, if configured.
-    pub fn cluster(&self) -> Option<&Arc<crate::cluster::Cluster>> {
+    pub(crate) fn cluster(&self) -> Option<&Arc<crate::cluster::Cluster>> {
         self.upstream.limits().cluster()
     }
 
     /// The downstream MCP servers' health (empty without servers).
-    pub fn downstream_health(&self) -> Vec<Health> {
+    pub(crate) fn downstream_health(&self) -> Vec<Health> {
         self.downstream.as_ref().map(|d| d.health()).unwrap_or_default()
     }
 
     /// Forgets the rate limiters' idle keys (clients, APIs, hosts) and
     /// expired `Retry-After` holds; a long-running server calls it now and then.
-    pub fn prune_limits(&self) {
+    pub(crate) fn prune_limits(&self) {
         self.upstream.limits().prune();
     }
 
@@ -366,7 +364,7 @@ impl Engine {
 
     /// [`Engine::search`] with why each API ranks where it does, and the
     /// intents the query was split into.
-    pub async fn search_explained(
+    pub(crate) async fn search_explained(
         self: &Arc<Self>,
         query: &str,
         k: usize,
@@ -440,7 +438,7 @@ impl Engine {
     /// Runs the planner on `task` with `decider` and `caller` over a
     /// snapshot of the graph (the task is embedded on the blocking pool).
     /// `outputs`: responses of calls made before, for argument completion.
-    pub async fn run<D: Decider, E: Caller>(
+    pub(crate) async fn run<D: Decider, E: Caller>(
         self: &Arc<Self>,
         task: &str,
         mut settings: Settings,
@@ -468,7 +466,7 @@ impl Engine {
     /// (`[args]`), calls the API (rate-limited, guarded), records a
     /// standalone call's outcome (off the async workers: it fsyncs) and
     /// compresses the response for the call's purpose.
-    pub async fn call(self: &Arc<Self>, request: CallRequest<'_>) -> Called {
+    pub(crate) async fn call(self: &Arc<Self>, request: CallRequest<'_>) -> Called {
         let catalog = self.catalog();
         let api = match catalog.find(request.function) {
             Ok(api) => api,
@@ -537,13 +535,13 @@ impl Engine {
     }
 
     /// The tool graph as it is now.
-    pub fn graph(&self) -> Arc<ToolGraph> {
+    pub(crate) fn graph(&self) -> Arc<ToolGraph> {
         self.graph.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// What the graph knows of the API `function` (any spelling the catalog
     /// resolves) and its transitions, up to `limit` each way.
-    pub fn neighbourhood(&self, function: &str, limit: usize) -> Result<Neighbourhood, UnknownApi> {
+    pub(crate) fn neighbourhood(&self, function: &str, limit: usize) -> Result<Neighbourhood, UnknownApi> {
         let catalog = self.catalog();
         let api = catalog.find(function)?;
         let prior = catalog.tool_of(api).availability_prior();
@@ -556,7 +554,7 @@ impl Engine {
     }
 
     /// `w(from, to)` in the tool graph (0 without such an edge).
-    pub fn transition_weight(&self, from: &str, to: &str) -> f64 {
+    pub(crate) fn transition_weight(&self, from: &str, to: &str) -> f64 {
         let graph = self.graph.read().unwrap_or_else(|e| e.into_inner());
         graph.weight(&NodeKey::Api(from.to_string()), &NodeKey::Api(to.to_string()))
     }

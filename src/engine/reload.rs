@@ -14,11 +14,11 @@ use super::Engine;
 
 /// What [`Engine::reconfigure`] changed.
 #[derive(Debug, Default)]
-pub struct Reconfigured {
+pub(crate) struct Reconfigured {
     /// The upstream rate limits were replaced.
-    pub limits: bool,
+    pub(crate) limits: bool,
     /// The downstream MCP servers started and stopped.
-    pub servers: downstream::Reconfigured,
+    pub(crate) servers: downstream::Reconfigured,
 }
 
 impl Engine {
@@ -26,7 +26,7 @@ impl Engine {
     /// beforehand, so that nothing changes if one cannot be read), the
     /// upstream rate limits and the downstream MCP servers of `config`
     /// (validated) in place of those in use.
-    pub fn reconfigure(&self, config: &Config, credentials: Credentials) -> Reconfigured {
+    pub(crate) fn reconfigure(&self, config: &Config, credentials: Credentials) -> Reconfigured {
         let limits = self.upstream.reconfigure(&config.upstream, credentials);
         let servers = match &self.downstream {
             Some(downstream) => downstream.reconfigure(&config.catalog.mcp_servers),

@@ -40,11 +40,11 @@ pub(super) struct Sharing {
 
 /// What `/metrics` shows of the shared learning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SharingStats {
+pub(crate) struct SharingStats {
     /// Runs recorded here that Redis has not taken yet.
-    pub backlog: u64,
+    pub(crate) backlog: u64,
     /// Runs from other replicas applied here since the start.
-    pub applied: u64,
+    pub(crate) applied: u64,
 }
 
 impl Sharing {

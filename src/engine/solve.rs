@@ -34,7 +34,7 @@ use crate::planner::{Caller, Ending, PlanRun, Settings, StepOutcome};
 use crate::text::clip;
 
 /// Sub-tasks a request is split into, at most.
-pub const MAX_SUBTASKS: usize = 5;
+pub(crate) const MAX_SUBTASKS: usize = 5;
 /// Characters of a sub-task's text, at most.
 const MAX_SUBTASK_CHARS: usize = 500;
 /// Characters of earlier sub-tasks' results shown to a sub-task that needs them.
@@ -49,23 +49,23 @@ the results say; say plainly what could not be found. Be concise.";
 
 /// What to execute.
 #[derive(Debug, Clone)]
-pub struct Request {
+pub(crate) struct Request {
     /// The conversation's text turns (system, user, assistant), oldest first.
-    pub messages: Vec<Message>,
+    pub(crate) messages: Vec<Message>,
     /// The upstream model's name.
-    pub model: String,
+    pub(crate) model: String,
     /// The client's key id, for upstream rate limits.
-    pub client: Option<String>,
-    pub deadline: Duration,
+    pub(crate) client: Option<String>,
+    pub(crate) deadline: Duration,
     /// Ask the model to split the request into sub-tasks.
-    pub decompose: bool,
-    pub repair_attempts: usize,
+    pub(crate) decompose: bool,
+    pub(crate) repair_attempts: usize,
 }
 
 /// How an execution ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Status {
+pub(crate) enum Status {
     /// The answer is written from the results of successful API calls.
     Answered,
     /// The answer asks the user for values nothing else supplies.
@@ -77,45 +77,49 @@ pub enum Status {
 
 /// A value the user must give.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Need {
-    pub function: String,
-    pub parameter: String,
-    pub description: String,
+pub(crate) struct Need {
+    pub(crate) function: String,
+    pub(crate) parameter: String,
+    pub(crate) description: String,
 }
 
 /// One sub-task and its run.
 #[derive(Debug, Clone, Serialize)]
-pub struct Subtask {
-    pub task: String,
+pub(crate) struct Subtask {
+    pub(crate) task: String,
     /// Earlier sub-tasks whose results it needed.
-    pub after: Vec<usize>,
+    pub(crate) after: Vec<usize>,
     /// Sub-tasks of the same wave ran concurrently.
-    pub wave: usize,
-    pub run: Option<PlanRun>,
+    pub(crate) wave: usize,
+    pub(crate) run: Option<PlanRun>,
     /// The model's answer when it finished this sub-task.
-    pub answer: Option<String>,
+    pub(crate) answer: Option<String>,
     /// The calls made, as the graph learns them.
-    pub calls: Vec<RunCall>,
+    pub(crate) calls: Vec<RunCall>,
     /// The run's sequence number in the graph's log.
-    pub recorded: Option<u64>,
-    pub error: Option<String>,
+    pub(crate) recorded: Option<u64>,
+    pub(crate) error: Option<String>,
 }
 
 /// A finished execution: the answer and its trace.
 #[derive(Debug, Clone, Serialize)]
-pub struct Solution {
-    pub status: Status,
-    pub answer: String,
-    pub needs: Vec<Need>,
-    pub subtasks: Vec<Subtask>,
-    pub usage: Usage,
-    pub model_requests: usize,
-    pub elapsed_ms: f64,
+pub(crate) struct Solution {
+    pub(crate) status: Status,
+    pub(crate) answer: String,
+    pub(crate) needs: Vec<Need>,
+    pub(crate) subtasks: Vec<Subtask>,
+    pub(crate) usage: Usage,
+    pub(crate) model_requests: usize,
+    pub(crate) elapsed_ms: f64,
 }
 
 /// Executes `request`. Errors are the model's (without it there is no
 /// answer); an API that fails is part of the trace, not an error.
-pub async fn solve(engine: &Arc<Engine>, llm: &Arc<dyn ChatModel>, request: &Request) -> Result<Solution, LlmError> {
+pub(crate) async fn solve(
+    engine: &Arc<Engine>,
+    llm: &Arc<dyn ChatModel>,
+    request: &Request,
+) -> Result<Solution, LlmError> {
     let started = Instant::now();
     let deadline = started + request.deadline;
     let text = user_text(&request.messages);
@@ -330,7 +334,7 @@ async fn ask(
 
 /// The sub-tasks in a decomposition answer; none when it does not parse
 /// (the request then runs whole). `after` keeps only earlier indexes.
-pub fn parse_subtasks(content: &str) -> Vec<Subtask> {
+pub(crate) fn parse_subtasks(content: &str) -> Vec<Subtask> {
     let json = match (content.find('{'), content.rfind('}')) {
         (Some(a), Some(b)) if a < b => &content[a..=b],
         _ => return Vec::new(),

@@ -33,8 +33,8 @@ use crate::retrieval::Retriever;
 const SETTLE: Duration = Duration::from_millis(50);
 
 /// A catalog and its search index.
-pub struct World {
-    pub catalog: Arc<Catalog>,
+pub(crate) struct World {
+    pub(crate) catalog: Arc<Catalog>,
     /// `None` in an engine opened for calls alone.
     retriever: Option<Retriever>,
     /// The downstream tools the catalog holds.
@@ -47,38 +47,38 @@ impl World {
     }
 
     /// The retriever searches and plans rank with.
-    pub fn retriever(&self) -> Result<&Retriever, EngineError> {
+    pub(crate) fn retriever(&self) -> Result<&Retriever, EngineError> {
         self.retriever.as_ref().ok_or_else(|| {
             EngineError::Internal("this engine was opened for calls alone: it has no search index".into())
         })
     }
 
-    pub fn has_retriever(&self) -> bool {
+    pub(crate) fn has_retriever(&self) -> bool {
         self.retriever.is_some()
     }
 }
 
 impl Engine {
     /// The catalog and index as they are now.
-    pub fn world(&self) -> Arc<World> {
+    pub(crate) fn world(&self) -> Arc<World> {
         self.world.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// The catalog as it is now.
-    pub fn catalog(&self) -> Arc<Catalog> {
+    pub(crate) fn catalog(&self) -> Arc<Catalog> {
         self.world().catalog.clone()
     }
 
     /// A counter bumped whenever the catalog's tools change (a downstream
     /// server's tools were added, changed or removed).
-    pub fn tools_changed(&self) -> watch::Receiver<u64> {
+    pub(crate) fn tools_changed(&self) -> watch::Receiver<u64> {
         self.tools_changed.subscribe()
     }
 
     /// While search is BM25 alone because the dense index is being built:
     /// how far it has got ("lexical search only, dense index 37% built,
     /// about 6 min left"). `None` once it is there.
-    pub fn index_status(&self) -> Option<String> {
+    pub(crate) fn index_status(&self) -> Option<String> {
         let pending = self.world().retriever.as_ref().is_some_and(Retriever::dense_pending);
         pending.then(|| {
             let report = self.dense_build.report();
@@ -102,7 +102,7 @@ impl Engine {
     /// catalog, swaps the world for one made of it, its index carried over,
     /// and builds the full index in the background. Blocking (reading the
     /// sources). Whether the catalog changed.
-    pub fn reload_catalog(self: &Arc<Self>, config: &Config) -> anyhow::Result<bool> {
+    pub(crate) fn reload_catalog(self: &Arc<Self>, config: &Config) -> anyhow::Result<bool> {
         let started = std::time::Instant::now();
         let sources = sources(config);
         let current = self.base();

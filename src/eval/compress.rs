@@ -10,32 +10,32 @@ use crate::upstream::{ReplayTable, replay_body};
 
 /// One response before and after.
 #[derive(Debug, Clone, Serialize)]
-pub struct Pair {
-    pub function: String,
-    pub before: String,
-    pub after: String,
+pub(crate) struct Pair {
+    pub(crate) function: String,
+    pub(crate) before: String,
+    pub(crate) after: String,
 }
 
 /// The figures of one run.
 #[derive(Debug, Clone, Serialize)]
-pub struct Report {
-    pub budget: usize,
-    pub responses: usize,
-    pub over_budget_before: usize,
-    pub over_budget_after: usize,
-    pub invalid_json_after: usize,
+pub(crate) struct Report {
+    pub(crate) budget: usize,
+    pub(crate) responses: usize,
+    pub(crate) over_budget_before: usize,
+    pub(crate) over_budget_after: usize,
+    pub(crate) invalid_json_after: usize,
     /// Over the responses that were over the budget.
-    pub mean_chars_saved: f64,
-    pub p95_chars_saved: f64,
-    pub mean_chars_before: f64,
-    pub mean_chars_after: f64,
-    pub max_chars_after: usize,
+    pub(crate) mean_chars_saved: f64,
+    pub(crate) p95_chars_saved: f64,
+    pub(crate) mean_chars_before: f64,
+    pub(crate) mean_chars_after: f64,
+    pub(crate) max_chars_after: usize,
     /// The largest responses, before and after.
-    pub samples: Vec<Pair>,
+    pub(crate) samples: Vec<Pair>,
 }
 
 /// Compresses every successful recording of `table` to `budget`.
-pub fn evaluate(table: &ReplayTable, catalog: &Catalog, budget: usize, samples: usize) -> Report {
+pub(crate) fn evaluate(table: &ReplayTable, catalog: &Catalog, budget: usize, samples: usize) -> Report {
     let mut saved = Vec::new();
     let (mut over_before, mut over_after, mut invalid, mut max_after) = (0, 0, 0, 0);
     let (mut sum_before, mut sum_after) = (0usize, 0usize);

@@ -30,7 +30,7 @@ use crate::trajectory::Trajectory;
 /// What is scored per query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Task {
+pub(crate) enum Task {
     /// Plan F1 (the graph-guided planner, deterministic decider, dry run).
     Plan,
     /// Recall@`k` of retrieval.
@@ -39,44 +39,44 @@ pub enum Task {
 
 /// One window's mean score, learning off and on.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Window {
+pub(crate) struct Window {
     /// Queries `from..to` of the order (from 0).
-    pub from: usize,
-    pub to: usize,
-    pub off: f64,
-    pub on: f64,
+    pub(crate) from: usize,
+    pub(crate) to: usize,
+    pub(crate) off: f64,
+    pub(crate) on: f64,
     /// Plans only: retrieval's top [`BASELINE_TOP`] taken as the plan.
-    pub baseline: Option<f64>,
+    pub(crate) baseline: Option<f64>,
     /// Queries of the window that share a relevant API with an earlier query.
-    pub seen_before: usize,
+    pub(crate) seen_before: usize,
 }
 
 /// The whole curve.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Curve {
-    pub task: Task,
-    pub queries: usize,
-    pub seed: u64,
-    pub windows: Vec<Window>,
-    pub overall_off: f64,
-    pub overall_on: f64,
-    pub overall_baseline: Option<f64>,
+pub(crate) struct Curve {
+    pub(crate) task: Task,
+    pub(crate) queries: usize,
+    pub(crate) seed: u64,
+    pub(crate) windows: Vec<Window>,
+    pub(crate) overall_off: f64,
+    pub(crate) overall_on: f64,
+    pub(crate) overall_baseline: Option<f64>,
     /// The same, over the queries that share a relevant API with an earlier one.
-    pub seen_off: f64,
-    pub seen_on: f64,
-    pub seen_baseline: Option<f64>,
+    pub(crate) seen_off: f64,
+    pub(crate) seen_on: f64,
+    pub(crate) seen_baseline: Option<f64>,
 }
 
 /// The plan curve's baseline: the first this many of retrieval's ranking
 /// (without memory) as the plan; the best top-k on the development sets.
-pub const BASELINE_TOP: usize = 2;
+pub(crate) const BASELINE_TOP: usize = 2;
 
 /// A query of the curve with its relevant catalog APIs.
-pub type Scored = (String, Vec<ApiId>);
+pub(crate) type Scored = (String, Vec<ApiId>);
 
 /// The queries of ToolBench query files with their relevant catalog APIs
 /// (queries without any are left out).
-pub fn from_sets(catalog: &Catalog, sets: &[(String, Vec<QueryRecord>)]) -> Vec<Scored> {
+pub(crate) fn from_sets(catalog: &Catalog, sets: &[(String, Vec<QueryRecord>)]) -> Vec<Scored> {
     sets.iter()
         .flat_map(|(_, qs)| qs)
         .map(|q| (q.query.clone(), unique(q.relevant.iter().filter_map(|(t, a)| catalog.resolve_pair(t, a)))))
@@ -87,7 +87,7 @@ pub fn from_sets(catalog: &Catalog, sets: &[(String, Vec<QueryRecord>)]) -> Vec<
 /// Traffic held out from tuning: the tasks of successful recorded runs
 /// that are not among `excluded` (the development queries), each once,
 /// with the APIs of its first successful run (in file order) as relevant.
-pub fn from_runs(
+pub(crate) fn from_runs(
     catalog: &Catalog,
     trajectories: &[Trajectory],
     excluded: &HashSet<String>,
@@ -116,7 +116,7 @@ fn unique(apis: impl Iterator<Item = ApiId>) -> Vec<ApiId> {
 }
 
 /// Runs the curve: every query scored with learning off, then on.
-pub async fn curve(
+pub(crate) async fn curve(
     retriever: &Retriever,
     mut queries: Vec<Scored>,
     task: Task,
@@ -259,7 +259,7 @@ fn f1(planned: &HashSet<ApiId>, relevant: &HashSet<ApiId>) -> f64 {
 }
 
 /// The curve as a Markdown table.
-pub fn markdown(curve: &Curve) -> String {
+pub(crate) fn markdown(curve: &Curve) -> String {
     let what = match curve.task {
         Task::Plan => "plan F1".to_string(),
         Task::Retrieval { k } => format!("Recall@{k}"),

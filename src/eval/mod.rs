@@ -13,10 +13,10 @@
 //! * [`learning`] runs queries in a fixed order, recording each solution
 //!   after scoring it, against the same order with learning off.
 
-pub mod compress;
-pub mod learning;
-pub mod plan;
+pub(crate) mod compress;
+pub(crate) mod learning;
+pub(crate) mod plan;
 pub mod queries;
-pub mod retrieval;
-pub mod route;
-pub mod scores;
+pub(crate) mod retrieval;
+pub(crate) mod route;
+pub(crate) mod scores;

@@ -48,14 +48,14 @@ impl Caller for Outage {
 }
 
 /// Folds of the query split.
-pub const QUERY_FOLDS: usize = 5;
+pub(crate) const QUERY_FOLDS: usize = 5;
 /// Remembered tasks embedded per batch.
 const MEMORY_BATCH: usize = 64;
 
 /// How queries are kept apart from the runs the graph learns from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Split {
+pub(crate) enum Split {
     /// Leave one set out: the graph of a set is built from runs on the other sets.
     Sets,
     /// Folds of queries within each set (diagnostic: the same tools appear in other folds).
@@ -65,7 +65,7 @@ pub enum Split {
 /// One thing evaluated.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Variant {
+pub(crate) enum Variant {
     /// The planner; `graph: false` runs it without the tool graph.
     Planner { graph: bool, greedy: bool, memory: bool, min_relevance: f32, min_steps: usize },
     /// Retrieval alone: its `n` best APIs are the plan.
@@ -73,7 +73,7 @@ pub enum Variant {
 }
 
 impl Variant {
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         match self {
             Variant::Planner { graph, greedy, memory, min_relevance, min_steps } => format!(
                 "{}{}{} (relevance ≥ {min_relevance}, {min_steps}+ steps)",
@@ -88,41 +88,41 @@ impl Variant {
 
 /// Scores of one variant on one set (or overall).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Scores {
-    pub set: String,
-    pub queries: usize,
-    pub precision: f64,
-    pub recall: f64,
-    pub f1: f64,
-    pub candidate_recall: f64,
-    pub mean_steps: f64,
+pub(crate) struct Scores {
+    pub(crate) set: String,
+    pub(crate) queries: usize,
+    pub(crate) precision: f64,
+    pub(crate) recall: f64,
+    pub(crate) f1: f64,
+    pub(crate) candidate_recall: f64,
+    pub(crate) mean_steps: f64,
     /// Share of queries whose every part (the whole task, when it has no
     /// parts) got a successful call: under an outage, whether the planner
     /// found a way around the APIs that were down.
-    pub served: f64,
+    pub(crate) served: f64,
     /// Whole run: retrieval (embedding included, measured once per query) and planning.
-    pub latency_ms: Latency,
+    pub(crate) latency_ms: Latency,
 }
 
 /// A variant's scores.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct VariantReport {
-    pub variant: Variant,
-    pub name: String,
-    pub sets: Vec<Scores>,
-    pub overall: Scores,
+pub(crate) struct VariantReport {
+    pub(crate) variant: Variant,
+    pub(crate) name: String,
+    pub(crate) sets: Vec<Scores>,
+    pub(crate) overall: Scores,
 }
 
 /// A query set with the runs its graph and memory may learn from.
-pub struct Fold<'a> {
-    pub set: String,
-    pub queries: Vec<&'a QueryRecord>,
+pub(crate) struct Fold<'a> {
+    pub(crate) set: String,
+    pub(crate) queries: Vec<&'a QueryRecord>,
     /// Trajectories of runs on other queries (see [`Split`]).
-    pub trajectories: Vec<&'a Trajectory>,
+    pub(crate) trajectories: Vec<&'a Trajectory>,
 }
 
 /// Splits `sets` into folds whose trajectories exclude runs on their own queries.
-pub fn folds<'a>(
+pub(crate) fn folds<'a>(
     sets: &'a [(String, Vec<QueryRecord>)],
     trajectories: &'a [Trajectory],
     split: Split,
@@ -150,7 +150,7 @@ pub fn folds<'a>(
 
 /// Runs every variant on every fold.
 #[allow(clippy::too_many_arguments)] // what one evaluation is run with; each caller passes all
-pub async fn evaluate(
+pub(crate) async fn evaluate(
     retriever: &Retriever,
     folds: &[Fold<'_>],
     variants: &[Variant],
@@ -232,7 +232,7 @@ pub async fn evaluate(
 
 /// For each set, the long-term memory of the successful runs among
 /// `trajectories` on the other sets' queries (leave one set out).
-pub fn memories_left_out(
+pub(crate) fn memories_left_out(
     retriever: &Retriever,
     sets: &[(String, Vec<QueryRecord>)],
     trajectories: &[Trajectory],
@@ -320,7 +320,7 @@ fn average<'a>(set: &str, samples: impl Iterator<Item = &'a Sample>) -> Scores {
 }
 
 /// The reports as one Markdown table: a row per variant and set.
-pub fn markdown(reports: &[VariantReport]) -> String {
+pub(crate) fn markdown(reports: &[VariantReport]) -> String {
     let mut out = String::from(
         "| variant | set | queries | precision | recall | F1 | candidate recall | mean steps | every part served | p50 ms | p99 ms |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );

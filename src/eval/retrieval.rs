@@ -22,18 +22,18 @@ use crate::planner::{LongTermMemory, remembered};
 use crate::retrieval::{Filters, RetrievalError, Retriever, SearchOptions};
 
 /// Depth of the ranking the reciprocal rank looks into.
-pub const MRR_DEPTH: usize = 100;
+pub(crate) const MRR_DEPTH: usize = 100;
 
 /// Latency percentiles of one search (query embedding included), in ms.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct Latency {
-    pub p50: f64,
-    pub p99: f64,
+pub(crate) struct Latency {
+    pub(crate) p50: f64,
+    pub(crate) p99: f64,
 }
 
 impl Latency {
     /// The 50th and 99th percentiles (nearest rank) of `samples`.
-    pub fn of(samples: &mut [f64]) -> Latency {
+    pub(crate) fn of(samples: &mut [f64]) -> Latency {
         samples.sort_by(f64::total_cmp);
         let pct =
             |p: f64| if samples.is_empty() { 0.0 } else { samples[((samples.len() - 1) as f64 * p).round() as usize] };
@@ -43,41 +43,41 @@ impl Latency {
 
 /// Metrics of one query file (or of all of them).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SetReport {
-    pub name: String,
-    pub queries: usize,
+pub(crate) struct SetReport {
+    pub(crate) name: String,
+    pub(crate) queries: usize,
     /// Relevant (tool, API) pairs over all queries.
-    pub relevant: usize,
+    pub(crate) relevant: usize,
     /// Relevant pairs the catalog does not have (always missed).
-    pub missing_relevant: usize,
+    pub(crate) missing_relevant: usize,
     /// `recall@k`, `ndcg@k` for each k, and `mrr`.
-    pub metrics: BTreeMap<String, f64>,
+    pub(crate) metrics: BTreeMap<String, f64>,
     /// A whole search: embedding the query (and its intents) plus ranking.
-    pub latency_ms: Latency,
+    pub(crate) latency_ms: Latency,
     /// Ranking alone (the query's vectors given).
-    pub rank_latency_ms: Latency,
+    pub(crate) rank_latency_ms: Latency,
 }
 
 /// The evaluation of one set of search options.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RetrievalReport {
-    pub options: SearchOptions,
-    pub catalog_apis: usize,
-    pub sets: Vec<SetReport>,
-    pub overall: SetReport,
+pub(crate) struct RetrievalReport {
+    pub(crate) options: SearchOptions,
+    pub(crate) catalog_apis: usize,
+    pub(crate) sets: Vec<SetReport>,
+    pub(crate) overall: SetReport,
 }
 
 /// What each set's queries remember: a long-term memory per set (in the
 /// order of the sets) and the remembered tasks consulted per query.
-pub struct Memories<'a> {
-    pub per_set: &'a [LongTermMemory],
-    pub hints: usize,
+pub(crate) struct Memories<'a> {
+    pub(crate) per_set: &'a [LongTermMemory],
+    pub(crate) hints: usize,
 }
 
 /// Searches every query of every set with each of `variants` and scores the
 /// rankings. Each query is embedded once (with its intents) and ranked by
 /// every variant; latency is preparation (embedding) plus ranking.
-pub fn evaluate(
+pub(crate) fn evaluate(
     retriever: &Retriever,
     sets: &[(String, Vec<QueryRecord>)],
     ks: &[usize],
@@ -191,7 +191,7 @@ impl Accumulator {
 }
 
 /// The report as a Markdown table (one row per set, then overall).
-pub fn markdown(report: &RetrievalReport, ks: &[usize]) -> String {
+pub(crate) fn markdown(report: &RetrievalReport, ks: &[usize]) -> String {
     let mut out = String::new();
     let o = &report.options;
     let _ = writeln!(out, "{}, catalog of {} APIs\n", describe(o), report.catalog_apis);
@@ -230,7 +230,7 @@ pub fn markdown(report: &RetrievalReport, ks: &[usize]) -> String {
 }
 
 /// The options of a variant in words.
-pub fn describe(o: &SearchOptions) -> String {
+pub(crate) fn describe(o: &SearchOptions) -> String {
     let w = &o.weights;
     format!(
         "mode {}, dense index {}, intents {} ({}), weights lexical {} dense {} intent {} tool lists {} named tools {} rrf_k {}",
@@ -248,7 +248,7 @@ pub fn describe(o: &SearchOptions) -> String {
 }
 
 /// One line per variant: overall metrics and each set's Recall@10.
-pub fn summary(reports: &[RetrievalReport]) -> String {
+pub(crate) fn summary(reports: &[RetrievalReport]) -> String {
     let mut out = String::new();
     let Some(first) = reports.first() else { return out };
     let mut header = String::from(

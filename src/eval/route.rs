@@ -40,30 +40,30 @@ const RANDOM_POOL: usize = 4_000;
 
 /// How the tool lists are made.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct RouteOptions {
+pub(crate) struct RouteOptions {
     /// Tools a request carries.
-    pub tools: usize,
+    pub(crate) tools: usize,
     /// Tools kept.
-    pub k: usize,
-    pub seed: u64,
-    pub weights: ListWeights,
+    pub(crate) k: usize,
+    pub(crate) seed: u64,
+    pub(crate) weights: ListWeights,
     /// Tools a list's first request gets embedded inline (what
     /// `openai.embed_budget_ms` buys: docs/benchmarks.md, "Tools, not lists").
-    pub first_embedded: usize,
+    pub(crate) first_embedded: usize,
     /// Route mode learns from use: after each request, the needed tools it
     /// kept are remembered as called (a model calls the tools it needs
     /// among those offered), and route mode with that memory is measured
     /// beside it without; requests needing a tool an earlier one needed
     /// are also reported apart.
-    pub learning: bool,
+    pub(crate) learning: bool,
 }
 
 mod report;
 mod sessions;
 
 use report::Tally;
-pub use report::{RouteReport, Scores, SetReport, markdown};
-pub use sessions::{load_sessions, load_tasks};
+pub(crate) use report::{RouteReport, markdown};
+pub(crate) use sessions::{load_sessions, load_tasks};
 
 /// The methods compared, in [`Measured::kept`]'s order.
 const ROUTE: usize = 0;
@@ -129,7 +129,7 @@ fn tool_list(
 /// Runs the evaluation; with `embedder`, also route mode with tool
 /// vectors and the embedding alone. `ranker` and `alone` keep tool
 /// vectors between runs (a sweep embeds once).
-pub fn evaluate(
+pub(crate) fn evaluate(
     catalog: &Catalog,
     sets: &[(String, Vec<QueryRecord>)],
     options: RouteOptions,
@@ -171,7 +171,7 @@ pub fn evaluate(
 
 /// Tool vectors of the plain-embedding baseline, by text (name and
 /// description), kept between runs (a sweep embeds once).
-pub type AloneVectors = std::sync::Mutex<HashMap<String, Vec<f32>>>;
+pub(crate) type AloneVectors = std::sync::Mutex<HashMap<String, Vec<f32>>>;
 
 /// One request's tools kept by each method: route mode (every tool known,
 /// a first request, words only, the list permuted), the embedding alone,
@@ -216,13 +216,13 @@ fn sorted(mut v: Vec<usize>) -> Vec<usize> {
 /// tools it comes with (OpenAI definitions), the names of those it needs.
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Case {
-    pub query: String,
-    pub tools: Vec<Value>,
-    pub relevant: Vec<String>,
+pub(crate) struct Case {
+    pub(crate) query: String,
+    pub(crate) tools: Vec<Value>,
+    pub(crate) relevant: Vec<String>,
     /// The conversation, when it is more than `query` (a session's step).
     #[serde(skip)]
-    pub conversation: Vec<crate::llm::Message>,
+    pub(crate) conversation: Vec<crate::llm::Message>,
 }
 
 impl Case {
@@ -237,7 +237,7 @@ impl Case {
 
 /// The cases of a route-case file, each checked: its tools valid OpenAI
 /// tools with distinct names, its relevant names among them.
-pub fn load_cases(path: &std::path::Path) -> Result<Vec<Case>, String> {
+pub(crate) fn load_cases(path: &std::path::Path) -> Result<Vec<Case>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
     let mut cases = Vec::new();
     for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
@@ -266,7 +266,7 @@ pub fn load_cases(path: &std::path::Path) -> Result<Vec<Case>, String> {
 /// distractors drawn from the other cases' tools (of every set and of
 /// `distractors`, cases whose tools only serve as distractors; one per
 /// name) up to `options.tools`, shuffled.
-pub fn evaluate_cases(
+pub(crate) fn evaluate_cases(
     sets: &[(String, Vec<Case>)],
     distractors: &[Case],
     options: RouteOptions,

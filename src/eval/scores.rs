@@ -12,7 +12,7 @@ use std::hash::Hash;
 
 /// Recall@k. `relevant_total` may exceed `relevant.len()` when some relevant
 /// items cannot be ranked at all (they still count as missed).
-pub fn recall_at<T: Eq + Hash>(ranked: &[T], relevant: &HashSet<T>, relevant_total: usize, k: usize) -> f64 {
+pub(crate) fn recall_at<T: Eq + Hash>(ranked: &[T], relevant: &HashSet<T>, relevant_total: usize, k: usize) -> f64 {
     if relevant_total == 0 {
         return 0.0;
     }
@@ -21,7 +21,7 @@ pub fn recall_at<T: Eq + Hash>(ranked: &[T], relevant: &HashSet<T>, relevant_tot
 }
 
 /// NDCG@k with binary gains.
-pub fn ndcg_at<T: Eq + Hash>(ranked: &[T], relevant: &HashSet<T>, relevant_total: usize, k: usize) -> f64 {
+pub(crate) fn ndcg_at<T: Eq + Hash>(ranked: &[T], relevant: &HashSet<T>, relevant_total: usize, k: usize) -> f64 {
     let dcg: f64 = ranked
         .iter()
         .take(k)
@@ -34,7 +34,7 @@ pub fn ndcg_at<T: Eq + Hash>(ranked: &[T], relevant: &HashSet<T>, relevant_total
 }
 
 /// 1 / rank of the first relevant item (0 when none is ranked).
-pub fn reciprocal_rank<T: Eq + Hash>(ranked: &[T], relevant: &HashSet<T>) -> f64 {
+pub(crate) fn reciprocal_rank<T: Eq + Hash>(ranked: &[T], relevant: &HashSet<T>) -> f64 {
     ranked.iter().position(|r| relevant.contains(r)).map_or(0.0, |i| 1.0 / (i + 1) as f64)
 }
 

@@ -20,40 +20,38 @@ use crate::catalog::Catalog;
 use crate::trajectory::resolve::{Cause, resolve_call};
 use crate::trajectory::{Finish, Trajectory};
 
-pub use crate::config::DEFAULT_GRAPH_MAX_CALLS as DEFAULT_MAX_CALLS;
-
 /// What a static build read, kept and left out.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct BuildReport {
-    pub trajectories: usize,
+    pub(crate) trajectories: usize,
     /// Trajectories that succeeded (label, or `give_answer` without one).
-    pub successful: usize,
+    pub(crate) successful: usize,
     /// Successful ones left out for having more than the maximum of calls.
-    pub too_long: usize,
+    pub(crate) too_long: usize,
     /// Successful ones with no resolvable successful call left after cleaning.
-    pub empty_after_cleaning: usize,
+    pub(crate) empty_after_cleaning: usize,
     /// Paths counted.
-    pub paths: usize,
+    pub(crate) paths: usize,
     /// Every recorded call (final paths and abandoned branches).
-    pub calls: usize,
-    pub resolved_calls: usize,
+    pub(crate) calls: usize,
+    pub(crate) resolved_calls: usize,
     /// Unresolved calls by cause (`malformed`, `hallucinated`, `tool_missing`, `api_missing`).
-    pub unmapped: BTreeMap<String, usize>,
+    pub(crate) unmapped: BTreeMap<String, usize>,
     /// Transitions counted (Finish included).
-    pub transitions: usize,
-    pub nodes: usize,
-    pub edges: usize,
-    pub elapsed_ms: u64,
+    pub(crate) transitions: usize,
+    pub(crate) nodes: usize,
+    pub(crate) edges: usize,
+    pub(crate) elapsed_ms: u64,
 }
 
 /// Whether a trajectory counts as successful.
-pub fn successful(t: &Trajectory) -> bool {
+pub(crate) fn successful(t: &Trajectory) -> bool {
     t.solved.unwrap_or(t.finish == Some(Finish::GiveAnswer))
 }
 
 /// The cleaned path of a run: failed calls dropped, of repeated calls of
 /// one API the last kept, in order. `calls` yields (name, succeeded).
-pub fn clean_path<'a>(calls: impl Iterator<Item = (&'a str, bool)>) -> Vec<&'a str> {
+pub(crate) fn clean_path<'a>(calls: impl Iterator<Item = (&'a str, bool)>) -> Vec<&'a str> {
     let ok: Vec<&str> = calls.filter(|(_, ok)| *ok).map(|(name, _)| name).collect();
     let mut last: HashMap<&str, usize> = HashMap::new();
     for (i, name) in ok.iter().enumerate() {
@@ -63,7 +61,7 @@ pub fn clean_path<'a>(calls: impl Iterator<Item = (&'a str, bool)>) -> Vec<&'a s
 }
 
 /// Builds the static graph of `trajectories`, resolving names in `catalog`.
-pub fn build(catalog: &Catalog, trajectories: &[Trajectory], max_calls: usize, params: Params) -> ToolGraph {
+pub(crate) fn build(catalog: &Catalog, trajectories: &[Trajectory], max_calls: usize, params: Params) -> ToolGraph {
     let started = Instant::now();
     let mut graph = ToolGraph::new(params);
     let mut report = BuildReport { trajectories: trajectories.len(), ..BuildReport::default() };

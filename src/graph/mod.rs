@@ -28,7 +28,7 @@
 //! any evidence). New transitions seen online create edges with
 //! `w⁽⁰⁾ = 0`. Durability (snapshot + fsync'd log) is in [`store`].
 
-pub mod build;
+pub(crate) mod build;
 pub mod store;
 
 use std::collections::HashMap;
@@ -40,7 +40,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Catalog, DEFAULT_AVAILABILITY_PRIOR};
 
-pub use build::{BuildReport, build};
+pub(crate) use build::{BuildReport, build};
 
 /// A node: an API (by function name) or the end of a run.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -50,7 +50,7 @@ pub enum NodeKey {
 }
 
 impl NodeKey {
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         match self {
             NodeKey::Finish => "Finish",
             NodeKey::Api(name) => name,
@@ -96,27 +96,27 @@ impl Node {
     }
 
     /// α⁽⁰⁾: the static success rate, or the prior.
-    pub fn static_alpha(&self) -> f64 {
+    pub(crate) fn static_alpha(&self) -> f64 {
         if self.static_calls == 0 { self.prior } else { self.static_successes as f64 / self.static_calls as f64 }
     }
 }
 
 /// What the graph knows about one transition.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Edge {
+pub(crate) struct Edge {
     /// Times the target followed the source in the cleaned trajectories.
-    pub count: u64,
+    pub(crate) count: u64,
     /// `w⁽⁰⁾`: `count` over the source's total (0 for transitions seen only online).
-    pub w0: f64,
+    pub(crate) w0: f64,
     /// Times seen in runs recorded since.
-    pub online: u64,
+    pub(crate) online: u64,
 }
 
 /// The online update's parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Params {
-    pub a: f64,
-    pub beta: f64,
+    pub(crate) a: f64,
+    pub(crate) beta: f64,
 }
 
 impl Default for Params {
@@ -190,77 +190,77 @@ pub struct ToolGraph {
 
 /// A successor of a node with its weights.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Successor {
-    pub key: NodeKey,
+pub(crate) struct Successor {
+    pub(crate) key: NodeKey,
     /// Current transition weight.
-    pub w: f64,
-    pub w0: f64,
-    pub count: u64,
+    pub(crate) w: f64,
+    pub(crate) w0: f64,
+    pub(crate) count: u64,
     /// Times the transition was seen in runs recorded since the build.
-    pub online: u64,
+    pub(crate) online: u64,
     /// Availability of the successor (1 for `Finish`).
-    pub alpha: f64,
+    pub(crate) alpha: f64,
 }
 
 /// A node's neighbourhood, as `GET /v1/graph/apis/{function}` shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Neighbourhood {
-    pub function: String,
+pub(crate) struct Neighbourhood {
+    pub(crate) function: String,
     /// In the graph (seen in trajectories or runs); else α is the prior.
-    pub known: bool,
-    pub alpha: f64,
-    pub static_calls: u64,
-    pub static_successes: u64,
-    pub online_calls: u64,
-    pub online_successes: u64,
+    pub(crate) known: bool,
+    pub(crate) alpha: f64,
+    pub(crate) static_calls: u64,
+    pub(crate) static_successes: u64,
+    pub(crate) online_calls: u64,
+    pub(crate) online_successes: u64,
     /// `s_i`, the sum of the node's online evaluations.
-    pub score: f64,
+    pub(crate) score: f64,
     /// Heaviest first, at most the limit asked for.
-    pub successors: Vec<Link>,
-    pub successors_total: usize,
+    pub(crate) successors: Vec<Link>,
+    pub(crate) successors_total: usize,
     /// By the weight of the transition into this node, heaviest first.
-    pub predecessors: Vec<Link>,
-    pub predecessors_total: usize,
+    pub(crate) predecessors: Vec<Link>,
+    pub(crate) predecessors_total: usize,
 }
 
 /// One transition from or to a node: the other end, `w` of the
 /// transition, and the other end's availability.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Link {
-    pub function: String,
-    pub w: f64,
-    pub w0: f64,
-    pub count: u64,
-    pub online: u64,
-    pub alpha: f64,
+pub(crate) struct Link {
+    pub(crate) function: String,
+    pub(crate) w: f64,
+    pub(crate) w0: f64,
+    pub(crate) count: u64,
+    pub(crate) online: u64,
+    pub(crate) alpha: f64,
 }
 
 impl ToolGraph {
     /// An empty graph (with its `Finish` node).
-    pub fn new(params: Params) -> ToolGraph {
+    pub(crate) fn new(params: Params) -> ToolGraph {
         let mut g = ToolGraph { graph: DiGraph::new(), index: HashMap::new(), params, meta: Meta::default() };
         g.node_or_insert(NodeKey::Finish, 1.0);
         g
     }
 
-    pub fn set_params(&mut self, params: Params) {
+    pub(crate) fn set_params(&mut self, params: Params) {
         self.params = params;
     }
 
-    pub fn node_count(&self) -> usize {
+    pub(crate) fn node_count(&self) -> usize {
         self.graph.node_count()
     }
 
-    pub fn edge_count(&self) -> usize {
+    pub(crate) fn edge_count(&self) -> usize {
         self.graph.edge_count()
     }
 
-    pub fn nodes(&self) -> impl Iterator<Item = &Node> {
+    pub(crate) fn nodes(&self) -> impl Iterator<Item = &Node> {
         self.graph.node_weights()
     }
 
     /// Every edge as (source, target, edge).
-    pub fn edges(&self) -> impl Iterator<Item = (&NodeKey, &NodeKey, &Edge)> {
+    pub(crate) fn edges(&self) -> impl Iterator<Item = (&NodeKey, &NodeKey, &Edge)> {
         self.graph.edge_references().map(|e| (&self.graph[e.source()].key, &self.graph[e.target()].key, e.weight()))
     }
 
@@ -286,12 +286,12 @@ impl ToolGraph {
     }
 
     /// `f(x)` of the online update.
-    pub fn f(&self, x: f64) -> f64 {
+    pub(crate) fn f(&self, x: f64) -> f64 {
         if x >= 0.0 { self.params.a * x + 1.0 } else { (self.params.a * x).exp() }
     }
 
     /// α of a node: static, blended with the online success rate once it has one.
-    pub fn alpha(&self, key: &NodeKey) -> Option<f64> {
+    pub(crate) fn alpha(&self, key: &NodeKey) -> Option<f64> {
         let node = self.node(key)?;
         Some(self.alpha_of(node))
     }
@@ -300,7 +300,7 @@ impl ToolGraph {
     /// trajectories and runs, Laplace-smoothed), without the catalog's
     /// prior; `None` before the first call. Unlike α, a few successful
     /// calls to an API whose tool has a low prior keep it high.
-    pub fn call_success_rate(&self, key: &NodeKey) -> Option<f64> {
+    pub(crate) fn call_success_rate(&self, key: &NodeKey) -> Option<f64> {
         let node = self.node(key)?;
         let calls = node.static_calls + node.online_calls;
         let successes = node.static_successes + node.online_successes;
@@ -320,7 +320,7 @@ impl ToolGraph {
     }
 
     /// The successors of `key`, heaviest first (ties by name).
-    pub fn successors(&self, key: &NodeKey) -> Vec<Successor> {
+    pub(crate) fn successors(&self, key: &NodeKey) -> Vec<Successor> {
         let Some(&i) = self.index.get(key) else { return Vec::new() };
         let out: Vec<_> = self.graph.edges_directed(i, Direction::Outgoing).collect();
         let online = out.iter().any(|e| self.graph[e.target()].touched);
@@ -356,7 +356,7 @@ impl ToolGraph {
 
     /// The neighbourhood of `key` (up to `limit` links each way); `prior`
     /// is its α when the graph has never seen it.
-    pub fn neighbourhood(&self, key: &NodeKey, prior: f64, limit: usize) -> Neighbourhood {
+    pub(crate) fn neighbourhood(&self, key: &NodeKey, prior: f64, limit: usize) -> Neighbourhood {
         let link = |s: Successor| Link {
             function: s.key.name().to_string(),
             w: s.w,
@@ -400,13 +400,13 @@ impl ToolGraph {
     }
 
     /// `w(from, to)`, 0 when there is no such edge.
-    pub fn weight(&self, from: &NodeKey, to: &NodeKey) -> f64 {
+    pub(crate) fn weight(&self, from: &NodeKey, to: &NodeKey) -> f64 {
         self.successors(from).into_iter().find(|s| &s.key == to).map_or(0.0, |s| s.w)
     }
 
     /// The online update of one finished run (docs/architecture.md §4). `catalog` gives
     /// the priors of APIs new to the graph.
-    pub fn apply(&mut self, run: &RunRecord, catalog: Option<&Catalog>) {
+    pub(crate) fn apply(&mut self, run: &RunRecord, catalog: Option<&Catalog>) {
         for call in &run.calls {
             let i = self.api_node(&call.function, catalog);
             let node = &mut self.graph[i];
@@ -457,7 +457,7 @@ impl ToolGraph {
 
     /// Replaces the static part (counts, `w⁽⁰⁾`, static call statistics)
     /// with `other`'s, keeping this graph's online state.
-    pub fn replace_static(&mut self, other: &ToolGraph) {
+    pub(crate) fn replace_static(&mut self, other: &ToolGraph) {
         for node in self.graph.node_weights_mut() {
             node.static_calls = 0;
             node.static_successes = 0;
@@ -490,7 +490,7 @@ impl ToolGraph {
     }
 
     /// The most frequent static transitions, most frequent first.
-    pub fn top_transitions(&self, n: usize) -> Vec<(&NodeKey, &NodeKey, &Edge)> {
+    pub(crate) fn top_transitions(&self, n: usize) -> Vec<(&NodeKey, &NodeKey, &Edge)> {
         let mut all: Vec<_> = self.edges().filter(|(_, _, e)| e.count > 0).collect();
         all.sort_by(|a, b| {
             b.2.count.cmp(&a.2.count).then_with(|| a.0.name().cmp(b.0.name())).then_with(|| a.1.name().cmp(b.1.name()))

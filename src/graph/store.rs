@@ -43,7 +43,7 @@ use crate::journal::{self, Journal};
 const MAGIC: &[u8; 8] = b"TRGRAPH1";
 /// Version of the snapshot layout written. 2 adds the checksummed sequence
 /// number to the header; 1 (without it) is still read.
-pub const SNAPSHOT_FORMAT: u32 = 2;
+pub(crate) const SNAPSHOT_FORMAT: u32 = 2;
 /// Header of format 1: magic, format, SHA-256 of the body.
 const HEADER_V1: usize = 44;
 /// Header of format 2: magic, format, seq, 8 bytes of the SHA-256 of
@@ -95,7 +95,7 @@ pub struct Recovery {
 
 impl Recovery {
     /// Something was damaged, lost, dropped or repaired.
-    pub fn found_damage(&self) -> bool {
+    pub(crate) fn found_damage(&self) -> bool {
         !self.problems.is_empty()
     }
 }
@@ -103,10 +103,10 @@ impl Recovery {
 /// The report of the last opening for writing that found damage
 /// (`recovery.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LastRecovery {
+pub(crate) struct LastRecovery {
     /// When the store was opened (Unix seconds).
-    pub at_unix: u64,
-    pub recovery: Recovery,
+    pub(crate) at_unix: u64,
+    pub(crate) recovery: Recovery,
 }
 
 /// Why a snapshot cannot be used, and how many runs it held if its header
@@ -148,7 +148,7 @@ pub fn graph_dir(state_dir: &Path) -> PathBuf {
 
 /// Write access to a graph directory (one process at a time).
 #[derive(Debug)]
-pub struct GraphStore {
+pub(crate) struct GraphStore {
     dir: PathBuf,
     log: Journal,
     /// The id of the last run applied from the replicas' run stream.
@@ -162,7 +162,7 @@ impl GraphStore {
     /// of what was recovered. A report that found damage is first kept in
     /// `recovery.json` ([`last_recovery`]), since the repair erases the
     /// evidence.
-    pub fn open(
+    pub(crate) fn open(
         dir: &Path,
         params: Params,
         catalog: Option<&Catalog>,
@@ -205,7 +205,7 @@ impl GraphStore {
 
     /// Appends `run` to the log and fsyncs it, then applies it: when this
     /// returns `Ok`, the run survives a crash. Returns its sequence number.
-    pub fn record(
+    pub(crate) fn record(
         &mut self,
         graph: &mut ToolGraph,
         run: &RunRecord,
@@ -225,7 +225,7 @@ impl GraphStore {
     /// Records runs other replicas recorded, each with its id in the run
     /// stream, with one fsync; the last id becomes [`GraphStore::position`].
     /// Returns the sequence number of the last.
-    pub fn record_shared(
+    pub(crate) fn record_shared(
         &mut self,
         graph: &mut ToolGraph,
         runs: Vec<(String, RunRecord)>,
@@ -247,12 +247,12 @@ impl GraphStore {
 
     /// The id of the last run applied from the replicas' run stream (where
     /// following it resumes), if any.
-    pub fn position(&self) -> Option<&str> {
+    pub(crate) fn position(&self) -> Option<&str> {
         self.position.as_deref()
     }
 
     /// Writes a snapshot of `graph` atomically, then empties the log.
-    pub fn snapshot(&mut self, graph: &ToolGraph) -> Result<(), StoreError> {
+    pub(crate) fn snapshot(&mut self, graph: &ToolGraph) -> Result<(), StoreError> {
         let io = |context: String| move |source| StoreError::Io { context, source };
         let bytes = encode(graph);
         let tmp = self.dir.join(format!("{SNAPSHOT}.tmp"));
@@ -286,7 +286,7 @@ pub fn read(dir: &Path, params: Params, catalog: Option<&Catalog>) -> Result<(To
 }
 
 /// The last recovery report kept by a writer (`recovery.json`), if any.
-pub fn last_recovery(dir: &Path) -> Result<Option<LastRecovery>, StoreError> {
+pub(crate) fn last_recovery(dir: &Path) -> Result<Option<LastRecovery>, StoreError> {
     let path = dir.join(RECOVERY);
     let io = |source| StoreError::Io { context: format!("reading {}", path.display()), source };
     match std::fs::read(&path) {

@@ -56,7 +56,7 @@ fn static_weights_and_availability_by_hand() {
         // A name no API has.
         traj(&[("made_up_for_nothing", ok)], Some(true)),
     ];
-    let g = build(&c, &trajectories, build::DEFAULT_MAX_CALLS, Params::default());
+    let g = build(&c, &trajectories, crate::config::DEFAULT_GRAPH_MAX_CALLS, Params::default());
     let report = g.meta.build.clone().unwrap();
     assert_eq!((report.trajectories, report.successful, report.too_long, report.paths), (7, 6, 1, 4));
     assert_eq!(report.empty_after_cleaning, 1, "the made-up name leaves nothing");

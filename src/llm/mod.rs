@@ -86,10 +86,10 @@ pub enum LlmError {
 
 /// Tokens spent, summed over the requests of a run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Usage {
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-    pub total_tokens: u64,
+pub(crate) struct Usage {
+    pub(crate) prompt_tokens: u64,
+    pub(crate) completion_tokens: u64,
+    pub(crate) total_tokens: u64,
 }
 
 impl std::ops::AddAssign for Usage {
@@ -204,7 +204,7 @@ impl LlmClient {
     }
 
     /// The model server's list of models (`GET {base_url}/models`), as it sent it.
-    pub async fn models(&self) -> Result<Value, LlmError> {
+    pub(crate) async fn models(&self) -> Result<Value, LlmError> {
         let timeout = Duration::from_millis(self.config.timeout_ms);
         let request = async {
             let response = self.http.get_models().await.map_err(|e| {

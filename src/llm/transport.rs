@@ -34,8 +34,8 @@ pub(super) type Response = http::Response<Incoming>;
 /// whether it was a timeout (of the connection's setup).
 #[derive(Debug)]
 pub(super) struct SendError {
-    pub text: String,
-    pub timed_out: bool,
+    pub(crate) text: String,
+    pub(crate) timed_out: bool,
 }
 
 /// The pooled client with the model server's address and headers.
@@ -53,7 +53,7 @@ pub(super) struct Http {
 impl Http {
     /// A client of the model server at `base_url` (an `http://` or
     /// `https://` URL), connecting within `connect_timeout`.
-    pub fn new(base_url: &str, key: Option<&str>, connect_timeout: Duration) -> Result<Http, String> {
+    pub(crate) fn new(base_url: &str, key: Option<&str>, connect_timeout: Duration) -> Result<Http, String> {
         let base = base_url.trim_end_matches('/');
         let uri = |path: &str| -> Result<http::Uri, String> {
             let uri: http::Uri = format!("{base}/{path}")
@@ -95,13 +95,13 @@ impl Http {
 
     /// `POST {base_url}/chat/completions` with `body` (JSON), until the
     /// answer's head arrives.
-    pub async fn post_completions(&self, body: Bytes) -> Result<Response, SendError> {
+    pub(crate) async fn post_completions(&self, body: Bytes) -> Result<Response, SendError> {
         let request = self.request(http::Method::POST, &self.completions, body);
         self.send(request).await
     }
 
     /// `GET {base_url}/models`, until the answer's head arrives.
-    pub async fn get_models(&self) -> Result<Response, SendError> {
+    pub(crate) async fn get_models(&self) -> Result<Response, SendError> {
         self.send(self.request(http::Method::GET, &self.models, Bytes::new())).await
     }
 

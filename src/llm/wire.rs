@@ -28,11 +28,11 @@ use serde_json::{Map, Value};
 use super::Usage;
 
 /// A JSON object's fields.
-pub type Fields = Map<String, Value>;
+pub(crate) type Fields = Map<String, Value>;
 
 /// What joins the text parts of a message's content: parts are blocks of
 /// their own (a paragraph, a document), not pieces of one sentence.
-pub const PART_SEPARATOR: &str = "\n";
+pub(crate) const PART_SEPARATOR: &str = "\n";
 
 /// A chat completion (`"object": "chat.completion"`) or, as a [`Chunk`],
 /// one chunk of a streamed one: the same top-level fields, with choices
@@ -54,11 +54,11 @@ pub type Chunk = Completion<ChunkChoice>;
 /// A completion's choice.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Choice {
-    pub index: Option<u64>,
-    pub message: Option<Message>,
-    pub logprobs: Option<Value>,
-    pub finish_reason: Option<String>,
-    pub extra: Fields,
+    pub(crate) index: Option<u64>,
+    pub(crate) message: Option<Message>,
+    pub(crate) logprobs: Option<Value>,
+    pub(crate) finish_reason: Option<String>,
+    pub(crate) extra: Fields,
 }
 
 /// A chunk's choice: what the message gained (`delta`).
@@ -75,17 +75,17 @@ pub struct ChunkChoice {
 /// the part of one a chunk brings.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Message {
-    pub role: Option<String>,
+    pub(crate) role: Option<String>,
     /// A tool result's call.
-    pub tool_call_id: Option<String>,
-    pub content: Content,
-    pub tool_calls: Option<Vec<ToolCall>>,
-    pub extra: Fields,
+    pub(crate) tool_call_id: Option<String>,
+    pub(crate) content: Content,
+    pub(crate) tool_calls: Option<Vec<ToolCall>>,
+    pub(crate) extra: Fields,
 }
 
 /// A message's `content`, as it came.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub enum Content {
+pub(crate) enum Content {
     /// No `content` field.
     #[default]
     Absent,
@@ -97,52 +97,52 @@ pub enum Content {
 
 /// A tool call of a message, or (in a delta) a piece of one.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct ToolCall {
+pub(crate) struct ToolCall {
     /// Which call a delta's piece belongs to.
-    pub index: Option<u64>,
-    pub id: Option<String>,
+    pub(crate) index: Option<u64>,
+    pub(crate) id: Option<String>,
     /// `type`: `function`.
-    pub kind: Option<String>,
-    pub function: Option<FunctionCall>,
-    pub extra: Fields,
+    pub(crate) kind: Option<String>,
+    pub(crate) function: Option<FunctionCall>,
+    pub(crate) extra: Fields,
 }
 
 /// The function a tool call calls.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct FunctionCall {
-    pub name: Option<String>,
+pub(crate) struct FunctionCall {
+    pub(crate) name: Option<String>,
     /// JSON text, as OpenAI sends it; some servers send a JSON object
     /// ([`ToolCall::arguments`] reads both).
-    pub arguments: Option<Value>,
-    pub extra: Fields,
+    pub(crate) arguments: Option<Value>,
+    pub(crate) extra: Fields,
 }
 
 /// An answer's `usage` (token details and the like in `extra`).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct CompletionUsage {
-    pub prompt_tokens: Option<u64>,
-    pub completion_tokens: Option<u64>,
-    pub total_tokens: Option<u64>,
-    pub extra: Fields,
+    pub(crate) prompt_tokens: Option<u64>,
+    pub(crate) completion_tokens: Option<u64>,
+    pub(crate) total_tokens: Option<u64>,
+    pub(crate) extra: Fields,
 }
 
 /// A request toolrouter writes itself (execute mode's decider and summary):
 /// a model, the messages, the tools (none: no `tools` field).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CompletionRequest {
-    pub model: String,
-    pub messages: Vec<Message>,
+pub(crate) struct CompletionRequest {
+    pub(crate) model: String,
+    pub(crate) messages: Vec<Message>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<Value>,
+    pub(crate) tools: Vec<Value>,
 }
 
 impl Completion {
     /// The first choice's message (toolrouter asks for one choice).
-    pub fn message(&self) -> Option<&Message> {
+    pub(crate) fn message(&self) -> Option<&Message> {
         self.choices.first()?.message.as_ref()
     }
 
-    pub fn message_mut(&mut self) -> Option<&mut Message> {
+    pub(crate) fn message_mut(&mut self) -> Option<&mut Message> {
         self.choices.first_mut()?.message.as_mut()
     }
 
@@ -153,26 +153,26 @@ impl Completion {
 
     /// Whether every choice (at least one) has a message: what toolrouter
     /// needs of an answer.
-    pub fn has_messages(&self) -> bool {
+    pub(crate) fn has_messages(&self) -> bool {
         !self.choices.is_empty() && self.choices.iter().all(|c| c.message.is_some())
     }
 }
 
 impl<C> Completion<C> {
     /// The tokens it spent (0 where its usage says nothing).
-    pub fn tokens(&self) -> Usage {
+    pub(crate) fn tokens(&self) -> Usage {
         self.usage.as_ref().map(CompletionUsage::tokens).unwrap_or_default()
     }
 }
 
 /// A chunk's `object`.
-pub const CHUNK_OBJECT: &str = "chat.completion.chunk";
+pub(crate) const CHUNK_OBJECT: &str = "chat.completion.chunk";
 
 impl Chunk {
     /// A chunk of toolrouter's, the one way one is made: `head`'s
     /// top-level fields (`id`, `created`, `model`, `system_fingerprint`…;
     /// not its usage), `object` set, and `choices`.
-    pub fn new<C>(head: &Completion<C>, choices: Vec<ChunkChoice>) -> Chunk {
+    pub(crate) fn new<C>(head: &Completion<C>, choices: Vec<ChunkChoice>) -> Chunk {
         let mut extra = head.extra.clone();
         for key in ["usage", "choices"] {
             extra.shift_remove(key);
@@ -189,14 +189,14 @@ impl Chunk {
     }
 
     /// A chunk without choices that carries `usage` (the last before `[DONE]`).
-    pub fn usage<C>(head: &Completion<C>, usage: CompletionUsage) -> Chunk {
+    pub(crate) fn usage<C>(head: &Completion<C>, usage: CompletionUsage) -> Chunk {
         Chunk { usage: Some(usage), ..Chunk::new(head, Vec::new()) }
     }
 }
 
 impl ChunkChoice {
     /// Choice 0 saying `delta`, with its finish reason (null until the last).
-    pub fn new(delta: Message, finish_reason: Option<String>) -> ChunkChoice {
+    pub(crate) fn new(delta: Message, finish_reason: Option<String>) -> ChunkChoice {
         let mut choice =
             ChunkChoice { index: Some(0), delta: Some(delta), logprobs: Some(Value::Null), ..ChunkChoice::default() };
         choice.set_finish(finish_reason);
@@ -204,7 +204,7 @@ impl ChunkChoice {
     }
 
     /// Sets the finish reason; `None` writes null.
-    pub fn set_finish(&mut self, finish_reason: Option<String>) {
+    pub(crate) fn set_finish(&mut self, finish_reason: Option<String>) {
         if finish_reason.is_none() {
             self.extra.insert("finish_reason".into(), Value::Null);
         }
@@ -212,7 +212,7 @@ impl ChunkChoice {
     }
 
     /// Takes out the finish reason, if any, leaving null.
-    pub fn take_finish(&mut self) -> Option<String> {
+    pub(crate) fn take_finish(&mut self) -> Option<String> {
         let finish = self.finish_reason.take()?;
         self.set_finish(None);
         Some(finish)
@@ -247,22 +247,22 @@ pub fn chunks_of(completion: &Completion) -> Vec<Chunk> {
 
 impl Message {
     /// A message of `role` saying `text`.
-    pub fn new(role: &str, text: impl Into<String>) -> Message {
+    pub(crate) fn new(role: &str, text: impl Into<String>) -> Message {
         Message { role: Some(role.into()), content: Content::Text(text.into()), ..Message::default() }
     }
 
     /// A delta that adds `text` to the content.
-    pub fn text_delta(text: impl Into<String>) -> Message {
+    pub(crate) fn text_delta(text: impl Into<String>) -> Message {
         Message { content: Content::Text(text.into()), ..Message::default() }
     }
 
     /// The result of tool call `call_id`.
-    pub fn tool_result(call_id: &str, text: impl Into<String>) -> Message {
+    pub(crate) fn tool_result(call_id: &str, text: impl Into<String>) -> Message {
         Message { tool_call_id: Some(call_id.into()), ..Message::new("tool", text) }
     }
 
     /// An assistant message that makes `calls` (`content: null`).
-    pub fn calling(calls: Vec<ToolCall>) -> Message {
+    pub(crate) fn calling(calls: Vec<ToolCall>) -> Message {
         Message {
             role: Some("assistant".into()),
             content: Content::Null,
@@ -271,12 +271,12 @@ impl Message {
         }
     }
 
-    pub fn is(&self, role: &str) -> bool {
+    pub(crate) fn is(&self, role: &str) -> bool {
         self.role.as_deref() == Some(role)
     }
 
     /// Its tool calls (none when it has none).
-    pub fn calls(&self) -> &[ToolCall] {
+    pub(crate) fn calls(&self) -> &[ToolCall] {
         self.tool_calls.as_deref().unwrap_or_default()
     }
 
@@ -293,7 +293,8 @@ impl Message {
         }
     }
 
-    pub fn to_value(&self) -> Value {
+    #[cfg(test)]
+    pub(crate) fn to_value(&self) -> Value {
         to_value(self)
     }
 }
@@ -307,7 +308,7 @@ impl Content {
 
 impl ToolCall {
     /// A call of function `name` with `arguments` (JSON text).
-    pub fn function(id: &str, name: &str, arguments: impl Into<String>) -> ToolCall {
+    pub(crate) fn function(id: &str, name: &str, arguments: impl Into<String>) -> ToolCall {
         ToolCall {
             id: Some(id.into()),
             kind: Some("function".into()),
@@ -321,18 +322,18 @@ impl ToolCall {
     }
 
     /// The function's name ("" without one).
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         self.function.as_ref().and_then(|f| f.name.as_deref()).unwrap_or("")
     }
 
     /// The call's id ("" without one).
-    pub fn id(&self) -> &str {
+    pub(crate) fn id(&self) -> &str {
         self.id.as_deref().unwrap_or("")
     }
 
     /// The arguments as JSON text, as OpenAI sends them: an object (some
     /// servers send one) as its text; none or null as "".
-    pub fn arguments(&self) -> String {
+    pub(crate) fn arguments(&self) -> String {
         match self.function.as_ref().and_then(|f| f.arguments.as_ref()) {
             Some(Value::String(text)) => text.clone(),
             None | Some(Value::Null) => String::new(),
@@ -341,14 +342,14 @@ impl ToolCall {
     }
 
     /// The arguments as they came (JSON text, or an object).
-    pub fn raw_arguments(&self) -> Option<&Value> {
+    pub(crate) fn raw_arguments(&self) -> Option<&Value> {
         self.function.as_ref()?.arguments.as_ref()
     }
 }
 
 impl CompletionUsage {
     /// Its token counts (0 where it says nothing).
-    pub fn tokens(&self) -> Usage {
+    pub(crate) fn tokens(&self) -> Usage {
         Usage {
             prompt_tokens: self.prompt_tokens.unwrap_or(0),
             completion_tokens: self.completion_tokens.unwrap_or(0),
@@ -357,7 +358,7 @@ impl CompletionUsage {
     }
 
     /// Sets its token counts to `tokens` (token details kept).
-    pub fn set_tokens(&mut self, tokens: Usage) {
+    pub(crate) fn set_tokens(&mut self, tokens: Usage) {
         self.prompt_tokens = Some(tokens.prompt_tokens);
         self.completion_tokens = Some(tokens.completion_tokens);
         self.total_tokens = Some(tokens.total_tokens);

@@ -24,18 +24,18 @@ use crate::catalog::schema::{JsonType, declared_types};
 
 /// A step's arguments as filled from the request.
 #[derive(Debug, Default, Clone, PartialEq)]
-pub struct Filled {
-    pub arguments: Map<String, Value>,
+pub(crate) struct Filled {
+    pub(crate) arguments: Map<String, Value>,
     /// Required parameters left empty.
-    pub missing: Vec<String>,
+    pub(crate) missing: Vec<String>,
     /// Required parameters given their documented default: the request
     /// says nothing of them ([`super::defaults`]).
-    pub defaulted: Vec<String>,
+    pub(crate) defaulted: Vec<String>,
 }
 
 /// The arguments of a step: the request's values by kind, then, for
 /// required parameters, a default the request does not contradict.
-pub fn fill(api: &Api, explicit: &Explicit) -> Filled {
+pub(crate) fn fill(api: &Api, explicit: &Explicit) -> Filled {
     let mut left = explicit.clone();
     let (mut args, mut missing, mut defaulted) = (Map::new(), Vec::new(), Vec::new());
     // Required parameters first: they need values most.
@@ -86,7 +86,7 @@ const MAX_FIELDS_SEARCHED: usize = 10_000;
 
 /// Fills required parameters still absent from `args` with values from
 /// `outputs` (earlier calls' responses, oldest first). Returns the names filled.
-pub fn complete(api: &Api, args: &mut Map<String, Value>, outputs: &[&Value]) -> Vec<String> {
+pub(crate) fn complete(api: &Api, args: &mut Map<String, Value>, outputs: &[&Value]) -> Vec<String> {
     let mut filled = Vec::new();
     for p in api.params.iter().filter(|p| p.required) {
         if args.contains_key(&p.key) {

@@ -14,12 +14,12 @@ use crate::catalog::Api;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StepOutcome {
     /// The step did what it should (for a dry run: it was planned).
-    pub ok: bool,
+    pub(crate) ok: bool,
     /// In words: `planned`, `200 OK`, `timeout after 10 s`…
-    pub status: String,
+    pub(crate) status: String,
     /// The (compressed) response, when there is one.
-    pub response: Option<Value>,
-    pub elapsed_ms: f64,
+    pub(crate) response: Option<Value>,
+    pub(crate) elapsed_ms: f64,
 }
 
 /// Carries out steps.

@@ -25,32 +25,32 @@ use crate::args::Problem;
 use crate::catalog::{Api, ApiId};
 
 /// Weight of the relevance to the whole task in a candidate's score.
-pub const RELEVANCE_WEIGHT: f64 = 1.0;
+pub(crate) const RELEVANCE_WEIGHT: f64 = 1.0;
 /// Weight of the similarity to the task's unserved parts.
-pub const PART_WEIGHT: f64 = 0.1;
+pub(crate) const PART_WEIGHT: f64 = 0.1;
 /// Weight of the transition weight `w`.
-pub const W_WEIGHT: f64 = 0.5;
+pub(crate) const W_WEIGHT: f64 = 0.5;
 /// Weight of availability (centred on 0.5).
-pub const ALPHA_WEIGHT: f64 = 0.1;
+pub(crate) const ALPHA_WEIGHT: f64 = 0.1;
 /// Weight of a long-term memory hint.
-pub const HINT_WEIGHT: f64 = 0.3;
+pub(crate) const HINT_WEIGHT: f64 = 0.3;
 /// A candidate serves a part when its similarity to it (1 / its rank in the
 /// part's own ranking) is at least this: it is among the part's three best.
-pub const MIN_GAIN: f32 = 0.3;
+pub(crate) const MIN_GAIN: f32 = 0.3;
 /// Further steps need a relevance (retrieval score over the best) of at
 /// least this. Swept on the development sets (`eval plan --min-relevance
 /// 0.5,0.7,0.8,0.85,0.9`): 0.8 has the best F1 with the fewest steps.
-pub const MIN_RELEVANCE: f32 = 0.8;
+pub(crate) const MIN_RELEVANCE: f32 = 0.8;
 /// Steps taken whatever their relevance (while a candidate has some): the
 /// development queries need two APIs on average, and a plan shorter than
 /// the retrieval ranking's top two lost to it (0.386 vs 0.420 F1).
-pub const MIN_STEPS: usize = 2;
+pub(crate) const MIN_STEPS: usize = 2;
 /// A step within [`MIN_STEPS`] still needs this much relevance.
-pub const MIN_STEP_RELEVANCE: f32 = 0.2;
+pub(crate) const MIN_STEP_RELEVANCE: f32 = 0.2;
 /// A graph edge this heavy (and heavier than `Finish`) is followed…
-pub const FOLLOW_W: f64 = 0.5;
+pub(crate) const FOLLOW_W: f64 = 0.5;
 /// …to an API at least this relevant.
-pub const FOLLOW_RELEVANCE: f32 = 0.2;
+pub(crate) const FOLLOW_RELEVANCE: f32 = 0.2;
 
 /// Where a candidate came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -65,30 +65,30 @@ pub enum Source {
 /// One API the decider may choose.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Candidate {
-    pub api: ApiId,
-    pub function: String,
+    pub(crate) api: ApiId,
+    pub(crate) function: String,
     /// Transition weight from the current node (0 from the start or without an edge).
-    pub w: f64,
-    pub alpha: f64,
+    pub(crate) w: f64,
+    pub(crate) alpha: f64,
     /// Relevance to the task: its retrieval score over the best one (0 if unranked).
-    pub relevance: f32,
+    pub(crate) relevance: f32,
     /// Place in the task's retrieval ranking (from 1; `None`: unranked),
     /// which orders candidates of equal score.
-    pub rank: Option<usize>,
+    pub(crate) rank: Option<usize>,
     /// Similarity to each text, the whole task first, then each part:
     /// 1 / the candidate's rank in that text's retrieval ranking (0 if unranked).
-    pub similarity: Vec<f32>,
+    pub(crate) similarity: Vec<f32>,
     /// Similarity of the task to a remembered successful task whose path used this API.
-    pub hint: f32,
+    pub(crate) hint: f32,
     /// How much similar tasks saw it fail lately (0 to 1; `relevance` and
     /// `hint` are already lowered by it).
-    pub failed_lately: f32,
-    pub source: Source,
+    pub(crate) failed_lately: f32,
+    pub(crate) source: Source,
 }
 
 impl Candidate {
     /// The best similarity to any of `parts` (text indexes).
-    pub fn gain(&self, parts: &[usize]) -> f32 {
+    pub(crate) fn gain(&self, parts: &[usize]) -> f32 {
         parts.iter().map(|&t| self.similarity.get(t).copied().unwrap_or(0.0)).fold(0.0, f32::max)
     }
 }
@@ -131,17 +131,17 @@ pub enum Reflection {
 #[derive(Debug)]
 pub struct View<'a> {
     /// The task's texts: the whole task, then its parts (intents).
-    pub texts: &'a [String],
+    pub(crate) texts: &'a [String],
     /// Text indexes the path does not serve yet (parts, or the whole task if it has none).
-    pub unserved: &'a [usize],
-    pub path: &'a [Step],
-    pub candidates: &'a [Candidate],
+    pub(crate) unserved: &'a [usize],
+    pub(crate) path: &'a [Step],
+    pub(crate) candidates: &'a [Candidate],
     /// `w(current node, Finish)` (0 from the start or without a graph).
-    pub finish_w: f64,
+    pub(crate) finish_w: f64,
     /// Earlier moves and their reasons (short-term memory).
-    pub memory: &'a [String],
+    pub(crate) memory: &'a [String],
     /// Remembered successful runs on similar tasks (long-term memory), closest first.
-    pub examples: &'a [super::Example],
+    pub(crate) examples: &'a [super::Example],
 }
 
 /// Chooses moves and judges paths.
@@ -166,11 +166,11 @@ pub trait Decider: Sync {
 #[derive(Debug, Clone)]
 pub struct DeterministicDecider {
     /// Never follow graph edges on their own account.
-    pub ignore_graph: bool,
+    pub(crate) ignore_graph: bool,
     /// See [`MIN_RELEVANCE`].
-    pub min_relevance: f32,
+    pub(crate) min_relevance: f32,
     /// See [`MIN_STEPS`].
-    pub min_steps: usize,
+    pub(crate) min_steps: usize,
 }
 
 impl Default for DeterministicDecider {
@@ -181,7 +181,7 @@ impl Default for DeterministicDecider {
 
 impl DeterministicDecider {
     /// A candidate's score for the current view.
-    pub fn score(c: &Candidate, unserved: &[usize]) -> f64 {
+    pub(crate) fn score(c: &Candidate, unserved: &[usize]) -> f64 {
         RELEVANCE_WEIGHT * c.relevance as f64
             + PART_WEIGHT * c.gain(unserved) as f64
             + W_WEIGHT * c.w
@@ -289,7 +289,7 @@ impl Decider for DeterministicDecider {
 
 /// The deterministic judgement of a path: a failed first step means the
 /// roots led nowhere, a later failed step is where to go back to.
-pub fn judge(path: &[Step]) -> Reflection {
+pub(crate) fn judge(path: &[Step]) -> Reflection {
     match path.iter().position(|s| !s.outcome.ok) {
         _ if path.is_empty() => Reflection::Failure { drop_roots: Vec::new() },
         Some(0) => Reflection::Failure { drop_roots: vec![path[0].api] },

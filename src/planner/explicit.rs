@@ -9,20 +9,20 @@ use regex::Regex;
 /// Values found in a request, by kind.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Explicit {
-    pub quoted: Vec<String>,
-    pub dates: Vec<String>,
-    pub emails: Vec<String>,
-    pub urls: Vec<String>,
-    pub numbers: Vec<f64>,
+    pub(crate) quoted: Vec<String>,
+    pub(crate) dates: Vec<String>,
+    pub(crate) emails: Vec<String>,
+    pub(crate) urls: Vec<String>,
+    pub(crate) numbers: Vec<f64>,
     /// The countries the request names ([`countries_in`]).
-    pub countries: Vec<celes::Country>,
+    pub(crate) countries: Vec<celes::Country>,
     /// The request's words, lower-case, each once.
     words: std::collections::BTreeSet<String>,
 }
 
 impl Explicit {
     /// Whether the request names `value` (its words, in any case).
-    pub fn names(&self, value: &str) -> bool {
+    pub(crate) fn names(&self, value: &str) -> bool {
         let words: Vec<String> = lower_words(value).collect();
         !words.is_empty() && words.iter().all(|w| self.words.contains(w))
     }
@@ -76,7 +76,7 @@ pub(super) fn named_country(words: &[&str]) -> Option<Country> {
 
 /// The countries `task` names: the longest run of up to five words that
 /// names one, or an upper-case ISO code standing alone ("US", "DEU").
-pub fn countries_in(task: &str) -> Vec<Country> {
+pub(crate) fn countries_in(task: &str) -> Vec<Country> {
     let words: Vec<&str> = task.split(|c: char| !c.is_alphanumeric() && c != '.').filter(|w| !w.is_empty()).collect();
     let mut found: Vec<Country> = Vec::new();
     let mut i = 0;

@@ -33,29 +33,29 @@ use crate::trajectory::Trajectory;
 /// One remembered run: a successful one's path, the failed calls of any.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Memory {
-    pub task: String,
+    pub(crate) task: String,
     /// Function names, in order.
-    pub path: Vec<String>,
+    pub(crate) path: Vec<String>,
     /// The task's unit vector.
-    pub vector: Vec<f32>,
+    pub(crate) vector: Vec<f32>,
     /// Learned from a live run (kept when trajectories are re-read), not
     /// from a trajectory file.
     #[serde(default)]
-    pub online: bool,
+    pub(crate) online: bool,
     /// The embedding model that made `vector` ([`Embedder::id`]); empty in
     /// journals written before it was recorded (then taken as stale).
     /// Left out of the JSON when empty, so that the checksum of an entry
     /// written before the field existed still matches.
     #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub model: String,
+    pub(crate) model: String,
     /// Functions whose calls failed in the run (the API's fault: what
     /// toolrouter refused itself is never recorded). Empty fields are left
     /// out of the JSON, as `model`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub failed: Vec<String>,
+    pub(crate) failed: Vec<String>,
     /// When the run ended (ms since the Unix epoch; 0: not recorded).
     #[serde(default, skip_serializing_if = "is_zero")]
-    pub at_unix_ms: u64,
+    pub(crate) at_unix_ms: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -77,7 +77,7 @@ pub struct MemoryWriter {
 
 impl MemoryWriter {
     /// Writes `memory` durably (fsync'd) before it is used.
-    pub fn append(&mut self, memory: &Memory) -> std::io::Result<()> {
+    pub(crate) fn append(&mut self, memory: &Memory) -> std::io::Result<()> {
         self.journal.append(self.next_seq, memory)?;
         self.next_seq += 1;
         Ok(())
@@ -85,13 +85,13 @@ impl MemoryWriter {
 }
 
 /// The memory journal in a state directory.
-pub fn memory_path(state_dir: &Path) -> PathBuf {
+pub(crate) fn memory_path(state_dir: &Path) -> PathBuf {
     state_dir.join("memory").join("memory.jsonl")
 }
 
 /// The successful runs among `trajectories` as (task, path of function
 /// names), cleaned as the graph cleans them; unresolvable calls left out.
-pub fn successful_paths(
+pub(crate) fn successful_paths(
     catalog: &Catalog,
     trajectories: &[Trajectory],
     max_calls: usize,
@@ -110,7 +110,7 @@ pub fn successful_paths(
 }
 
 /// Memories of `paths`, their tasks embedded through the embedding cache.
-pub fn embed_paths(
+pub(crate) fn embed_paths(
     paths: Vec<(String, Vec<String>)>,
     embedder: &Embedder,
     cache: &mut EmbeddingCache,
@@ -134,7 +134,7 @@ pub fn embed_paths(
 }
 
 /// Embeds task texts as queries (through the embedding cache, in the callers).
-pub type Embed<'a> = &'a mut dyn FnMut(&[String]) -> std::io::Result<Vec<Vec<f32>>>;
+pub(crate) type Embed<'a> = &'a mut dyn FnMut(&[String]) -> std::io::Result<Vec<Vec<f32>>>;
 
 /// Gives `entries` new vectors from `embed`, recorded as `model`'s.
 fn embed_again(entries: Vec<&mut Memory>, model: &str, embed: Embed<'_>) -> std::io::Result<()> {
@@ -153,7 +153,7 @@ fn embed_again(entries: Vec<&mut Memory>, model: &str, embed: Embed<'_>) -> std:
 /// Embeds again (through the embedding cache in `cache_dir`) the entries of
 /// the memory journal at `path` that another model embedded: after
 /// `embedding.model` changes, remembered runs keep counting. Returns how many.
-pub fn reembed_stale(
+pub(crate) fn reembed_stale(
     path: &Path,
     embedder: &Embedder,
     cache_dir: &Path,
@@ -179,7 +179,7 @@ impl LongTermMemory {
     /// again by `embed` as `model` (the model may have changed since; the
     /// embedding cache makes it cheap when it has not): written beside it,
     /// fsync'd, renamed into place. Returns the entries kept.
-    pub fn rewrite(path: &Path, entries: &[Memory], model: &str, embed: Embed<'_>) -> std::io::Result<usize> {
+    pub(crate) fn rewrite(path: &Path, entries: &[Memory], model: &str, embed: Embed<'_>) -> std::io::Result<usize> {
         let (old, _) = journal::read::<Memory>(path)?;
         let mut kept: Vec<Memory> = old.into_iter().map(|(_, m)| m).filter(|m| m.online).collect();
         let all: Vec<&mut Memory> = kept.iter_mut().collect();
@@ -206,25 +206,25 @@ impl LongTermMemory {
     }
 
     /// How many entries another model (or an unrecorded one) embedded.
-    pub fn stale(&self, model: &str) -> usize {
+    pub(crate) fn stale(&self, model: &str) -> usize {
         self.entries.iter().filter(|m| m.model != model).count()
     }
 
     /// Leaves out of this view the entries another model embedded (the
     /// journal keeps them); returns how many.
-    pub fn keep_model(&mut self, model: &str) -> usize {
+    pub(crate) fn keep_model(&mut self, model: &str) -> usize {
         let before = self.entries.len();
         self.entries.retain(|m| m.model == model);
         before - self.entries.len()
     }
 
     /// A memory that lives only in this process (evaluation).
-    pub fn in_memory(entries: Vec<Memory>) -> LongTermMemory {
+    pub(crate) fn in_memory(entries: Vec<Memory>) -> LongTermMemory {
         LongTermMemory { entries: entries.into_iter().map(Arc::new).collect() }
     }
 
     /// Loads the journal at `path` for writing (a torn last entry is cut off).
-    pub fn open(path: &Path) -> std::io::Result<(LongTermMemory, MemoryWriter, journal::ReadReport)> {
+    pub(crate) fn open(path: &Path) -> std::io::Result<(LongTermMemory, MemoryWriter, journal::ReadReport)> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
@@ -235,7 +235,7 @@ impl LongTermMemory {
     }
 
     /// Loads the journal at `path` without changing it (for readers).
-    pub fn read(path: &Path) -> std::io::Result<LongTermMemory> {
+    pub(crate) fn read(path: &Path) -> std::io::Result<LongTermMemory> {
         let (records, _) = journal::read::<Memory>(path)?;
         Ok(LongTermMemory::in_memory(records.into_iter().map(|(_, m)| m).collect()))
     }
@@ -249,12 +249,12 @@ impl LongTermMemory {
     }
 
     /// Remembers a run (in this process; [`MemoryWriter::append`] makes it durable).
-    pub fn push(&mut self, memory: Memory) {
+    pub(crate) fn push(&mut self, memory: Memory) {
         self.entries.push(Arc::new(memory));
     }
 
     /// The `k` remembered tasks most similar to `vector`, as worked examples.
-    pub fn examples(&self, vector: &[f32], k: usize) -> Vec<super::Example> {
+    pub(crate) fn examples(&self, vector: &[f32], k: usize) -> Vec<super::Example> {
         self.search(vector, k)
             .into_iter()
             .map(|(similarity, m)| super::Example { task: m.task.clone(), path: m.path.clone(), similarity })
@@ -263,7 +263,7 @@ impl LongTermMemory {
 
     /// The `k` remembered successful tasks most similar to `vector`, with
     /// their similarity.
-    pub fn search(&self, vector: &[f32], k: usize) -> Vec<(f32, &Memory)> {
+    pub(crate) fn search(&self, vector: &[f32], k: usize) -> Vec<(f32, &Memory)> {
         let mut scored: Vec<(f32, &Memory)> = self
             .entries
             .iter()
@@ -279,7 +279,7 @@ impl LongTermMemory {
     /// sum, over remembered runs at least `min_similarity` close whose
     /// calls to it failed, of their similarity · 0.5^(age / `half_life`),
     /// at most 1. (Runs without a time count as old: nothing.)
-    pub fn failures(
+    pub(crate) fn failures(
         &self,
         vector: &[f32],
         min_similarity: f32,

@@ -21,11 +21,11 @@
 //! the candidates shown, reasons and timings.
 
 pub mod arguments;
-pub mod caller;
-pub mod decider;
+pub(crate) mod caller;
+pub(crate) mod decider;
 pub mod defaults;
-pub mod explicit;
-pub mod memory;
+pub(crate) mod explicit;
+pub(crate) mod memory;
 mod search;
 
 use std::collections::{HashMap, HashSet};
@@ -52,37 +52,37 @@ const TRACE_CANDIDATES: usize = 8;
 
 /// Limits of one run.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Budget {
+pub(crate) struct Budget {
     /// Steps taken (successful or not).
-    pub max_steps: usize,
-    pub max_backtracks: usize,
-    pub max_restarts: usize,
-    pub deadline: Duration,
+    pub(crate) max_steps: usize,
+    pub(crate) max_backtracks: usize,
+    pub(crate) max_restarts: usize,
+    pub(crate) deadline: Duration,
 }
 
 /// How the planner searches.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Settings {
-    pub budget: Budget,
+pub(crate) struct Settings {
+    pub(crate) budget: Budget,
     /// Roots taken from the retrieval ranking.
-    pub roots: usize,
+    pub(crate) roots: usize,
     /// Successors (and padding) offered per decision.
-    pub neighbors: usize,
+    pub(crate) neighbors: usize,
     /// APIs whose calls seen succeeded at a lower rate are not offered…
-    pub alpha_min: f64,
+    pub(crate) alpha_min: f64,
     /// …until this long after their last failed call in a run.
-    pub retry_failed_after: Duration,
+    pub(crate) retry_failed_after: Duration,
     /// A failed call's weight against its API for similar tasks halves this often.
-    pub failure_half_life: Duration,
+    pub(crate) failure_half_life: Duration,
     /// Remembered tasks consulted for hints.
-    pub hints: usize,
+    pub(crate) hints: usize,
     /// Commit to every choice: no retry after a failure, no backtracking, no restart.
-    pub greedy: bool,
+    pub(crate) greedy: bool,
     /// Times the decider is asked to fix arguments that break the schema
     /// (only with a real caller; a deterministic decider cannot).
-    pub repair_attempts: usize,
+    pub(crate) repair_attempts: usize,
     /// How arguments are validated (`[args]`: strict mode, coercions).
-    pub args: args::Options,
+    pub(crate) args: args::Options,
 }
 
 /// The one constructor every planner user goes through (the server's
@@ -166,37 +166,37 @@ pub enum Ending {
 /// One decision in the trace.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TraceEvent {
-    pub at_ms: f64,
+    pub(crate) at_ms: f64,
     /// The node decided from (`None`: the start).
-    pub from: Option<String>,
-    pub candidates: Vec<ShownCandidate>,
+    pub(crate) from: Option<String>,
+    pub(crate) candidates: Vec<ShownCandidate>,
     #[serde(flatten)]
-    pub decision: Move,
+    pub(crate) decision: Move,
     /// The API a `next` move chose, by function name.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub function: Option<String>,
+    pub(crate) function: Option<String>,
     /// What happened next (step outcome, reflection, budget).
-    pub note: Option<String>,
+    pub(crate) note: Option<String>,
 }
 
 /// A candidate as the trace shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ShownCandidate {
-    pub function: String,
-    pub score: f64,
-    pub w: f64,
-    pub alpha: f64,
-    pub relevance: f32,
-    pub source: Source,
+pub(crate) struct ShownCandidate {
+    pub(crate) function: String,
+    pub(crate) score: f64,
+    pub(crate) w: f64,
+    pub(crate) alpha: f64,
+    pub(crate) relevance: f32,
+    pub(crate) source: Source,
 }
 
 /// Time spent, in milliseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Timings {
     /// Embedding and ranking the task.
-    pub retrieval_ms: f64,
+    pub(crate) retrieval_ms: f64,
     /// The search itself.
-    pub planning_ms: f64,
+    pub(crate) planning_ms: f64,
 }
 
 /// The result of a planner run.
@@ -218,7 +218,7 @@ pub struct PlanRun {
 }
 
 /// Plans tasks over a catalog's index, graph and memory.
-pub struct Planner<'a> {
+pub(crate) struct Planner<'a> {
     retriever: &'a Retriever,
     graph: Option<&'a ToolGraph>,
     memory: Option<&'a LongTermMemory>,
@@ -229,7 +229,7 @@ pub struct Planner<'a> {
 }
 
 impl<'a> Planner<'a> {
-    pub fn new(
+    pub(crate) fn new(
         retriever: &'a Retriever,
         graph: Option<&'a ToolGraph>,
         memory: Option<&'a LongTermMemory>,
@@ -239,7 +239,7 @@ impl<'a> Planner<'a> {
     }
 
     /// Lets steps complete their arguments from `outputs` (calls made before this run).
-    pub fn with_outputs(mut self, outputs: Vec<serde_json::Value>) -> Planner<'a> {
+    pub(crate) fn with_outputs(mut self, outputs: Vec<serde_json::Value>) -> Planner<'a> {
         self.outputs = outputs;
         self
     }
@@ -373,12 +373,12 @@ impl<'a> Planner<'a> {
 
 /// A remembered successful run similar to the task: a worked example.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Example {
-    pub task: String,
+pub(crate) struct Example {
+    pub(crate) task: String,
     /// Function names, in order.
-    pub path: Vec<String>,
+    pub(crate) path: Vec<String>,
     /// Cosine similarity of its task to this one.
-    pub similarity: f32,
+    pub(crate) similarity: f32,
 }
 
 /// Remembered tasks at least this similar to a request (cosine) rank the
@@ -386,11 +386,11 @@ pub struct Example {
 /// curve of the development sets (0.4–0.5 best, 0.55 and 0.6 lower); on
 /// held-out traffic Recall@10 of repeat requests gains 0.049 at 0.5 and
 /// 0.030 at 0.6 (docs/benchmarks.md, "Learning from use").
-pub const MIN_REMEMBERED_SIMILARITY: f32 = 0.5;
+pub(crate) const MIN_REMEMBERED_SIMILARITY: f32 = 0.5;
 
 /// The APIs of the paths of the examples similar enough, best first,
 /// each with the similarity of the closest task that used it.
-pub fn remembered(examples: &[Example], catalog: &crate::catalog::Catalog) -> Vec<(ApiId, f32)> {
+pub(crate) fn remembered(examples: &[Example], catalog: &crate::catalog::Catalog) -> Vec<(ApiId, f32)> {
     let close: Vec<Example> = examples.iter().filter(|e| e.similarity >= MIN_REMEMBERED_SIMILARITY).cloned().collect();
     let mut apis: Vec<(ApiId, f32)> = hints(&close, catalog).into_iter().collect();
     apis.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.0.cmp(&b.0.0)));

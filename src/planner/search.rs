@@ -27,7 +27,7 @@ struct Given<'a> {
 
 impl<'a> Planner<'a> {
     /// Plans (and, with a real caller, carries out) `task`.
-    pub async fn run<D: Decider, E: Caller>(
+    pub(crate) async fn run<D: Decider, E: Caller>(
         &self,
         task: &str,
         decider: &D,
@@ -45,7 +45,7 @@ impl<'a> Planner<'a> {
     /// same state (the stack, the unserved parts, the failed and dropped
     /// APIs, the run); cut into methods, each would take most of it by
     /// `&mut` while the decider's view borrows the rest.
-    pub async fn run_prepared<D: Decider, E: Caller>(
+    pub(crate) async fn run_prepared<D: Decider, E: Caller>(
         &self,
         task: &str,
         prepared: &Prepared,

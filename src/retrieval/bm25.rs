@@ -20,11 +20,11 @@ use rust_stemmers::{Algorithm, Stemmer};
 use serde::{Deserialize, Serialize};
 
 /// Bump when [`tokens`] changes: stored postings are then rebuilt.
-pub const TOKENIZER_VERSION: u32 = 2;
+pub(crate) const TOKENIZER_VERSION: u32 = 2;
 /// BM25 term-frequency saturation.
-pub const K1: f32 = 1.2;
+pub(crate) const K1: f32 = 1.2;
 /// BM25 length normalization.
-pub const B: f32 = 0.75;
+pub(crate) const B: f32 = 0.75;
 
 /// Function words and request filler; never indexed or searched.
 const STOPWORDS: &[&str] = &[
@@ -187,7 +187,7 @@ fn is_cjk(c: char) -> bool {
 }
 
 /// The index terms of a text, in order (repeats kept).
-pub fn tokens(text: &str) -> Vec<String> {
+pub(crate) fn tokens(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut word = String::new();
     let mut cjk: Vec<char> = Vec::new();
@@ -239,7 +239,7 @@ pub fn tokens(text: &str) -> Vec<String> {
 
 /// A BM25 index over documents numbered 0..n.
 #[derive(Debug, Default, Serialize, Deserialize)]
-pub struct Bm25 {
+pub(crate) struct Bm25 {
     terms: HashMap<String, u32>,
     /// Per term: (document, term frequency), documents ascending.
     postings: Vec<Vec<(u32, u32)>>,
@@ -249,7 +249,7 @@ pub struct Bm25 {
 
 /// A document of an index made from another ([`Bm25::carry_over`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Carried<'a> {
+pub(crate) enum Carried<'a> {
     /// The other index's document, unchanged.
     Kept(u32),
     /// A document to index.
@@ -258,7 +258,7 @@ pub enum Carried<'a> {
 
 impl Bm25 {
     /// Indexes `documents`; document `i` is `documents[i]`.
-    pub fn build(documents: &[String]) -> Bm25 {
+    pub(crate) fn build(documents: &[String]) -> Bm25 {
         let mut index = Bm25 { doc_len: Vec::with_capacity(documents.len()), ..Bm25::default() };
         let mut total = 0u64;
         for (doc, text) in documents.iter().enumerate() {
@@ -288,7 +288,7 @@ impl Bm25 {
     /// catalog's 47,000 API documents takes about a second, nearly all of it
     /// tokenizing; carrying them over takes a few hundredths
     /// (docs/benchmarks.md, "A catalog that changes").
-    pub fn carry_over(&self, documents: &[Carried<'_>]) -> Bm25 {
+    pub(crate) fn carry_over(&self, documents: &[Carried<'_>]) -> Bm25 {
         let mut new_of_old: Vec<Option<u32>> = vec![None; self.len()];
         let mut index =
             Bm25 { terms: self.terms.clone(), doc_len: Vec::with_capacity(documents.len()), ..Bm25::default() };
@@ -335,17 +335,13 @@ impl Bm25 {
     }
 
     /// Number of documents.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.doc_len.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.doc_len.is_empty()
     }
 
     /// The `k` best documents for `query`, best first; `mask[d]` says whether
     /// document `d` may be returned (`None`: all may).
-    pub fn search(&self, query: &str, k: usize, mask: Option<&[bool]>) -> Vec<(u32, f32)> {
+    pub(crate) fn search(&self, query: &str, k: usize, mask: Option<&[bool]>) -> Vec<(u32, f32)> {
         let n = self.len() as f32;
         let mut terms = tokens(query);
         terms.sort();
@@ -380,7 +376,7 @@ impl Bm25 {
 }
 
 /// Keeps the `k` highest-scoring entries, sorted best first (ties by id).
-pub fn top_k(hits: &mut Vec<(u32, f32)>, k: usize) {
+pub(crate) fn top_k(hits: &mut Vec<(u32, f32)>, k: usize) {
     let order = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
     if hits.len() > k && k > 0 {
         hits.select_nth_unstable_by(k - 1, order);

@@ -24,10 +24,10 @@ pub(super) const MAGIC: &[u8; 8] = b"TREMBED1";
 pub(super) const HEADER: usize = 12;
 
 /// A cache key: SHA-256 of the model id and the text.
-pub type Key = [u8; 32];
+pub(crate) type Key = [u8; 32];
 
 /// The key of `text` under `model_id`.
-pub fn key(model_id: &str, text: &str) -> Key {
+pub(crate) fn key(model_id: &str, text: &str) -> Key {
     let mut h = Sha256::new();
     h.update(model_id.as_bytes());
     h.update([0]);
@@ -98,7 +98,7 @@ pub(super) fn open_records(
 
 /// An open cache file with its records in memory.
 #[derive(Debug)]
-pub struct EmbeddingCache {
+pub(crate) struct EmbeddingCache {
     path: PathBuf,
     dims: usize,
     index: HashMap<Key, usize>,
@@ -109,7 +109,7 @@ pub struct EmbeddingCache {
 impl EmbeddingCache {
     /// Opens (or creates) the cache of `model_id` in `dir`, every record
     /// read into memory.
-    pub fn open(dir: &Path, model_id: &str, dims: usize) -> std::io::Result<EmbeddingCache> {
+    pub(crate) fn open(dir: &Path, model_id: &str, dims: usize) -> std::io::Result<EmbeddingCache> {
         EmbeddingCache::open_keeping(dir, model_id, dims, |_| true)
     }
 
@@ -117,7 +117,7 @@ impl EmbeddingCache {
     /// keys: a small catalog's index need not hold (even for a moment)
     /// the vectors of every catalog this machine has indexed (74 MB for
     /// ToolBench's).
-    pub fn open_for(dir: &Path, model_id: &str, dims: usize, wanted: &[Key]) -> std::io::Result<EmbeddingCache> {
+    pub(crate) fn open_for(dir: &Path, model_id: &str, dims: usize, wanted: &[Key]) -> std::io::Result<EmbeddingCache> {
         let wanted: std::collections::HashSet<&Key> = wanted.iter().collect();
         EmbeddingCache::open_keeping(dir, model_id, dims, |key| wanted.contains(key))
     }
@@ -142,25 +142,27 @@ impl EmbeddingCache {
         Ok(EmbeddingCache { path, dims, index, vectors, file })
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.index.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
         self.index.is_empty()
     }
 
     /// The cached vector of `key`.
-    pub fn get(&self, key: &Key) -> Option<&[f32]> {
+    pub(crate) fn get(&self, key: &Key) -> Option<&[f32]> {
         self.index.get(key).map(|&at| &self.vectors[at..at + self.dims])
     }
 
     /// Appends new vectors and fsyncs the file.
-    pub fn put(&mut self, entries: &[(Key, Vec<f32>)]) -> std::io::Result<()> {
+    pub(crate) fn put(&mut self, entries: &[(Key, Vec<f32>)]) -> std::io::Result<()> {
         let mut buf = Vec::with_capacity(entries.len() * (32 + 4 * self.dims));
         for (key, vector) in entries {
             assert_eq!(vector.len(), self.dims, "vector length must match the cache");
@@ -181,7 +183,7 @@ impl EmbeddingCache {
 /// Vectors of `texts` read in `role`: from the cache where it has them, the
 /// rest embedded (in batches of `batch`, similar lengths together) and
 /// added to it.
-pub fn embed_through(
+pub(crate) fn embed_through(
     cache: &mut EmbeddingCache,
     embedder: &Embedder,
     role: Role,
@@ -194,7 +196,7 @@ pub fn embed_through(
 /// [`embed_through`], counting the texts it embeds as `stage` of
 /// `progress` and logging every tenth, for the long ones (a memory of
 /// thousands of runs embedded again after a change of model).
-pub fn embed_through_counted(
+pub(crate) fn embed_through_counted(
     cache: &mut EmbeddingCache,
     embedder: &Embedder,
     role: Role,

@@ -15,15 +15,15 @@ use serde::{Deserialize, Serialize};
 use super::bm25::top_k;
 
 /// HNSW `efConstruction`: neighbours considered while building.
-pub const HNSW_EF_CONSTRUCTION: usize = 40;
+pub(crate) const HNSW_EF_CONSTRUCTION: usize = 40;
 /// HNSW `ef` at search time: candidates kept while searching (caps `k`).
-pub const HNSW_EF_SEARCH: usize = 50;
+pub(crate) const HNSW_EF_SEARCH: usize = 50;
 /// Seed of the HNSW level generator, so builds are reproducible.
 const HNSW_SEED: u64 = 42;
 
 /// One vector as an HNSW point.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Point(pub Vec<f32>);
+pub(crate) struct Point(pub(crate) Vec<f32>);
 
 impl instant_distance::Point for Point {
     fn distance(&self, other: &Self) -> f32 {
@@ -34,7 +34,7 @@ impl instant_distance::Point for Point {
 /// Dot product with eight independent accumulators, so the compiler can
 /// vectorize it (a plain iterator sum cannot be reordered).
 #[inline]
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0f32; 8];
     let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
     let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
@@ -47,7 +47,7 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// The vectors of every document, and optionally an HNSW graph over them.
-pub struct Dense {
+pub(crate) struct Dense {
     dims: usize,
     vectors: Vec<f32>,
     hnsw: Option<Arc<HnswMap<Point, u32>>>,
@@ -80,7 +80,7 @@ impl std::fmt::Debug for Dense {
 
 impl Dense {
     /// Vectors of `dims` floats each, concatenated; document `i` is the `i`-th.
-    pub fn new(dims: usize, vectors: Vec<f32>, hnsw: Option<HnswMap<Point, u32>>) -> Dense {
+    pub(crate) fn new(dims: usize, vectors: Vec<f32>, hnsw: Option<HnswMap<Point, u32>>) -> Dense {
         assert!(dims > 0 && vectors.len().is_multiple_of(dims), "vectors must be whole");
         Dense { dims, vectors, hnsw: hnsw.map(Arc::new), carried: None }
     }
@@ -94,7 +94,7 @@ impl Dense {
     /// so a changed catalog is searched at once and the graph is rebuilt in
     /// the background (chosen over an HNSW crate that inserts and deletes
     /// in place: see docs/benchmarks.md, "A catalog that changes").
-    pub fn carry_over(&self, vectors: Vec<f32>, old_of_new: &[Option<u32>]) -> Dense {
+    pub(crate) fn carry_over(&self, vectors: Vec<f32>, old_of_new: &[Option<u32>]) -> Dense {
         let mut new_of_old: Vec<Option<u32>> = vec![None; self.len()];
         for (new, old) in old_of_new.iter().enumerate() {
             if let Some(old) = old {
@@ -124,12 +124,12 @@ impl Dense {
 
     /// Whether the graph was built for other documents (searches work
     /// around it; it should be rebuilt).
-    pub fn is_carried(&self) -> bool {
+    pub(crate) fn is_carried(&self) -> bool {
         self.carried.is_some()
     }
 
     /// Builds the HNSW graph (parallel, on every core).
-    pub fn build_hnsw(&mut self) {
+    pub(crate) fn build_hnsw(&mut self) {
         self.carried = None;
         let points: Vec<Point> = self.vectors.chunks_exact(self.dims).map(|v| Point(v.to_vec())).collect();
         let ids: Vec<u32> = (0..points.len() as u32).collect();
@@ -138,26 +138,26 @@ impl Dense {
         self.hnsw = Some(Arc::new(builder.build(points, ids)));
     }
 
-    pub fn dims(&self) -> usize {
+    pub(crate) fn dims(&self) -> usize {
         self.dims
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.vectors.len() / self.dims
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.vectors.is_empty()
     }
 
     /// The raw vectors (for persistence).
-    pub fn vectors(&self) -> &[f32] {
+    pub(crate) fn vectors(&self) -> &[f32] {
         &self.vectors
     }
 
     /// The graph, when it was built for these documents (one carried over
     /// from others is never stored).
-    pub fn hnsw(&self) -> Option<&HnswMap<Point, u32>> {
+    pub(crate) fn hnsw(&self) -> Option<&HnswMap<Point, u32>> {
         if self.carried.is_some() {
             return None;
         }
@@ -166,7 +166,7 @@ impl Dense {
 
     /// The vector of document `i`.
     #[cfg(test)]
-    pub fn vector(&self, i: usize) -> &[f32] {
+    pub(crate) fn vector(&self, i: usize) -> &[f32] {
         self.doc(i as u32)
     }
 
@@ -177,7 +177,7 @@ impl Dense {
 
     /// The `k` most similar documents by scanning all; `mask[d]` says
     /// whether document `d` may be returned (`None`: all may).
-    pub fn exact(&self, query: &[f32], k: usize, mask: Option<&[bool]>) -> Vec<(u32, f32)> {
+    pub(crate) fn exact(&self, query: &[f32], k: usize, mask: Option<&[bool]>) -> Vec<(u32, f32)> {
         let mut hits: Vec<(u32, f32)> = self
             .vectors
             .chunks_exact(self.dims)
@@ -191,7 +191,7 @@ impl Dense {
 
     /// The (approximately) `k` most similar documents through HNSW;
     /// `None` without a graph. At most [`HNSW_EF_SEARCH`] results.
-    pub fn approximate(&self, query: &[f32], k: usize) -> Option<Vec<(u32, f32)>> {
+    pub(crate) fn approximate(&self, query: &[f32], k: usize) -> Option<Vec<(u32, f32)>> {
         let hnsw = self.hnsw.as_ref()?;
         let mut search = Search::default();
         let point = Point(query.to_vec());

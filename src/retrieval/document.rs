@@ -16,7 +16,7 @@ use super::embedder::hex;
 use crate::catalog::{Api, Catalog};
 
 /// Bump when the document text changes: every index is then rebuilt.
-pub const DOCUMENT_VERSION: u32 = 3;
+pub(crate) const DOCUMENT_VERSION: u32 = 3;
 /// Longest dense document, in characters (about 64 of the model's tokens).
 /// Embedding costs by the token: cut here rather than at the model's 128
 /// tokens, the full catalog's documents embed 2.4 times faster, for 0.003
@@ -55,7 +55,7 @@ fn head(catalog: &Catalog, api: &Api, capacity: usize) -> String {
 /// defaults are left out: they are sample values, and ToolBench's requests
 /// were written from documentation that showed them (see
 /// docs/benchmarks.md, "Parameter text in the API documents").
-pub fn lexical_document(catalog: &Catalog, api: &Api) -> String {
+pub(crate) fn lexical_document(catalog: &Catalog, api: &Api) -> String {
     let mut doc = head(catalog, api, 160);
     if !api.params.is_empty() {
         doc.push_str(". Parameters: ");
@@ -73,7 +73,7 @@ pub fn lexical_document(catalog: &Catalog, api: &Api) -> String {
 }
 
 /// The dense (embedded) document of one API.
-pub fn api_document(catalog: &Catalog, api: &Api) -> String {
+pub(crate) fn api_document(catalog: &Catalog, api: &Api) -> String {
     let tool = catalog.tool_of(api);
     let mut doc = head(catalog, api, 256);
     let tool_description = cut_at_word(&tool.description, MAX_TOOL_DESCRIPTION);
@@ -93,13 +93,13 @@ pub fn api_document(catalog: &Catalog, api: &Api) -> String {
 
 /// Every API's dense and lexical documents, indexed by `ApiId`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Documents {
-    pub dense: Vec<String>,
-    pub lexical: Vec<String>,
+pub(crate) struct Documents {
+    pub(crate) dense: Vec<String>,
+    pub(crate) lexical: Vec<String>,
 }
 
 /// Made side by side (47,000 APIs: 100 ms alone, on a changed catalog's path).
-pub fn documents(catalog: &Catalog) -> Documents {
+pub(crate) fn documents(catalog: &Catalog) -> Documents {
     std::thread::scope(|scope| {
         let dense = scope.spawn(|| catalog.apis().iter().map(|api| api_document(catalog, api)).collect());
         let lexical = catalog.apis().iter().map(|api| lexical_document(catalog, api)).collect();
@@ -109,7 +109,7 @@ pub fn documents(catalog: &Catalog) -> Documents {
 
 /// SHA-256 (hex) of the document and tokenizer versions, and every function
 /// name and document: what an index is built from.
-pub fn catalog_hash(catalog: &Catalog, documents: &Documents) -> String {
+pub(crate) fn catalog_hash(catalog: &Catalog, documents: &Documents) -> String {
     let mut h = Sha256::new();
     h.update(DOCUMENT_VERSION.to_le_bytes());
     h.update(super::bm25::TOKENIZER_VERSION.to_le_bytes());

@@ -55,7 +55,7 @@ pub enum EmbedError {
 /// What a text is to the model: an asymmetric model (bge) reads a query
 /// after its prompt and a document as it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
+pub(crate) enum Role {
     Query,
     Document,
 }
@@ -132,14 +132,14 @@ impl Embedder {
     }
 
     /// Vector length.
-    pub fn dims(&self) -> usize {
+    pub(crate) fn dims(&self) -> usize {
         self.dims
     }
 
     /// Embeds what is searched for (requests, remembered tasks, a user's
     /// message), each after the model's query prompt: L2-normalized
     /// vectors in the same order.
-    pub fn embed_queries(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    pub(crate) fn embed_queries(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         if self.query_prompt.is_empty() {
             return self.embed(texts);
         }
@@ -149,7 +149,7 @@ impl Embedder {
 
     /// Embeds what is searched (API and tool documents), each after the
     /// model's document prompt.
-    pub fn embed_documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    pub(crate) fn embed_documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         if self.document_prompt.is_empty() {
             return self.embed(texts);
         }
@@ -164,7 +164,7 @@ impl Embedder {
     /// with two threads took 59 (docs/benchmarks.md, "Building the index"):
     /// a session's threads meet at every operator, separate sessions never.
     /// The copy serving queries keeps all its threads, for latency.
-    pub fn workers(&self) -> Result<Vec<Embedder>, EmbedError> {
+    pub(crate) fn workers(&self) -> Result<Vec<Embedder>, EmbedError> {
         let n = match self.config.threads {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
@@ -179,7 +179,11 @@ impl Embedder {
     /// [`Embedder::embed_documents`] split across `workers` running side
     /// by side (by this model alone when there are none): the vectors of
     /// `texts` in order.
-    pub fn embed_documents_with(&self, workers: &[Embedder], texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    pub(crate) fn embed_documents_with(
+        &self,
+        workers: &[Embedder],
+        texts: &[String],
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
         if workers.len() < 2 || texts.len() < 2 {
             return self.embed_documents(texts);
         }
@@ -210,7 +214,7 @@ impl Embedder {
     }
 
     /// [`Embedder::embed_queries`] or [`Embedder::embed_documents`].
-    pub fn embed_as(&self, role: Role, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    pub(crate) fn embed_as(&self, role: Role, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         match role {
             Role::Query => self.embed_queries(texts),
             Role::Document => self.embed_documents(texts),
@@ -219,7 +223,7 @@ impl Embedder {
 
     /// `text` as the model reads it in `role` (a query after its prompt):
     /// what a cache keys the text's vector by.
-    pub fn as_read(&self, role: Role, text: &str) -> String {
+    pub(crate) fn as_read(&self, role: Role, text: &str) -> String {
         match role {
             Role::Query => format!("{}{text}", self.query_prompt),
             Role::Document => format!("{}{text}", self.document_prompt),
@@ -261,7 +265,7 @@ fn release_freed_memory() {
 }
 
 /// Scales a vector to unit length (a zero vector stays zero).
-pub fn normalize(mut v: Vec<f32>) -> Vec<f32> {
+pub(crate) fn normalize(mut v: Vec<f32>) -> Vec<f32> {
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     if norm > 0.0 {
         v.iter_mut().for_each(|x| *x /= norm);
@@ -273,15 +277,15 @@ pub fn normalize(mut v: Vec<f32>) -> Vec<f32> {
 /// files: how token vectors become one vector, and the prompt before a
 /// query. Both files are optional (mean pooling, no prompt).
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct ModelCard {
-    pub cls_pooling: bool,
-    pub query_prompt: String,
+pub(crate) struct ModelCard {
+    pub(crate) cls_pooling: bool,
+    pub(crate) query_prompt: String,
     /// The `passage` (or `document`) prompt.
-    pub document_prompt: String,
+    pub(crate) document_prompt: String,
 }
 
 impl ModelCard {
-    pub fn read(dir: &Path) -> Result<ModelCard, EmbedError> {
+    pub(crate) fn read(dir: &Path) -> Result<ModelCard, EmbedError> {
         #[derive(serde::Deserialize, Default)]
         struct PoolingFile {
             #[serde(default)]
@@ -446,7 +450,7 @@ fn load_named(config: &EmbeddingConfig, _arena: bool) -> Result<Loaded, EmbedErr
 }
 
 /// Lower-case hex of bytes.
-pub fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

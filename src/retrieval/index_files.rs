@@ -27,9 +27,9 @@ use super::dense::Dense;
 use super::embedder::hex;
 
 /// Version of the on-disk layout; bump to rebuild every index.
-pub const INDEX_FORMAT: u32 = 3;
+pub(crate) const INDEX_FORMAT: u32 = 3;
 /// Index directories kept in the state directory (one per catalog content).
-pub const KEEP_INDEXES: usize = 3;
+pub(crate) const KEEP_INDEXES: usize = 3;
 
 const VECTORS: &str = "vectors.f32";
 const BM25: &str = "bm25.bin";
@@ -39,22 +39,22 @@ const MANIFEST: &str = "manifest.json";
 
 /// What an index was built from, and the files it consists of.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Manifest {
-    pub format: u32,
-    pub catalog_hash: String,
-    pub model_id: String,
-    pub dims: usize,
-    pub apis: usize,
-    pub files: Vec<FileEntry>,
-    pub built_unix: u64,
+pub(crate) struct Manifest {
+    pub(crate) format: u32,
+    pub(crate) catalog_hash: String,
+    pub(crate) model_id: String,
+    pub(crate) dims: usize,
+    pub(crate) apis: usize,
+    pub(crate) files: Vec<FileEntry>,
+    pub(crate) built_unix: u64,
 }
 
 /// One file of an index.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FileEntry {
-    pub name: String,
-    pub bytes: u64,
-    pub sha256: String,
+pub(crate) struct FileEntry {
+    pub(crate) name: String,
+    pub(crate) bytes: u64,
+    pub(crate) sha256: String,
 }
 
 /// Why a stored index cannot be used.
@@ -70,22 +70,22 @@ pub enum Unusable {
 
 /// The parts of a search index.
 #[derive(Debug)]
-pub struct Index {
-    pub dense: Dense,
+pub(crate) struct Index {
+    pub(crate) dense: Dense,
     /// BM25 over the APIs' lexical documents.
-    pub bm25: Bm25,
+    pub(crate) bm25: Bm25,
     /// BM25 over the tools' documents.
-    pub tools: Bm25,
+    pub(crate) tools: Bm25,
 }
 
 /// The directory of the index of a catalog with this content hash.
-pub fn index_dir(state_dir: &Path, catalog_hash: &str) -> PathBuf {
+pub(crate) fn index_dir(state_dir: &Path, catalog_hash: &str) -> PathBuf {
     state_dir.join("index").join(&catalog_hash[..16.min(catalog_hash.len())])
 }
 
 /// Loads the index in `dir`, checking that it was built for this catalog
 /// and model (`model_id: None` accepts any model: lexical-only use).
-pub fn load(dir: &Path, catalog_hash: &str, model_id: Option<&str>) -> Result<(Manifest, Index), Unusable> {
+pub(crate) fn load(dir: &Path, catalog_hash: &str, model_id: Option<&str>) -> Result<(Manifest, Index), Unusable> {
     let damaged = |why: String| Unusable::Damaged { dir: dir.to_path_buf(), why };
     let stale = |why: String| Unusable::Stale { dir: dir.to_path_buf(), why };
     let text = match std::fs::read(dir.join(MANIFEST)) {
@@ -139,7 +139,7 @@ pub fn load(dir: &Path, catalog_hash: &str, model_id: Option<&str>) -> Result<(M
 }
 
 /// Writes an index into `dir` atomically and prunes old index directories.
-pub fn save(dir: &Path, catalog_hash: &str, model_id: &str, index: &Index) -> std::io::Result<Manifest> {
+pub(crate) fn save(dir: &Path, catalog_hash: &str, model_id: &str, index: &Index) -> std::io::Result<Manifest> {
     let Index { dense, bm25, tools } = index;
     let parent = dir.parent().expect("index dirs live in <state>/index");
     std::fs::create_dir_all(parent)?;

@@ -9,13 +9,13 @@
 use super::bm25::tokens;
 
 /// Fewest content words (after stop words) an intent needs.
-pub const MIN_INTENT_TERMS: usize = 2;
+pub(crate) const MIN_INTENT_TERMS: usize = 2;
 /// Most intents one request is split into.
-pub const MAX_INTENTS: usize = 6;
+pub(crate) const MAX_INTENTS: usize = 6;
 
 /// The sentences of `query` that carry a request, in order. Empty when the
 /// query has at most one such sentence (then the whole query is the intent).
-pub fn split(query: &str) -> Vec<String> {
+pub(crate) fn split(query: &str) -> Vec<String> {
     let mut pieces = Vec::new();
     let mut current = String::new();
     let chars: Vec<char> = query.chars().collect();

@@ -32,23 +32,23 @@
 //! cached by text hash ([`cache`]), so rebuilding after a catalog change
 //! embeds only what changed.
 
-pub mod bm25;
+pub(crate) mod bm25;
 mod build;
-pub mod cache;
+pub(crate) mod cache;
 mod carry;
-pub mod dense;
-pub mod document;
+pub(crate) mod dense;
+pub(crate) mod document;
 pub mod embedder;
 mod fusion;
 pub mod index_files;
-pub mod intents;
+pub(crate) mod intents;
 pub mod names;
 mod options;
 mod progress;
 mod results;
-pub mod tool_list;
-pub mod tool_memory;
-pub mod tool_vectors;
+pub(crate) mod tool_list;
+pub(crate) mod tool_memory;
+pub(crate) mod tool_vectors;
 mod tools;
 
 use std::collections::HashMap;
@@ -59,8 +59,8 @@ use std::time::Instant;
 pub use build::BuildReport;
 pub use embedder::{EmbedError, Embedder};
 pub use options::*;
-pub use progress::{Progress, ProgressReport};
-pub use results::{Hit, SearchResults, Signal};
+pub(crate) use progress::Progress;
+pub(crate) use results::{Hit, SearchResults, Signal};
 
 use crate::catalog::{ApiId, Catalog, names::category_dir_name, names::standardize};
 use crate::config::{Config, DenseIndex, SearchMode};
@@ -149,7 +149,7 @@ impl Retriever {
     }
 
     /// [`Retriever::open`], saying what it does in `progress`.
-    pub fn open_reporting(
+    pub(crate) fn open_reporting(
         catalog: Arc<Catalog>,
         config: &Config,
         progress: &Progress,
@@ -168,7 +168,7 @@ impl Retriever {
     /// [`Retriever::open`] with a loaded embedder (`None`: lexical only;
     /// building then needs one), optionally rebuilding even a usable index,
     /// saying how far a build has got in `progress`.
-    pub fn open_with(
+    pub(crate) fn open_with(
         catalog: Arc<Catalog>,
         config: &Config,
         embedder: Option<Arc<Embedder>>,
@@ -221,7 +221,7 @@ impl Retriever {
     /// indexed in memory in about a second, with `true`: the caller builds
     /// the dense index in the background ([`Retriever::open_with`]) and
     /// swaps it in, so that no search waits minutes for a first build.
-    pub fn open_lexical_until_built(
+    pub(crate) fn open_lexical_until_built(
         catalog: Arc<Catalog>,
         config: &Config,
         embedder: Option<Arc<Embedder>>,
@@ -291,11 +291,11 @@ impl Retriever {
     }
 
     /// Whether this is BM25 alone while the dense index is being built.
-    pub fn dense_pending(&self) -> bool {
+    pub(crate) fn dense_pending(&self) -> bool {
         self.dense_pending
     }
 
-    pub fn catalog(&self) -> &Arc<Catalog> {
+    pub(crate) fn catalog(&self) -> &Arc<Catalog> {
         &self.catalog
     }
 
@@ -314,7 +314,7 @@ impl Retriever {
     }
 
     /// The `k` best APIs for `query` with explicit options.
-    pub fn search_with(
+    pub(crate) fn search_with(
         &self,
         query: &str,
         k: usize,
@@ -438,7 +438,7 @@ impl Retriever {
 
     /// The ranking of every prepared text on its own (the whole query first,
     /// then each intent), best first, at most `k` each.
-    pub fn text_rankings(&self, prepared: &Prepared, k: usize, options: SearchOptions) -> Vec<Vec<ApiId>> {
+    pub(crate) fn text_rankings(&self, prepared: &Prepared, k: usize, options: SearchOptions) -> Vec<Vec<ApiId>> {
         let mut ctx = RankContext { options, masks: None, pool: POOL.max(k) };
         if prepared.vectors.is_empty() {
             ctx.options.mode = SearchMode::Lexical;

@@ -40,7 +40,7 @@ pub fn words(text: &str) -> Vec<String> {
 /// Names (of tools, APIs, functions) by the words they are spelled with,
 /// or by their exact form.
 #[derive(Debug, Default)]
-pub struct NameIndex {
+pub(crate) struct NameIndex {
     keys: HashMap<String, Vec<u32>>,
     /// Lowercased identifiers (`get_weather_for_x`, `getuserprofile`).
     verbatim: HashMap<String, Vec<u32>>,
@@ -64,7 +64,7 @@ fn identifiers(text: &str) -> impl Iterator<Item = String> + '_ {
 impl NameIndex {
     /// Makes `name` find `id`; `min_words`: spellings with fewer words
     /// are left out (a one-word API name such as "search" is no evidence).
-    pub fn insert(&mut self, name: &str, id: u32, min_words: usize) {
+    pub(crate) fn insert(&mut self, name: &str, id: u32, min_words: usize) {
         let w = words(name);
         let mut keys = Vec::new();
         if w.len() >= min_words.max(1) {
@@ -81,7 +81,7 @@ impl NameIndex {
     /// Makes `name` find `id` only when a text writes it as it is (any
     /// case), with or without a leading `get_`: for names whose words are
     /// everyday phrases (`productDetails`, `random_joke_for_jokes`).
-    pub fn insert_verbatim(&mut self, name: &str, id: u32) {
+    pub(crate) fn insert_verbatim(&mut self, name: &str, id: u32) {
         let lower = name.to_lowercase();
         let mut keys = vec![lower.clone()];
         // Without `get_` it must still read as an identifier, not a word ("get_news": no).
@@ -94,14 +94,14 @@ impl NameIndex {
     }
 
     /// Drops the keys more than `max` names share (not specific enough).
-    pub fn keep_specific(&mut self, max: usize) {
+    pub(crate) fn keep_specific(&mut self, max: usize) {
         self.keys.retain(|_, ids| ids.len() <= max);
         self.verbatim.retain(|_, ids| ids.len() <= max);
     }
 
     /// The ids whose name `text` spells out: written as they are first,
     /// then by their words, longest names first.
-    pub fn found_in(&self, text: &str) -> Vec<u32> {
+    pub(crate) fn found_in(&self, text: &str) -> Vec<u32> {
         let mut found: Vec<u32> = Vec::new();
         let mut seen = HashSet::new();
         for token in identifiers(text) {
@@ -131,7 +131,7 @@ impl NameIndex {
     /// alias: "getDetails" is a tool's name, "details" is not). Names made
     /// of [`TOOL_WORDS`] alone ("API", "Tools") or of function words alone
     /// ("Other": "ask the other tools" names no tool) are left out.
-    pub fn insert_tool(&mut self, name: &str, id: u32) {
+    pub(crate) fn insert_tool(&mut self, name: &str, id: u32) {
         let w = words(name);
         if w.iter().all(|x| TOOL_WORDS.contains(&x.as_str())) || super::bm25::tokens(name).is_empty() {
             return;
@@ -147,7 +147,7 @@ impl NameIndex {
     /// it ("the News Sentiment API") or at it ("the Google News API tool").
     /// Read from the end, so that a name with such a word inside ("Steam
     /// API client access API") is taken whole, not the shorter name in it.
-    pub fn named_as_tools(&self, text: &str) -> Vec<u32> {
+    pub(crate) fn named_as_tools(&self, text: &str) -> Vec<u32> {
         let w = words(text);
         let is_tool_word = |x: &String| TOOL_WORDS.contains(&x.as_str());
         let mut matches: Vec<Vec<u32>> = Vec::new();

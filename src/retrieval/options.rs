@@ -8,32 +8,32 @@ use crate::config::{DenseIndex, RetrievalConfig, SearchMode};
 /// Reciprocal rank fusion constant (`weight / (RRF_K + rank)`, rank from 1).
 /// Small: the first few ranks of each list carry most of the evidence here
 /// (60, the usual value, scored 0.60 Recall@10 on G1_instruction; 5 scores 0.73).
-pub const RRF_K: f32 = 5.0;
+pub(crate) const RRF_K: f32 = 5.0;
 /// Candidates taken from each ranked list before fusion.
-pub const POOL: usize = 50;
+pub(crate) const POOL: usize = 50;
 /// Each intent's best hit is kept within this many first results.
-pub const RESERVED_TOP: usize = 10;
+pub(crate) const RESERVED_TOP: usize = 10;
 /// APIs a request names (by function name, or by an identifier-like API
 /// name that at most this many APIs share) rank first, then the best API
 /// of each tool it names (by a name at most this many tools share); at
 /// most this many in all.
-pub const NAMED_TOP: usize = 3;
+pub(crate) const NAMED_TOP: usize = 3;
 /// Tools taken from each tool-level list.
-pub const TOOL_POOL: usize = 30;
+pub(crate) const TOOL_POOL: usize = 30;
 /// Weight of the BM25 lists in the fusion.
-pub const LEXICAL_WEIGHT: f32 = 1.0;
+pub(crate) const LEXICAL_WEIGHT: f32 = 1.0;
 /// Weight of the dense lists in the fusion (all-MiniLM-L6-v2 is the weaker signal).
-pub const DENSE_WEIGHT: f32 = 0.7;
+pub(crate) const DENSE_WEIGHT: f32 = 0.7;
 /// Weight of each intent's lists relative to the whole query's.
-pub const INTENT_WEIGHT: f32 = 0.5;
+pub(crate) const INTENT_WEIGHT: f32 = 0.5;
 /// Weight of the list of APIs that served similar requests before.
-pub const MEMORY_WEIGHT: f32 = 1.0;
+pub(crate) const MEMORY_WEIGHT: f32 = 1.0;
 /// Weight of the tool-level lists (tools ranked by their whole text), added to each of the tool's APIs.
-pub const TOOL_WEIGHT: f32 = 1.0;
+pub(crate) const TOOL_WEIGHT: f32 = 1.0;
 /// Weight of the tool-level list of the tools a request names ("the News
 /// Sentiment API"): each of their APIs gets `weight / (RRF_K + 1)`, a first
 /// place in that list.
-pub const NAMED_TOOL_WEIGHT: f32 = 1.0;
+pub(crate) const NAMED_TOOL_WEIGHT: f32 = 1.0;
 
 /// How a search ranks.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -89,7 +89,7 @@ impl Default for Weights {
 }
 
 impl SearchOptions {
-    pub fn from_config(config: &RetrievalConfig) -> SearchOptions {
+    pub(crate) fn from_config(config: &RetrievalConfig) -> SearchOptions {
         SearchOptions {
             mode: config.mode,
             dense_index: config.dense_index,

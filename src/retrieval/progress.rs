@@ -11,7 +11,7 @@ use std::time::Instant;
 /// index, 37% done, ready in about 520 s"). Updated by whoever does the
 /// work; read from any thread.
 #[derive(Debug, Default)]
-pub struct Progress {
+pub(crate) struct Progress {
     stage: Mutex<&'static str>,
     /// The counted stage ([`Progress::count`]) and when it began.
     counting: Mutex<Option<(&'static str, Instant)>>,
@@ -22,21 +22,21 @@ pub struct Progress {
 
 /// A reading of [`Progress`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct ProgressReport {
-    pub stage: &'static str,
+pub(crate) struct ProgressReport {
+    pub(crate) stage: &'static str,
     /// In a counted stage: the share done, 0-100.
-    pub percent: Option<u32>,
+    pub(crate) percent: Option<u32>,
     /// In a counted stage, once some work is done: seconds left, at the rate so far.
-    pub eta_s: Option<u64>,
+    pub(crate) eta_s: Option<u64>,
 }
 
 impl Progress {
-    pub fn set_stage(&self, stage: &'static str) {
+    pub(crate) fn set_stage(&self, stage: &'static str) {
         *self.stage.lock().unwrap_or_else(|e| e.into_inner()) = stage;
     }
 
     /// Enters `stage`, whose `total` work is counted ([`Progress::advance`]).
-    pub fn count(&self, stage: &'static str, total: usize) {
+    pub(crate) fn count(&self, stage: &'static str, total: usize) {
         self.set_stage(stage);
         self.total.store(total, Ordering::Relaxed);
         self.done.store(0, Ordering::Relaxed);
@@ -44,11 +44,11 @@ impl Progress {
     }
 
     /// `n` more of the counted stage's work is done.
-    pub fn advance(&self, n: usize) {
+    pub(crate) fn advance(&self, n: usize) {
         self.done.fetch_add(n, Ordering::Relaxed);
     }
 
-    pub fn report(&self) -> ProgressReport {
+    pub(crate) fn report(&self) -> ProgressReport {
         let stage = *self.stage.lock().unwrap_or_else(|e| e.into_inner());
         let counting = *self.counting.lock().unwrap_or_else(|e| e.into_inner());
         let (total, done) = (self.total.load(Ordering::Relaxed), self.done.load(Ordering::Relaxed));
@@ -64,7 +64,7 @@ impl Progress {
     /// Logs the counted stage's progress when it has crossed another tenth
     /// since `logged` (the tenths logged so far, updated): "embedding
     /// remembered runs again: 40% (12 s, about 18 s left)".
-    pub fn log_tenths(&self, logged: &mut usize) {
+    pub(crate) fn log_tenths(&self, logged: &mut usize) {
         let report = self.report();
         let Some(percent) = report.percent else { return };
         if (percent / 10) as usize <= *logged {

@@ -9,8 +9,8 @@ use crate::catalog::ApiId;
 /// A signal's view of one hit: its rank (from 1) and raw score.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Signal {
-    pub rank: usize,
-    pub score: f32,
+    pub(crate) rank: usize,
+    pub(crate) score: f32,
 }
 
 /// One retrieved API.

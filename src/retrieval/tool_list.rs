@@ -66,7 +66,6 @@ use super::names::NameIndex;
 use super::tool_memory::{Recalled, ToolMemory};
 use super::tool_vectors::ToolVectors;
 use super::{dense::dot, intents};
-pub use embedding::OnEmbedded;
 use embedding::Shared;
 
 /// Tool sets whose index is kept.
@@ -76,35 +75,35 @@ const QUERY_VECTORS: usize = 4_096;
 
 /// How much each signal counts (tuned on G1_instruction; docs/benchmarks.md).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
-pub struct ListWeights {
+pub(crate) struct ListWeights {
     /// BM25 of the latest user message.
-    pub lexical: f32,
+    pub(crate) lexical: f32,
     /// BM25 of earlier user messages.
-    pub earlier: f32,
+    pub(crate) earlier: f32,
     /// Dense cosine of the latest user message (0: lexical only).
-    pub dense: f32,
+    pub(crate) dense: f32,
     /// BM25 of each intent of the latest message.
-    pub intent: f32,
+    pub(crate) intent: f32,
 
     /// The graph's transition weight from the last tool called, as a
     /// first-rank list of this weight would count.
-    pub graph: f32,
+    pub(crate) graph: f32,
     /// The tools earlier similar requests called ([`super::tool_memory`]).
-    pub memory: f32,
+    pub(crate) memory: f32,
     /// Each tool's server's BM25 rank for the latest message ([`servers`]).
     /// Off by default: on ToolBench's lists (a hundred small servers) it
     /// raised route mode by 0.006-0.012, on real MCP servers' sessions it
     /// lowered it by 0.010-0.015 (docs/benchmarks.md, "Servers in route
     /// mode").
-    pub server: f32,
+    pub(crate) server: f32,
     /// How much a tool's vector learned from use (the mean of the requests
     /// it served, [`Recalled::served`]) adds to its own in the dense
     /// ranking, at full strength once it served many (`n / (n + 1)`).
-    pub learned: f32,
+    pub(crate) learned: f32,
     /// Whether a kept tool brings along the tool that produces what it
     /// needs ([`companions`]).
-    pub companions: bool,
-    pub rrf_k: f32,
+    pub(crate) companions: bool,
+    pub(crate) rrf_k: f32,
 }
 
 impl Default for ListWeights {
@@ -126,19 +125,19 @@ impl Default for ListWeights {
 
 /// What the ranker reads of a conversation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct Conversation<'a> {
+pub(crate) struct Conversation<'a> {
     /// The latest user message's text.
-    pub latest: &'a str,
+    pub(crate) latest: &'a str,
     /// The earlier user messages' text.
-    pub earlier: &'a str,
+    pub(crate) earlier: &'a str,
     /// Tools the assistant called, in order.
-    pub called: &'a [String],
+    pub(crate) called: &'a [String],
     /// The `tool_choice` target.
-    pub forced: Option<&'a str>,
+    pub(crate) forced: Option<&'a str>,
 }
 
 /// A tool set's index, built once per set, its tools sorted by name.
-pub struct ListIndex {
+pub(crate) struct ListIndex {
     names: Vec<String>,
     texts: Vec<String>,
     /// Each tool's required parameters.
@@ -177,18 +176,14 @@ impl ListIndex {
         }
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.names.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
     }
 }
 
 /// The vectors of a tool set's tools under one model (in the set's
 /// order); a tool not embedded yet has none.
-pub struct ListVectors {
+pub(crate) struct ListVectors {
     model: String,
     dims: usize,
     /// `dims` floats per tool, zeros where `present` is false.
@@ -201,14 +196,14 @@ pub struct ListVectors {
 
 impl ListVectors {
     /// Tools without a vector.
-    pub fn missing(&self) -> usize {
+    pub(crate) fn missing(&self) -> usize {
         self.missing
     }
 
     /// These vectors as a list's first request has them when none of its
     /// tools was known and `embedded` fit its time budget: the shortest
     /// texts first, as [`ToolListRanker::embed_missing`] takes them.
-    pub fn first_request(&self, set: &ToolSet, embedded: usize) -> ListVectors {
+    pub(crate) fn first_request(&self, set: &ToolSet, embedded: usize) -> ListVectors {
         let texts = &set.index.texts;
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by(|&a, &b| texts[a].len().cmp(&texts[b].len()).then(texts[a].cmp(&texts[b])));
@@ -225,19 +220,15 @@ impl ListVectors {
 /// A request's tools as the ranker holds them: the index of their set,
 /// and where each of its tools is in the request.
 #[derive(Clone)]
-pub struct ToolSet {
+pub(crate) struct ToolSet {
     index: Arc<ListIndex>,
     /// `positions[i]`: the request's index of the set's tool `i`.
     positions: Vec<usize>,
 }
 
 impl ToolSet {
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.index.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.index.is_empty()
     }
 
     /// The key under `vectors`' model of the tool named `name`, when the set has it.
@@ -250,9 +241,9 @@ impl ToolSet {
 /// The vectors of the latest user message and of each of its intents
 /// ([`intents::split`], in order), of one model.
 #[derive(Debug, Clone)]
-pub struct QueryVectors {
-    pub latest: Arc<[f32]>,
-    pub intents: Vec<Arc<[f32]>>,
+pub(crate) struct QueryVectors {
+    pub(crate) latest: Arc<[f32]>,
+    pub(crate) intents: Vec<Arc<[f32]>>,
 }
 
 impl QueryVectors {
@@ -265,27 +256,27 @@ impl QueryVectors {
 
 /// The latest message's vectors and the tools' vectors, of one model.
 #[derive(Clone, Copy)]
-pub struct Dense<'a> {
-    pub query: &'a QueryVectors,
-    pub tools: &'a ListVectors,
+pub(crate) struct Dense<'a> {
+    pub(crate) query: &'a QueryVectors,
+    pub(crate) tools: &'a ListVectors,
     /// Per tool (in the set's order), what earlier requests say of it
     /// ([`ToolListRanker::remembered`]); empty: nothing.
-    pub remembered: &'a Recalled,
+    pub(crate) remembered: &'a Recalled,
 }
 
 /// The tools to offer, as indexes into the request's list.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Kept {
+pub(crate) struct Kept {
     /// Kept, ascending (the request's order).
-    pub tools: Vec<usize>,
+    pub(crate) tools: Vec<usize>,
     /// Tools ranked by words only, ascending: every tool when some have
     /// no vector yet (or there is no model); empty when the embedding
     /// ranked them too, or nothing was narrowed out.
-    pub by_words: Vec<usize>,
+    pub(crate) by_words: Vec<usize>,
 }
 
 /// Ranks tool lists; keeps their indexes and vectors.
-pub struct ToolListRanker {
+pub(crate) struct ToolListRanker {
     lists: Mutex<LruCache<u64, Arc<ListIndex>>>,
     shared: Arc<Shared>,
     memory: ToolMemory,
@@ -312,7 +303,7 @@ fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl ToolListRanker {
     /// A ranker keeping tool vectors in `store`, and what was called for
     /// which request in `memory`.
-    pub fn new(store: ToolVectors, memory: ToolMemory) -> ToolListRanker {
+    pub(crate) fn new(store: ToolVectors, memory: ToolMemory) -> ToolListRanker {
         fn lru<T>(n: usize) -> LruCache<u64, T> {
             LruCache::new(NonZeroUsize::new(n).expect("not zero"))
         }
@@ -325,14 +316,14 @@ impl ToolListRanker {
     }
 
     /// Tool vectors held.
-    pub fn tool_vectors(&self) -> usize {
+    pub(crate) fn tool_vectors(&self) -> usize {
         self.shared.held()
     }
 
     /// The set of a request's tools (`names[i]`, `texts[i]`, `needs[i]`
     /// its required parameters: tool `i`), its index from the cache or
     /// built now. Any order of the same tools gives the same index.
-    pub fn set(&self, names: &[&str], texts: &[&str], needs: &[&[String]]) -> ToolSet {
+    pub(crate) fn set(&self, names: &[&str], texts: &[&str], needs: &[&[String]]) -> ToolSet {
         let mut positions: Vec<usize> = (0..names.len()).collect();
         positions.sort_by(|&a, &b| names[a].cmp(names[b]).then(texts[a].cmp(texts[b])));
         let need = |i: usize| needs.get(i).copied().unwrap_or_default();
@@ -356,7 +347,7 @@ impl ToolListRanker {
     /// The vectors of a user message and of its intents
     /// ([`intents::split`]), from the cache or embedded now, in one batch
     /// (blocking: call it off the async threads).
-    pub fn query_vectors(&self, embedder: &Embedder, text: &str) -> Result<QueryVectors, super::EmbedError> {
+    pub(crate) fn query_vectors(&self, embedder: &Embedder, text: &str) -> Result<QueryVectors, super::EmbedError> {
         let texts = query_texts(text);
         let mut found = self.cached(embedder, &texts);
         let missing: Vec<String> =
@@ -374,7 +365,7 @@ impl ToolListRanker {
     }
 
     /// The cached vectors of a user message and its intents, when all are.
-    pub fn cached_query_vectors(&self, embedder: &Embedder, text: &str) -> Option<QueryVectors> {
+    pub(crate) fn cached_query_vectors(&self, embedder: &Embedder, text: &str) -> Option<QueryVectors> {
         let found: Option<Vec<Arc<[f32]>>> = self.cached(embedder, &query_texts(text)).into_iter().collect();
         found.map(QueryVectors::of)
     }
@@ -382,7 +373,7 @@ impl ToolListRanker {
     /// Per tool of `set` (in its order), what earlier requests say of it
     /// ([`ToolMemory::recall`]), for the request of vector `query` whose
     /// conversation last called the tool named `after`.
-    pub fn remembered(
+    pub(crate) fn remembered(
         &self,
         set: &ToolSet,
         vectors: &ListVectors,
@@ -397,7 +388,7 @@ impl ToolListRanker {
     /// last called the tool named `after`, called the tools at `called`
     /// (request indexes) of `set`; returns the entry kept (to share with
     /// other replicas).
-    pub fn learn(
+    pub(crate) fn learn(
         &self,
         set: &ToolSet,
         vectors: &ListVectors,
@@ -414,17 +405,17 @@ impl ToolListRanker {
     }
 
     /// Keeps what another replica learned ([`ToolMemory::record_called`]).
-    pub fn learn_shared(&self, called: &super::tool_memory::Called) -> bool {
+    pub(crate) fn learn_shared(&self, called: &super::tool_memory::Called) -> bool {
         self.memory.record_called(called)
     }
 
     /// Forgets what was learned (a measurement starting afresh).
-    pub fn forget(&self) {
+    pub(crate) fn forget(&self) {
         self.memory.forget();
     }
 
     /// Requests whose calls are remembered.
-    pub fn remembered_requests(&self) -> usize {
+    pub(crate) fn remembered_requests(&self) -> usize {
         self.memory.len()
     }
 
@@ -454,7 +445,7 @@ fn add_ranks(scores: &mut [f32], hits: &[(u32, f32)], weight: f32, rrf_k: f32) {
 /// latest message's vector and the tools' vectors, when there is a model
 /// (else the ranking is lexical). `weight(from, to)`: the tool graph's
 /// transition weight.
-pub fn keep(
+pub(crate) fn keep(
     set: &ToolSet,
     conversation: &Conversation,
     dense: Option<Dense>,

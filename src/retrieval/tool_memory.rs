@@ -41,41 +41,41 @@ use crate::journal::Journal;
 /// The least cosine between two requests for the earlier one's tools to
 /// count (0.5, 0.6 and 0.7 measured on ToolBench's sets, 0.5 below the
 /// others: docs/benchmarks.md, "Route mode learns from use").
-pub const SIMILAR: f32 = 0.6;
+pub(crate) const SIMILAR: f32 = 0.6;
 /// Earlier requests a tool's recall reads, the latest first.
 const PER_TOOL: usize = 256;
 
 /// One request's calls, as kept (and as replicas share them).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Called {
+pub(crate) struct Called {
     /// Random, the same on every replica: one entry is applied once.
     #[serde(default)]
-    pub id: u64,
+    pub(crate) id: u64,
     /// The embedding model of `query` (not kept in the journal: its file is the model's).
     #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub model: String,
+    pub(crate) model: String,
     /// The latest user message's vector.
-    pub query: Vec<f32>,
+    pub(crate) query: Vec<f32>,
     /// The called tools' keys, in hex.
-    pub tools: Vec<String>,
+    pub(crate) tools: Vec<String>,
     /// The key (hex) of the tool the conversation called last before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub after: Option<String>,
+    pub(crate) after: Option<String>,
 }
 
 /// What the memory recalls for a request's tools (each in the order asked;
 /// empty: nothing held).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Recalled {
+pub(crate) struct Recalled {
     /// The best cosine of an earlier request that called the tool, when at
     /// least [`SIMILAR`] (else 0).
-    pub similar: Vec<f32>,
+    pub(crate) similar: Vec<f32>,
     /// Of the requests whose conversation last called the same tool as this
     /// one's, the share that called the tool.
-    pub followed: Vec<f32>,
+    pub(crate) followed: Vec<f32>,
     /// Per tool, the held requests that called it and their vectors' mean,
     /// unit length (`(0, [])` for a tool never called).
-    pub served: Vec<(u32, Vec<f32>)>,
+    pub(crate) served: Vec<(u32, Vec<f32>)>,
 }
 
 /// A held entry.
@@ -89,7 +89,7 @@ struct Entry {
 }
 
 /// Route mode's memory of which tools were called for which request.
-pub struct ToolMemory {
+pub(crate) struct ToolMemory {
     inner: Mutex<Option<Held>>,
     dir: Option<PathBuf>,
     bound: usize,
@@ -128,28 +128,24 @@ fn hex_key(text: &str) -> Option<Key> {
 impl ToolMemory {
     /// An empty memory of at most `bound` requests (0: it remembers
     /// nothing); `dir`: where it is kept across restarts (`None`: memory only).
-    pub fn new(dir: Option<PathBuf>, bound: usize) -> ToolMemory {
+    pub(crate) fn new(dir: Option<PathBuf>, bound: usize) -> ToolMemory {
         ToolMemory { inner: Mutex::new(None), dir, bound }
     }
 
     /// Requests remembered (of the model last used).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         locked(&self.inner).as_ref().map_or(0, |h| h.entries.len())
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Forgets every request held (not the journal: for measuring afresh).
-    pub fn forget(&self) {
+    pub(crate) fn forget(&self) {
         *locked(&self.inner) = None;
     }
 
     /// Remembers that `tools` were called for the request of vector
     /// `query`, after the conversation last called `after`; returns the
     /// entry, to share with other replicas.
-    pub fn record(&self, model: &str, query: &[f32], tools: &[Key], after: Option<&Key>) -> Option<Called> {
+    pub(crate) fn record(&self, model: &str, query: &[f32], tools: &[Key], after: Option<&Key>) -> Option<Called> {
         if tools.is_empty() || query.is_empty() || self.bound == 0 {
             return None;
         }
@@ -166,7 +162,7 @@ impl ToolMemory {
 
     /// Keeps an entry another replica recorded (once; only of the model
     /// this memory holds, or of any while it holds none); whether it was new.
-    pub fn record_called(&self, called: &Called) -> bool {
+    pub(crate) fn record_called(&self, called: &Called) -> bool {
         let held_model = locked(&self.inner).as_ref().map(|h| h.model.clone());
         if self.bound == 0 || held_model.is_some_and(|m| m != called.model) {
             return false;
@@ -209,7 +205,7 @@ impl ToolMemory {
 
     /// For each of `tools`, what earlier requests say of it: for the
     /// request of vector `query`, whose conversation last called `after`.
-    pub fn recall(&self, model: &str, query: &[f32], after: Option<&Key>, tools: &[Key]) -> Recalled {
+    pub(crate) fn recall(&self, model: &str, query: &[f32], after: Option<&Key>, tools: &[Key]) -> Recalled {
         let mut inner = locked(&self.inner);
         let held = self.held(&mut inner, model);
         if held.entries.is_empty() {

@@ -26,9 +26,9 @@ use super::cache::{Key, MAGIC, open_records};
 
 /// How many tool vectors are kept.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Bounds {
-    pub entries: usize,
-    pub bytes: usize,
+pub(crate) struct Bounds {
+    pub(crate) entries: usize,
+    pub(crate) bytes: usize,
 }
 
 impl Default for Bounds {
@@ -38,7 +38,7 @@ impl Default for Bounds {
 }
 
 /// The tool vectors of one model.
-pub struct ToolVectors {
+pub(crate) struct ToolVectors {
     inner: Mutex<Option<Store>>,
     dir: Option<PathBuf>,
     bounds: Bounds,
@@ -64,28 +64,24 @@ fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl ToolVectors {
     /// An empty store; `dir`: where it is kept across restarts (`None`: memory only).
-    pub fn new(dir: Option<PathBuf>, bounds: Bounds) -> ToolVectors {
+    pub(crate) fn new(dir: Option<PathBuf>, bounds: Bounds) -> ToolVectors {
         ToolVectors { inner: Mutex::new(None), dir, bounds }
     }
 
     /// Vectors held (of the model last used).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         locked(&self.inner).as_ref().map_or(0, |s| s.map.len())
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// The vectors of `keys` under `model` (`None` where not held).
-    pub fn get(&self, model: &str, dims: usize, keys: &[Key]) -> Vec<Option<Arc<[f32]>>> {
+    pub(crate) fn get(&self, model: &str, dims: usize, keys: &[Key]) -> Vec<Option<Arc<[f32]>>> {
         let mut inner = locked(&self.inner);
         let store = self.store(&mut inner, model, dims);
         keys.iter().map(|k| store.map.get(k).cloned()).collect()
     }
 
     /// Keeps new vectors (and writes them to the file, when there is one).
-    pub fn put(&self, model: &str, entries: Vec<(Key, Vec<f32>)>) {
+    pub(crate) fn put(&self, model: &str, entries: Vec<(Key, Vec<f32>)>) {
         let Some(dims) = entries.first().map(|(_, v)| v.len()) else { return };
         let mut inner = locked(&self.inner);
         let store = self.store(&mut inner, model, dims);

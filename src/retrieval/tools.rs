@@ -16,19 +16,19 @@ use crate::catalog::Catalog;
 const API_TEXT: usize = 160;
 
 /// The tool-level BM25 index; document `i` is tool `i`.
-pub fn tool_bm25(catalog: &Catalog) -> Bm25 {
+pub(crate) fn tool_bm25(catalog: &Catalog) -> Bm25 {
     Bm25::build(&tool_documents(catalog))
 }
 
 /// Every tool's document; document `i` is tool `i`'s.
-pub fn tool_documents(catalog: &Catalog) -> Vec<String> {
+pub(crate) fn tool_documents(catalog: &Catalog) -> Vec<String> {
     let all: Vec<Option<()>> = vec![None; catalog.tools().len()];
     let mut docs = tool_documents_of(catalog, &all);
     (0..all.len()).map(|t| docs.remove(&t).unwrap_or_default()).collect()
 }
 
 /// The documents of the tools `skip` has no entry for (`None`), by tool.
-pub fn tool_documents_of<T>(catalog: &Catalog, skip: &[Option<T>]) -> HashMap<usize, String> {
+pub(crate) fn tool_documents_of<T>(catalog: &Catalog, skip: &[Option<T>]) -> HashMap<usize, String> {
     let mut docs: HashMap<usize, String> = catalog
         .tools()
         .iter()

@@ -166,6 +166,9 @@ impl Reloader {
             return; // It failed to load (said in the log): nothing to apply to.
         };
         let done = engine.reconfigure(config, credentials);
+        if done.limits {
+            tracing::info!("upstream rate limits replaced");
+        }
         let servers = &done.servers;
         if !servers.is_empty() {
             tracing::info!(

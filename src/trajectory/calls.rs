@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::{Call, Finish};
 
 /// The name of the pseudo-function that ends a run.
-pub const FINISH: &str = "Finish";
+pub(crate) const FINISH: &str = "Finish";
 
 /// `{"error": "` or `{error:"` at the start of a (possibly cut) response.
 static ERROR_PREFIX: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#"^\{\s*"?error"?\s*:\s*""#).expect("valid regex"));
@@ -43,7 +43,7 @@ static RETURN_TYPE: LazyLock<Regex> =
 /// non-empty (or, without an error field, when it reports an HTTP
 /// 403/404/408/429/5xx, a timeout or an unreachable host), `Some(false)` when
 /// the error field is empty, `None` when the text does not tell.
-pub fn judge_failure(text: &str) -> Option<bool> {
+pub(crate) fn judge_failure(text: &str) -> Option<bool> {
     let t = text.trim();
     if t.is_empty() {
         return None;
@@ -84,7 +84,7 @@ pub fn judge_failure(text: &str) -> Option<bool> {
 
 /// The `return_type` of a `Finish` call's arguments, from JSON or, when they
 /// are cut or garbled, from the first `"return_type": "..."` in the text.
-pub fn return_type(arguments: &str) -> Option<String> {
+pub(crate) fn return_type(arguments: &str) -> Option<String> {
     if let Ok(Value::Object(m)) = serde_json::from_str::<Value>(arguments.trim())
         && let Some(Value::String(s)) = m.get("return_type")
     {
@@ -94,7 +94,7 @@ pub fn return_type(arguments: &str) -> Option<String> {
 }
 
 /// How a `Finish` call with these arguments ends the run.
-pub fn finish_kind(arguments: &str) -> Option<Finish> {
+pub(crate) fn finish_kind(arguments: &str) -> Option<Finish> {
     match return_type(arguments)?.as_str() {
         "give_answer" => Some(Finish::GiveAnswer),
         "give_up_and_restart" | "give_up" => Some(Finish::GiveUp),
@@ -103,7 +103,7 @@ pub fn finish_kind(arguments: &str) -> Option<Finish> {
 }
 
 /// Whether a recorded function name is the `Finish` pseudo-function (exact match).
-pub fn is_finish(name: &str) -> bool {
+pub(crate) fn is_finish(name: &str) -> bool {
     name == FINISH
 }
 
@@ -111,22 +111,22 @@ pub fn is_finish(name: &str) -> bool {
 /// (`paths`, each a root-to-leaf list of indices into `calls`, in exploration order).
 #[derive(Debug, Default)]
 pub(crate) struct CallTree {
-    pub calls: Vec<Call>,
-    pub paths: Vec<Vec<usize>>,
+    pub(crate) calls: Vec<Call>,
+    pub(crate) paths: Vec<Vec<usize>>,
 }
 
 /// A run reduced to its final path.
 #[derive(Debug, Default)]
 pub(crate) struct Resolved {
-    pub calls: Vec<Call>,
-    pub abandoned: Vec<Call>,
-    pub finish: Option<Finish>,
-    pub finish_call: Option<Call>,
+    pub(crate) calls: Vec<Call>,
+    pub(crate) abandoned: Vec<Call>,
+    pub(crate) finish: Option<Finish>,
+    pub(crate) finish_call: Option<Call>,
 }
 
 impl CallTree {
     /// A run without branches.
-    pub fn linear(calls: Vec<Call>) -> Self {
+    pub(crate) fn linear(calls: Vec<Call>) -> Self {
         let paths = vec![(0..calls.len()).collect()];
         CallTree { calls, paths }
     }
@@ -137,7 +137,7 @@ impl CallTree {
     /// abandoned. The run's finish is read from the final path's last call when
     /// that is a `Finish` call (`None` when it is not, or its return type is not
     /// one of the two known ones).
-    pub fn resolve(self) -> Resolved {
+    pub(crate) fn resolve(self) -> Resolved {
         let calls = &self.calls;
         let answered = |p: &&Vec<usize>| {
             p.last().is_some_and(|&i| {

@@ -24,8 +24,8 @@
 
 mod calls;
 mod converted;
-pub mod pyliteral;
-pub mod resolve;
+pub(crate) mod pyliteral;
+pub(crate) mod resolve;
 mod sft;
 mod steptool;
 mod toolbench;
@@ -40,46 +40,46 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::Value;
 
-pub use calls::{is_finish, judge_failure};
+pub(crate) use calls::{is_finish, judge_failure};
 
 /// One run of a model on one query.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Trajectory {
+pub(crate) struct Trajectory {
     /// `<file path>#<query id or record index>`.
-    pub source: String,
-    pub format: Format,
-    pub query_id: Option<String>,
-    pub query: String,
+    pub(crate) source: String,
+    pub(crate) format: Format,
+    pub(crate) query_id: Option<String>,
+    pub(crate) query: String,
     /// Function names offered to the model, in file order, without `Finish`.
-    pub offered: Vec<String>,
+    pub(crate) offered: Vec<String>,
     /// Calls of the run's final path, in order, without `Finish` calls.
-    pub calls: Vec<Call>,
+    pub(crate) calls: Vec<Call>,
     /// Calls on abandoned branches of a search tree (empty for linear formats), without `Finish` calls.
-    pub abandoned: Vec<Call>,
+    pub(crate) abandoned: Vec<Call>,
     /// How the final path ended; `None` when it does not end with a valid `Finish` call.
-    pub finish: Option<Finish>,
+    pub(crate) finish: Option<Finish>,
     /// The `Finish` call ending the final path, as recorded (its arguments hold the final answer).
-    pub finish_call: Option<Call>,
+    pub(crate) finish_call: Option<Call>,
     /// Success label: StepTool majority vote, ToolBench answer `win`; `None` when the format has none.
-    pub solved: Option<bool>,
+    pub(crate) solved: Option<bool>,
 }
 
 /// One function call as recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Call {
+pub(crate) struct Call {
     /// Function name exactly as recorded.
-    pub name: String,
+    pub(crate) name: String,
     /// Raw argument text (normally JSON); empty when the source cut it off.
-    pub arguments: String,
+    pub(crate) arguments: String,
     /// Raw response text; may be truncated or invalid JSON.
-    pub response: Option<String>,
+    pub(crate) response: Option<String>,
     /// See [`judge_failure`]; `None` when unknown.
-    pub failed: Option<bool>,
+    pub(crate) failed: Option<bool>,
 }
 
 impl Call {
     /// A call whose `failed` is judged from its response.
-    pub fn new(name: impl Into<String>, arguments: impl Into<String>, response: Option<String>) -> Self {
+    pub(crate) fn new(name: impl Into<String>, arguments: impl Into<String>, response: Option<String>) -> Self {
         let failed = response.as_deref().and_then(judge_failure);
         Call { name: name.into(), arguments: arguments.into(), response, failed }
     }
@@ -87,7 +87,7 @@ impl Call {
 
 /// The trajectory file formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub enum Format {
+pub(crate) enum Format {
     /// StepTool evaluation runs (and StableToolBench pass-rate results).
     StepToolEval,
     /// ToolBench/StableToolBench raw answer files: DFS tree or CoT `trys` chains.
@@ -99,7 +99,7 @@ pub enum Format {
 }
 
 impl Format {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Format::StepToolEval => "steptool_eval",
             Format::ToolBenchAnswer => "toolbench_answer",
@@ -117,7 +117,7 @@ impl fmt::Display for Format {
 
 /// How a run ended (`Finish` return type).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub enum Finish {
+pub(crate) enum Finish {
     /// `give_answer`.
     GiveAnswer,
     /// `give_up_and_restart` (or `give_up`).
@@ -126,28 +126,28 @@ pub enum Finish {
 
 /// A file or record that was not loaded, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Skipped {
+pub(crate) struct Skipped {
     /// A file path, or `<file path>#<record>`.
-    pub location: String,
-    pub reason: String,
+    pub(crate) location: String,
+    pub(crate) reason: String,
 }
 
 /// What [`load_path`] read.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct ParseReport {
+pub(crate) struct ParseReport {
     /// Files examined.
-    pub files: usize,
+    pub(crate) files: usize,
     /// Trajectories loaded.
-    pub trajectories: usize,
+    pub(crate) trajectories: usize,
     /// Files holding trajectories, by format.
-    pub files_by_format: BTreeMap<Format, usize>,
+    pub(crate) files_by_format: BTreeMap<Format, usize>,
     /// Files and records not loaded.
-    pub skipped: Vec<Skipped>,
+    pub(crate) skipped: Vec<Skipped>,
 }
 
 /// Loads every trajectory in a file, or in a directory walked recursively in
 /// sorted order. Never fails: problems end up in [`ParseReport::skipped`].
-pub fn load_path(path: &Path) -> (Vec<Trajectory>, ParseReport) {
+pub(crate) fn load_path(path: &Path) -> (Vec<Trajectory>, ParseReport) {
     let mut out = Vec::new();
     let mut report = ParseReport::default();
     if path.is_file() {
@@ -199,16 +199,16 @@ fn load_file(path: &Path, out: &mut Vec<Trajectory>, report: &mut ParseReport) {
 
 /// The trajectories of one document.
 #[derive(Debug, Clone)]
-pub struct Parsed {
-    pub format: Format,
-    pub trajectories: Vec<Trajectory>,
-    pub skipped: Vec<Skipped>,
+pub(crate) struct Parsed {
+    pub(crate) format: Format,
+    pub(crate) trajectories: Vec<Trajectory>,
+    pub(crate) skipped: Vec<Skipped>,
 }
 
 /// Parses one document. `location` prefixes every `source`; `file_stem`
 /// supplies the query id of ToolBench answer files (`<id>_..._DFS_....json`).
 /// `Err` when the document is not JSON or holds no trajectory format.
-pub fn parse_document(location: &str, file_stem: &str, text: &str) -> Result<Parsed, String> {
+pub(crate) fn parse_document(location: &str, file_stem: &str, text: &str) -> Result<Parsed, String> {
     let value: Value = serde_json::from_str(text.trim_start_matches('\u{feff}')).map_err(|e| {
         let first = text.trim_start().chars().next().unwrap_or(' ');
         if first == '{' || first == '[' {
@@ -251,7 +251,7 @@ pub fn parse_document(location: &str, file_stem: &str, text: &str) -> Result<Par
 }
 
 /// The format of a parsed JSON document, from its shape.
-pub fn detect_format(value: &Value) -> Option<Format> {
+pub(crate) fn detect_format(value: &Value) -> Option<Format> {
     if toolbench::is_answer(value) {
         return Some(Format::ToolBenchAnswer);
     }

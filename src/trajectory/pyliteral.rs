@@ -23,21 +23,21 @@
 use serde_json::{Map, Number, Value};
 
 /// Maximum nesting of containers (dicts, lists, tuples).
-pub const MAX_DEPTH: usize = 128;
+pub(crate) const MAX_DEPTH: usize = 128;
 
 /// Why a literal could not be parsed, with the byte offset where it failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("python literal: {msg} at byte {pos}")]
-pub struct PyLiteralError {
+pub(crate) struct PyLiteralError {
     /// Byte offset in the input.
-    pub pos: usize,
-    pub msg: String,
+    pub(crate) pos: usize,
+    pub(crate) msg: String,
     /// The input ended before the literal did (it may have been truncated).
-    pub eof: bool,
+    pub(crate) eof: bool,
 }
 
 /// Parses one complete Python literal; surrounding whitespace is allowed.
-pub fn parse(text: &str) -> Result<Value, PyLiteralError> {
+pub(crate) fn parse(text: &str) -> Result<Value, PyLiteralError> {
     let mut p = Parser::new(text);
     let v = p.value(0)?;
     p.skip_ws();
@@ -49,7 +49,7 @@ pub fn parse(text: &str) -> Result<Value, PyLiteralError> {
 
 /// Parses the literal at the start of `text` (after whitespace) and returns
 /// it with the byte offset where it ends; what follows is not examined.
-pub fn parse_leading(text: &str) -> Result<(Value, usize), PyLiteralError> {
+pub(crate) fn parse_leading(text: &str) -> Result<(Value, usize), PyLiteralError> {
     let mut p = Parser::new(text);
     let v = p.value(0)?;
     Ok((v, p.pos))
@@ -57,18 +57,18 @@ pub fn parse_leading(text: &str) -> Result<(Value, usize), PyLiteralError> {
 
 /// A dict literal read up to where its text ends.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct PartialDict {
+pub(crate) struct PartialDict {
     /// Entries whose key and value were complete, in order.
-    pub entries: Map<String, Value>,
+    pub(crate) entries: Map<String, Value>,
     /// The closing `}` was reached.
-    pub complete: bool,
+    pub(crate) complete: bool,
     /// Key and decoded prefix of a string value cut by the end of the text.
-    pub cut: Option<(String, String)>,
+    pub(crate) cut: Option<(String, String)>,
 }
 
 /// Parses a dict literal that may be cut short. Errors only when the text is
 /// not a dict prefix at all (a syntax error before the end of the input).
-pub fn parse_dict_prefix(text: &str) -> Result<PartialDict, PyLiteralError> {
+pub(crate) fn parse_dict_prefix(text: &str) -> Result<PartialDict, PyLiteralError> {
     let mut p = Parser::new(text);
     let mut out = PartialDict::default();
     p.skip_ws();

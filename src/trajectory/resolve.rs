@@ -24,7 +24,7 @@ use crate::catalog::{ApiId, Catalog, Resolution, ResolvedBy};
 /// Why a recorded name maps to no API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Cause {
+pub(crate) enum Cause {
     Malformed,
     Hallucinated,
     ToolMissing,
@@ -32,7 +32,7 @@ pub enum Cause {
 }
 
 impl Cause {
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Cause::Malformed => "not a function name (empty, or prose written where the name belongs)",
             Cause::Hallucinated => "hallucinated: never offered to the model, and no API has this name",
@@ -44,15 +44,15 @@ impl Cause {
 
 /// How a recorded name found its API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Found {
-    pub api: ApiId,
-    pub by: ResolvedBy,
+pub(crate) struct Found {
+    pub(crate) api: ApiId,
+    pub(crate) by: ResolvedBy,
     /// Several APIs answer to the name; the first (the name's holder) was taken.
-    pub ambiguous: bool,
+    pub(crate) ambiguous: bool,
 }
 
 /// Resolves one recorded name; `offered` is what the model was offered in that run.
-pub fn resolve_call(catalog: &Catalog, name: &str, offered: &[String]) -> Result<Found, Cause> {
+pub(crate) fn resolve_call(catalog: &Catalog, name: &str, offered: &[String]) -> Result<Found, Cause> {
     match catalog.resolve(name) {
         Resolution::Unique(api, by) => return Ok(Found { api, by, ambiguous: false }),
         Resolution::Ambiguous(ids, by) => return Ok(Found { api: ids[0], by, ambiguous: true }),
@@ -73,50 +73,50 @@ pub fn resolve_call(catalog: &Catalog, name: &str, offered: &[String]) -> Result
 
 /// A name and how many calls used it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct NameCount {
-    pub name: String,
-    pub calls: usize,
+pub(crate) struct NameCount {
+    pub(crate) name: String,
+    pub(crate) calls: usize,
 }
 
 /// Unresolved calls of one cause.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Unresolved {
-    pub calls: usize,
+pub(crate) struct Unresolved {
+    pub(crate) calls: usize,
     /// Distinct names, most frequent first.
-    pub names: Vec<NameCount>,
+    pub(crate) names: Vec<NameCount>,
 }
 
 /// Calls and resolved calls of one format.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Counts {
-    pub calls: usize,
-    pub resolved: usize,
+pub(crate) struct Counts {
+    pub(crate) calls: usize,
+    pub(crate) resolved: usize,
 }
 
 /// How well the catalog covers the function names of a set of trajectories.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Coverage {
-    pub trajectories: usize,
+pub(crate) struct Coverage {
+    pub(crate) trajectories: usize,
     /// Every recorded call (final paths and abandoned branches), `Finish` excluded.
-    pub calls: usize,
-    pub resolved_calls: usize,
-    pub distinct_names: usize,
-    pub resolved_names: usize,
+    pub(crate) calls: usize,
+    pub(crate) resolved_calls: usize,
+    pub(crate) distinct_names: usize,
+    pub(crate) resolved_names: usize,
     /// Resolved calls by the spelling that matched: `function_name`, `variant`,
     /// and how many of them were `ambiguous`.
-    pub resolved_by: BTreeMap<String, usize>,
-    pub unresolved: BTreeMap<Cause, Unresolved>,
-    pub by_format: BTreeMap<Format, Counts>,
+    pub(crate) resolved_by: BTreeMap<String, usize>,
+    pub(crate) unresolved: BTreeMap<Cause, Unresolved>,
+    pub(crate) by_format: BTreeMap<Format, Counts>,
 }
 
 impl Coverage {
     /// Resolved calls / calls.
-    pub fn call_rate(&self) -> f64 {
+    pub(crate) fn call_rate(&self) -> f64 {
         ratio(self.resolved_calls, self.calls)
     }
 
     /// Resolved distinct names / distinct names.
-    pub fn name_rate(&self) -> f64 {
+    pub(crate) fn name_rate(&self) -> f64 {
         ratio(self.resolved_names, self.distinct_names)
     }
 }
@@ -126,7 +126,7 @@ fn ratio(a: usize, b: usize) -> f64 {
 }
 
 /// Resolves every recorded call of every trajectory.
-pub fn coverage(catalog: &Catalog, trajectories: &[Trajectory]) -> Coverage {
+pub(crate) fn coverage(catalog: &Catalog, trajectories: &[Trajectory]) -> Coverage {
     let mut cov = Coverage { trajectories: trajectories.len(), ..Coverage::default() };
     let mut names: HashMap<&str, Option<Cause>> = HashMap::new();
     let mut unresolved_names: BTreeMap<Cause, HashMap<&str, usize>> = BTreeMap::new();

@@ -28,7 +28,7 @@ const FAILED: &[&str] = &[
 ];
 
 /// Why `body` (answered to a `method` request) is not data, if it is not.
-pub fn failure(method: &str, body: &Value) -> Option<&'static str> {
+pub(crate) fn failure(method: &str, body: &Value) -> Option<&'static str> {
     let empty = match body {
         Value::Null => true,
         Value::String(s) => s.trim().is_empty(),

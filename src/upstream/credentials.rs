@@ -33,7 +33,7 @@ impl Credentials {
     /// Reads the secrets `config` names (environment variables, files):
     /// the first that cannot be read is an error naming where it was to
     /// come from, never a secret.
-    pub fn read(config: &Config) -> anyhow::Result<Credentials> {
+    pub(crate) fn read(config: &Config) -> anyhow::Result<Credentials> {
         let list = load(&config.upstream.credentials)?;
         let rapidapi_key = config.rapidapi_key().map_err(anyhow::Error::msg)?;
         Ok(Credentials {

@@ -25,7 +25,7 @@ use crate::catalog::Catalog;
 /// Why a target was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{0}")]
-pub struct Refused(pub String);
+pub(crate) struct Refused(pub(crate) String);
 
 /// The hosts and addresses calls may reach.
 #[derive(Debug, Clone)]
@@ -34,7 +34,7 @@ pub struct Guard {
     /// reloaded; shared by the guard's clones).
     catalog_hosts: Arc<ArcSwap<HashSet<String>>>,
     allowlist: Vec<String>,
-    pub allow_private: bool,
+    pub(crate) allow_private: bool,
     /// Hosts allowed private addresses (their credentials say so),
     /// shared with the resolvers.
     private_hosts: Arc<ArcSwap<HashSet<String>>>,
@@ -52,7 +52,7 @@ fn hosts_of(catalog: &Catalog) -> HashSet<String> {
 }
 
 impl Guard {
-    pub fn new(catalog: &Catalog, allowlist: &[String], allow_private: bool) -> Guard {
+    pub(crate) fn new(catalog: &Catalog, allowlist: &[String], allow_private: bool) -> Guard {
         Guard {
             catalog_hosts: Arc::new(ArcSwap::from_pointee(hosts_of(catalog))),
             allowlist: allowlist.iter().map(|h| h.trim().to_ascii_lowercase()).collect(),
@@ -63,30 +63,30 @@ impl Guard {
 
     /// Allows the hosts `catalog` names instead of those of the catalog so
     /// far (a reload that changed the catalog's sources).
-    pub fn set_catalog(&self, catalog: &Catalog) {
+    pub(crate) fn set_catalog(&self, catalog: &Catalog) {
         self.catalog_hosts.store(Arc::new(hosts_of(catalog)));
     }
 
     /// The guard with `hosts` (names or addresses, no port) allowed
     /// private addresses.
-    pub fn with_private_hosts(self, hosts: &[String]) -> Guard {
+    pub(crate) fn with_private_hosts(self, hosts: &[String]) -> Guard {
         self.set_private_hosts(hosts);
         self
     }
 
     /// Allows private addresses to `hosts` instead of those allowed so far
     /// (a reload), in this guard and the resolvers it made.
-    pub fn set_private_hosts(&self, hosts: &[String]) {
+    pub(crate) fn set_private_hosts(&self, hosts: &[String]) {
         self.private_hosts.store(Arc::new(hosts.iter().map(|h| normalize(h)).collect()));
     }
 
     /// The DNS resolver that holds this guard's address rule.
-    pub fn resolver(&self) -> GuardedResolver {
+    pub(crate) fn resolver(&self) -> GuardedResolver {
         GuardedResolver { allow_private: self.allow_private, private_hosts: self.private_hosts.clone() }
     }
 
     /// Checks a URL before it is requested (and each redirect target).
-    pub fn check_url(&self, url: &Url) -> Result<(), Refused> {
+    pub(crate) fn check_url(&self, url: &Url) -> Result<(), Refused> {
         if !matches!(url.scheme(), "http" | "https") {
             return Err(Refused(format!("scheme `{}` is not allowed (http or https only)", url.scheme())));
         }
@@ -113,7 +113,7 @@ impl Guard {
     }
 
     /// Refuses internal addresses unless `allow_private`.
-    pub fn check_ip(&self, ip: IpAddr) -> Result<(), Refused> {
+    pub(crate) fn check_ip(&self, ip: IpAddr) -> Result<(), Refused> {
         if !self.allow_private && is_internal(ip) {
             return Err(Refused(format!(
                 "address {ip} is private, loopback or link-local (set upstream.allow_private to allow it)"
@@ -142,7 +142,7 @@ fn normalize(host: &str) -> String {
 /// Loopback, private, link-local, unique-local, shared (CGNAT),
 /// unspecified, broadcast, multicast and documentation addresses, and
 /// IPv4 addresses mapped into IPv6.
-pub fn is_internal(ip: IpAddr) -> bool {
+pub(crate) fn is_internal(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
             let o = v4.octets();
@@ -174,10 +174,10 @@ pub fn is_internal(ip: IpAddr) -> bool {
 /// A DNS resolver that drops internal addresses (unless allowed) and fails
 /// when none is left, so no connection can reach them.
 #[derive(Debug, Clone)]
-pub struct GuardedResolver {
-    pub allow_private: bool,
+pub(crate) struct GuardedResolver {
+    pub(crate) allow_private: bool,
     /// Names allowed private addresses all the same.
-    pub private_hosts: Arc<ArcSwap<HashSet<String>>>,
+    pub(crate) private_hosts: Arc<ArcSwap<HashSet<String>>>,
 }
 
 impl reqwest::dns::Resolve for GuardedResolver {

@@ -54,9 +54,9 @@ impl Limit {
 /// A call refused by a rate limit.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, thiserror::Error)]
 #[error("rate limited by {}: retry after {:.1} s", limit.describe(), retry_after.as_secs_f64())]
-pub struct RateLimited {
-    pub limit: Limit,
-    pub retry_after: Duration,
+pub(crate) struct RateLimited {
+    pub(crate) limit: Limit,
+    pub(crate) retry_after: Duration,
 }
 
 /// The configured limits and their state.
@@ -179,14 +179,15 @@ fn interval(rate: f64) -> Option<Duration> {
 }
 
 impl Limits {
-    pub fn new(config: &UpstreamConfig) -> Limits {
+    #[cfg(test)]
+    pub(crate) fn new(config: &UpstreamConfig) -> Limits {
         Limits::shared(config, None, 1)
     }
 
     /// Limits shared through `cluster` by `replicas` replicas: while Redis
     /// is unreachable, each enforces `1/replicas` of every rate and of the
     /// burst (rounded up) locally, so that together they stay near one burst.
-    pub fn shared(config: &UpstreamConfig, cluster: Option<Arc<Cluster>>, replicas: u32) -> Limits {
+    pub(crate) fn shared(config: &UpstreamConfig, cluster: Option<Arc<Cluster>>, replicas: u32) -> Limits {
         let share = if cluster.is_some() { replicas.max(1) } else { 1 };
         Limits {
             cluster,
@@ -201,7 +202,7 @@ impl Limits {
     /// unless they are those in use: whether they changed. Calls waiting
     /// for a cell finish under the rates they started with; hosts slowed
     /// by a 429 stay slowed.
-    pub fn reconfigure(&self, config: &UpstreamConfig) -> bool {
+    pub(crate) fn reconfigure(&self, config: &UpstreamConfig) -> bool {
         if self.rates.load().same(config) {
             return false;
         }
@@ -211,14 +212,14 @@ impl Limits {
 
     /// Takes a cell of every limit that applies, waiting up to `max_wait`
     /// in all. Returns the time waited.
-    pub async fn acquire(&self, host: &str, api: &str, client: Option<&str>) -> Result<Duration, RateLimited> {
+    pub(crate) async fn acquire(&self, host: &str, api: &str, client: Option<&str>) -> Result<Duration, RateLimited> {
         self.take(Some(host), Some(api), client, true).await
     }
 
     /// The client's cell alone: a call to a downstream MCP tool, which has
     /// its server's own rate (the global, per-host and per-API rates guard
     /// RapidAPI's hosts).
-    pub async fn acquire_for_client(&self, client: Option<&str>) -> Result<Duration, RateLimited> {
+    pub(crate) async fn acquire_for_client(&self, client: Option<&str>) -> Result<Duration, RateLimited> {
         self.take(None, None, client, false).await
     }
 
@@ -272,7 +273,7 @@ impl Limits {
     }
 
     /// No call goes to `host` for `wait` (an upstream 429's `Retry-After`).
-    pub fn slow_host(&self, host: &str, wait: Duration) {
+    pub(crate) fn slow_host(&self, host: &str, wait: Duration) {
         if let Some(cluster) = self.cluster.clone() {
             let host = host.to_string();
             tokio::spawn(async move { cluster.slow_host(&host, wait).await });
@@ -282,12 +283,12 @@ impl Limits {
     }
 
     /// The cluster the limits are shared through, if any.
-    pub fn cluster(&self) -> Option<&Arc<Cluster>> {
+    pub(crate) fn cluster(&self) -> Option<&Arc<Cluster>> {
         self.cluster.as_ref()
     }
 
     /// Forgets idle keys (call now and then on a long-running server).
-    pub fn prune(&self) {
+    pub(crate) fn prune(&self) {
         let rates = self.rates.load();
         for limiter in [&rates.host, &rates.api, &rates.client].into_iter().flatten() {
             limiter.retain_recent();

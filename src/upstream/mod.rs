@@ -29,10 +29,10 @@
 //! A reload ([`Upstream::reconfigure`]) swaps the credentials (secrets
 //! read again) and the rate limits in place.
 
-pub mod answer;
+pub(crate) mod answer;
 mod credentials;
-pub mod guard;
-pub mod limits;
+pub(crate) mod guard;
+pub(crate) mod limits;
 mod mcp;
 pub mod replay;
 pub mod request;
@@ -96,7 +96,7 @@ pub enum ErrorClass {
 
 impl ErrorClass {
     /// The class as serialized: `rate_limited`, `server_error`…
-    pub fn name(self) -> String {
+    pub(crate) fn name(self) -> String {
         serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
     }
 }
@@ -129,11 +129,11 @@ pub struct CallTrace {
 
 /// A call's result as the tool graph sees it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Outcome {
-    pub function: String,
-    pub ok: bool,
-    pub class: Option<ErrorClass>,
-    pub latency_ms: f64,
+pub(crate) struct Outcome {
+    pub(crate) function: String,
+    pub(crate) ok: bool,
+    pub(crate) class: Option<ErrorClass>,
+    pub(crate) latency_ms: f64,
 }
 
 /// A successful response.
@@ -167,20 +167,20 @@ pub struct CallError {
 impl Response {
     /// A 2xx answer is a success unless it carries nothing or an error
     /// instead of data ([`answer::failure`]).
-    pub fn outcome(&self) -> Outcome {
+    pub(crate) fn outcome(&self) -> Outcome {
         let ok = self.failure().is_none();
         let class = (!ok).then_some(ErrorClass::ErrorAnswer);
         Outcome { function: self.trace.function.clone(), ok, class, latency_ms: self.trace.elapsed_ms }
     }
 
     /// Why the answer is not data, if it is not.
-    pub fn failure(&self) -> Option<&'static str> {
+    pub(crate) fn failure(&self) -> Option<&'static str> {
         answer::failure(&self.trace.method, &self.body)
     }
 }
 
 impl CallError {
-    pub fn outcome(&self) -> Outcome {
+    pub(crate) fn outcome(&self) -> Outcome {
         Outcome {
             function: self.trace.function.clone(),
             ok: false,
@@ -244,7 +244,7 @@ impl Upstream {
     /// rate limits of `config` in place of those in use (a reload); calls
     /// under way finish with what they started with. Whether the rate
     /// limits changed.
-    pub fn reconfigure(&self, config: &UpstreamConfig, credentials: Credentials) -> bool {
+    pub(crate) fn reconfigure(&self, config: &UpstreamConfig, credentials: Credentials) -> bool {
         self.guard.set_private_hosts(&credentials.private_hosts);
         self.credentials.store(Arc::new(credentials));
         self.limits.reconfigure(config)
@@ -252,18 +252,18 @@ impl Upstream {
 
     /// Calls the hosts `catalog` names (its sources were reloaded). The
     /// replay table stays as loaded at start.
-    pub fn set_catalog(&self, catalog: &Catalog) {
+    pub(crate) fn set_catalog(&self, catalog: &Catalog) {
         self.guard.set_catalog(catalog);
     }
 
     /// Sends calls to the catalog's MCP tools to `downstream`.
-    pub fn with_downstream(mut self, downstream: Arc<Downstream>) -> Upstream {
+    pub(crate) fn with_downstream(mut self, downstream: Arc<Downstream>) -> Upstream {
         self.downstream = Some(downstream);
         self
     }
 
     /// The rate limits calls go through.
-    pub fn limits(&self) -> &Limits {
+    pub(crate) fn limits(&self) -> &Limits {
         &self.limits
     }
 

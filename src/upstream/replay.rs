@@ -33,12 +33,12 @@ use crate::units::ms;
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Outage {
     /// Share of APIs down (0: none).
-    pub share: f64,
+    pub(crate) share: f64,
 }
 
 impl Outage {
     /// Whether `function` is down in this outage.
-    pub fn is_down(&self, function: &str) -> bool {
+    pub(crate) fn is_down(&self, function: &str) -> bool {
         use std::hash::{Hash, Hasher};
         let mut h = std::hash::DefaultHasher::new();
         function.hash(&mut h);
@@ -143,7 +143,7 @@ impl ReplayTable {
     }
 
     /// The recordings of `api`.
-    pub fn recordings(&self, api: ApiId) -> &[Recording] {
+    pub(crate) fn recordings(&self, api: ApiId) -> &[Recording] {
         self.by_api.get(&api).map_or(&[], Vec::as_slice)
     }
 
@@ -217,7 +217,7 @@ fn same(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
 /// `"Berlin"` is close to `"berlin"` and far from `"Tokyo"`), a key only
 /// one has counts 0; the sum is divided by the union's size. Two empty sets
 /// are identical (1).
-pub fn closeness(a: &Map<String, Value>, b: &Map<String, Value>) -> f64 {
+pub(crate) fn closeness(a: &Map<String, Value>, b: &Map<String, Value>) -> f64 {
     let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
     if keys.is_empty() {
         return 1.0;

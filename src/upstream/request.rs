@@ -181,10 +181,10 @@ pub struct UrlTemplate {
 /// What a request matched: the path parameters (wire name, decoded value)
 /// and how specific the match was.
 #[derive(Debug, PartialEq)]
-pub struct Captured {
-    pub params: Vec<(String, String)>,
+pub(crate) struct Captured {
+    pub(crate) params: Vec<(String, String)>,
     /// The template's query pairs the request carried (fixed ones with their value).
-    pub query_pairs: usize,
+    pub(crate) query_pairs: usize,
 }
 
 impl UrlTemplate {
@@ -227,13 +227,13 @@ impl UrlTemplate {
     }
 
     /// The host (lower case).
-    pub fn host(&self) -> &str {
+    pub(crate) fn host(&self) -> &str {
         &self.host
     }
 
     /// Literal characters of the path: the more, the more specific a match
     /// (`/users/me` over `/users/{id}`, `/{lat},{lon},{time}` over `/{lat},{lon}`).
-    pub fn literal_chars(&self) -> usize {
+    pub(crate) fn literal_chars(&self) -> usize {
         let chars = |p: &Piece| match p {
             Piece::Literal(text) => text.chars().count(),
             Piece::Params(_, _, literal) => *literal,
@@ -243,7 +243,7 @@ impl UrlTemplate {
 
     /// The path parameters of a request (its path percent-encoded, as it
     /// arrives; its query pairs decoded), if the request matches.
-    pub fn capture(&self, path: &str, query: &[(String, String)]) -> Option<Captured> {
+    pub(crate) fn capture(&self, path: &str, query: &[(String, String)]) -> Option<Captured> {
         // A trailing `/` is the template's, or ends a last parameter sent empty.
         let path = path.strip_prefix('/').unwrap_or(path);
         let given: Vec<String> = path.split('/').map(percent_decode).collect();

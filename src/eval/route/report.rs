@@ -17,55 +17,55 @@ use crate::eval::retrieval::Latency;
 
 /// Recall and all-kept share of one method.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct Scores {
+pub(crate) struct Scores {
     /// Mean over queries of the share of relevant APIs kept.
-    pub recall: f64,
+    pub(crate) recall: f64,
     /// Share of queries whose relevant APIs were all kept.
-    pub all_kept: f64,
+    pub(crate) all_kept: f64,
 }
 
 /// One set's (or all sets') results.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SetReport {
-    pub name: String,
+pub(crate) struct SetReport {
+    pub(crate) name: String,
     /// Queries with at least one relevant API in the catalog.
-    pub queries: usize,
+    pub(crate) queries: usize,
     /// Tools the requests carried, on average (below `tools` when there
     /// were not as many distinct ones to draw from).
-    pub mean_tools: f64,
+    pub(crate) mean_tools: f64,
     /// Route mode, every tool known (absent without an embedding model).
-    pub route: Option<Scores>,
+    pub(crate) route: Option<Scores>,
     /// Route mode, the list's first request: only
     /// [`RouteOptions::first_embedded`] of its tools embedded (absent without a model).
-    pub route_first_request: Option<Scores>,
+    pub(crate) route_first_request: Option<Scores>,
     /// Route mode by words alone (no model, or none of the tools known).
-    pub route_words_only: Scores,
+    pub(crate) route_words_only: Scores,
     /// The embedding used plainly: cosine of the request and each tool's
     /// name and description, top k (absent without a model).
-    pub embedding_alone: Option<Scores>,
-    pub bm25: Scores,
-    pub random: Scores,
+    pub(crate) embedding_alone: Option<Scores>,
+    pub(crate) bm25: Scores,
+    pub(crate) random: Scores,
     /// Route mode with what earlier requests called (`--learning`).
-    pub route_learning: Option<Scores>,
+    pub(crate) route_learning: Option<Scores>,
     /// Share of requests whose kept tools were the same with the list
     /// in another order (absent without a model).
-    pub same_when_permuted: Option<f64>,
+    pub(crate) same_when_permuted: Option<f64>,
     /// Narrowing a request whose tools are all new, by words.
-    pub new_list_ms: Latency,
+    pub(crate) new_list_ms: Latency,
     /// A known list with a new message: the message is embedded.
-    pub new_message_ms: Latency,
+    pub(crate) new_message_ms: Latency,
     /// The same request again.
-    pub seen_ms: Latency,
+    pub(crate) seen_ms: Latency,
     /// Known tools in a new order, the message known.
-    pub permuted_ms: Latency,
+    pub(crate) permuted_ms: Latency,
 }
 
 /// The whole evaluation.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RouteReport {
-    pub options: RouteOptions,
-    pub sets: Vec<SetReport>,
-    pub overall: SetReport,
+pub(crate) struct RouteReport {
+    pub(crate) options: RouteOptions,
+    pub(crate) sets: Vec<SetReport>,
+    pub(crate) overall: SetReport,
 }
 
 #[derive(Default)]
@@ -173,7 +173,7 @@ impl Tally {
 }
 
 /// The report as a Markdown table.
-pub fn markdown(report: &RouteReport) -> String {
+pub(crate) fn markdown(report: &RouteReport) -> String {
     let o = &report.options;
     let mean = report.overall.mean_tools;
     let carried =

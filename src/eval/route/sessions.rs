@@ -54,14 +54,14 @@ struct McpTool {
 }
 
 /// Every step of the sessions in `path` (in order), as route cases.
-pub fn load_sessions(path: &Path, server_names: bool) -> Result<Vec<Case>, String> {
+pub(crate) fn load_sessions(path: &Path, server_names: bool) -> Result<Vec<Case>, String> {
     Ok(read_sessions(path, server_names)?.into_iter().flat_map(|(_, steps)| steps).collect())
 }
 
 /// Tasks of `size` sessions' opening requests each (see the module's
 /// doc): session `i` with sessions `i + j·n/size` (`n` sessions), the
 /// next on when one's first tool is on a server already in the task.
-pub fn load_tasks(path: &Path, server_names: bool, size: usize) -> Result<Vec<Case>, String> {
+pub(crate) fn load_tasks(path: &Path, server_names: bool, size: usize) -> Result<Vec<Case>, String> {
     let openings: Vec<(String, Case)> = read_sessions(path, server_names)?
         .into_iter()
         .filter_map(|(server, steps)| Some((server, opening(steps)?)))

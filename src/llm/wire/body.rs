@@ -27,14 +27,14 @@ impl RequestBody {
     }
 
     /// The body of a request toolrouter writes itself.
-    pub fn of<T: Serialize>(request: &T) -> RequestBody {
+    pub(crate) fn of<T: Serialize>(request: &T) -> RequestBody {
         let text = serde_json::to_string(request).unwrap_or_default();
         serde_json::from_str(&text).unwrap_or_default()
     }
 
     /// The body of `fields` (a face's request, made in the chat shape):
     /// each value written once, as JSON text.
-    pub fn from_fields(fields: serde_json::Map<String, Value>) -> RequestBody {
+    pub(crate) fn from_fields(fields: serde_json::Map<String, Value>) -> RequestBody {
         let fields = fields.into_iter().map(|(k, v)| {
             let raw = serde_json::value::to_raw_value(&v).unwrap_or_else(|_| null());
             (k, raw)
@@ -43,18 +43,18 @@ impl RequestBody {
     }
 
     /// The JSON text of `key`.
-    pub fn get(&self, key: &str) -> Option<&RawValue> {
+    pub(crate) fn get(&self, key: &str) -> Option<&RawValue> {
         self.fields.iter().find(|(k, _)| k == key).map(|(_, v)| &**v)
     }
 
     /// Sets `key` to `value`'s JSON, in its place if it was there, else last.
-    pub fn set<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) {
+    pub(crate) fn set<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) {
         let raw = serde_json::value::to_raw_value(value).unwrap_or_else(|_| null());
         self.set_raw(key, raw);
     }
 
     /// Sets `key` to the JSON text `raw`.
-    pub fn set_raw(&mut self, key: &str, raw: Box<RawValue>) {
+    pub(crate) fn set_raw(&mut self, key: &str, raw: Box<RawValue>) {
         match self.fields.iter_mut().find(|(k, _)| k == key) {
             Some(field) => field.1 = raw,
             None => self.fields.push((key.to_string(), raw)),
@@ -62,7 +62,7 @@ impl RequestBody {
     }
 
     /// Takes `key` out.
-    pub fn remove(&mut self, key: &str) -> Option<Box<RawValue>> {
+    pub(crate) fn remove(&mut self, key: &str) -> Option<Box<RawValue>> {
         let at = self.fields.iter().position(|(k, _)| k == key)?;
         Some(self.fields.remove(at).1)
     }
@@ -86,12 +86,6 @@ impl RequestBody {
         }
         out.extend_from_slice(if stream { b"\"stream\":true}" } else { b"\"stream\":false}" });
         out
-    }
-
-    /// The body as a JSON value (tests and scripted models read it so).
-    pub fn to_value(&self) -> Value {
-        let fields = self.fields.iter().map(|(k, v)| (k.clone(), serde_json::from_str(v.get()).unwrap_or_default()));
-        Value::Object(fields.collect())
     }
 }
 

@@ -34,7 +34,7 @@ const FIRST_ESTIMATE: Duration = Duration::from_millis(6);
 
 /// Called with the vectors of each batch of tools embedded here (to share
 /// them with other replicas).
-pub type OnEmbedded = dyn Fn(Vec<(Key, Arc<[f32]>)>) + Send + Sync;
+pub(crate) type OnEmbedded = dyn Fn(Vec<(Key, Arc<[f32]>)>) + Send + Sync;
 
 /// What the background embedding thread shares with the ranker.
 pub(super) struct Shared {
@@ -68,13 +68,13 @@ fn embedded_part(text: &str) -> &str {
 impl ToolListRanker {
     /// Calls `hook` with the vectors of every batch of tools embedded from
     /// now on (set once; later calls are ignored).
-    pub fn on_embedded(&self, hook: Arc<OnEmbedded>) {
+    pub(crate) fn on_embedded(&self, hook: Arc<OnEmbedded>) {
         let _ = self.shared.on_embedded.set(hook);
     }
 
     /// The keys of `set`'s tools without a vector under `embedder`'s model
     /// (each once): what another replica may have embedded.
-    pub fn missing_keys(&self, set: &ToolSet, embedder: &Embedder) -> Vec<Key> {
+    pub(crate) fn missing_keys(&self, set: &ToolSet, embedder: &Embedder) -> Vec<Key> {
         let vectors = self.vectors(set, embedder);
         let mut keys: Vec<Key> = set
             .index
@@ -91,7 +91,7 @@ impl ToolListRanker {
 
     /// Keeps vectors embedded elsewhere, under `embedder`'s model (those
     /// of another length are left out).
-    pub fn insert(&self, embedder: &Embedder, entries: Vec<(Key, Vec<f32>)>) {
+    pub(crate) fn insert(&self, embedder: &Embedder, entries: Vec<(Key, Vec<f32>)>) {
         let dims = embedder.dims();
         let entries: Vec<_> = entries.into_iter().filter(|(_, v)| v.len() == dims).collect();
         if !entries.is_empty() {
@@ -100,14 +100,14 @@ impl ToolListRanker {
     }
 
     /// The vectors `set`'s tools have under `embedder`'s model now.
-    pub fn vectors(&self, set: &ToolSet, embedder: &Embedder) -> Arc<ListVectors> {
+    pub(crate) fn vectors(&self, set: &ToolSet, embedder: &Embedder) -> Arc<ListVectors> {
         gather(&self.shared.store, &set.index, embedder)
     }
 
     /// Embeds `set`'s tools that have no vector yet, shortest first, while
     /// the next batch is expected to end within `budget` (blocking: call it
     /// off the async threads); returns the vectors then known.
-    pub fn embed_missing(
+    pub(crate) fn embed_missing(
         &self,
         set: &ToolSet,
         embedder: &Embedder,
@@ -135,7 +135,7 @@ impl ToolListRanker {
     /// Starts embedding `set`'s missing tools on a background thread,
     /// unless another set is being embedded (a later request carrying the
     /// set asks again).
-    pub fn embed_in_background(&self, set: &ToolSet, embedder: &Arc<Embedder>) {
+    pub(crate) fn embed_in_background(&self, set: &ToolSet, embedder: &Arc<Embedder>) {
         if self.shared.busy.swap(true, Ordering::AcqRel) {
             return;
         }
