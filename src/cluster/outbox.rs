@@ -17,6 +17,9 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
 use super::runs::SharedRun;
 use crate::journal::{self, Journal, Records};
 
@@ -41,9 +44,9 @@ pub(crate) struct Outbox {
 }
 
 impl Outbox {
-    /// Opens (or creates) the outbox in `dir`; a torn last line (a crash
-    /// mid-append: never acknowledged) is cut off.
-    pub(crate) fn open(dir: &Path) -> std::io::Result<Outbox> {
+    /// Opens (or creates) the outbox in `dir` of runs carrying an `M`; a
+    /// torn last line (a crash mid-append: never acknowledged) is cut off.
+    pub(crate) fn open<M: Serialize + DeserializeOwned>(dir: &Path) -> std::io::Result<Outbox> {
         std::fs::create_dir_all(dir)?;
         let published = match std::fs::read_to_string(dir.join(PUBLISHED)) {
             Ok(text) => text.trim().parse().map_err(|e| {
@@ -52,13 +55,13 @@ impl Outbox {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
             Err(e) => return Err(e),
         };
-        let (journal, records, _) = Journal::open::<SharedRun>(&dir.join(OUTBOX))?;
+        let (journal, records, _) = Journal::open::<SharedRun<M>>(&dir.join(OUTBOX))?;
         let last = records.last().map_or(0, |(seq, _)| *seq);
         Ok(Outbox { dir: dir.to_path_buf(), journal, next_seq: last.max(published) + 1, published })
     }
 
     /// Keeps `run` durably (fsync'd) until it is published.
-    pub(crate) fn append(&mut self, run: &SharedRun) -> std::io::Result<()> {
+    pub(crate) fn append<M: Serialize>(&mut self, run: &SharedRun<M>) -> std::io::Result<()> {
         self.journal.append(self.next_seq, run)?;
         self.next_seq += 1;
         Ok(())
@@ -70,8 +73,8 @@ impl Outbox {
     }
 
     /// The runs not yet published, oldest first, with their sequence numbers.
-    pub(crate) fn pending(&self) -> std::io::Result<Records<SharedRun>> {
-        let (records, _) = journal::read::<SharedRun>(self.journal.path())?;
+    pub(crate) fn pending<M: Serialize + DeserializeOwned>(&self) -> std::io::Result<Records<SharedRun<M>>> {
+        let (records, _) = journal::read::<SharedRun<M>>(self.journal.path())?;
         Ok(records.into_iter().filter(|(seq, _)| *seq > self.published).collect())
     }
 
@@ -118,7 +121,7 @@ mod tests {
     use super::*;
     use crate::graph::{RunCall, RunRecord};
 
-    fn run(id: &str) -> SharedRun {
+    fn run(id: &str) -> SharedRun<String> {
         let calls = vec![RunCall { function: "a".into(), ok: true }];
         SharedRun {
             origin: "r1".into(),
@@ -132,24 +135,24 @@ mod tests {
     #[test]
     fn pending_runs_survive_reopening_until_published() {
         let dir = tempfile::tempdir().unwrap();
-        let mut outbox = Outbox::open(dir.path()).unwrap();
+        let mut outbox = Outbox::open::<String>(dir.path()).unwrap();
         for id in ["x", "y", "z"] {
             outbox.append(&run(id)).unwrap();
         }
         outbox.mark_published(1).unwrap();
         drop(outbox);
-        let mut outbox = Outbox::open(dir.path()).unwrap();
-        let pending = outbox.pending().unwrap();
+        let mut outbox = Outbox::open::<String>(dir.path()).unwrap();
+        let pending = outbox.pending::<String>().unwrap();
         let ids: Vec<(u64, &str)> = pending.iter().map(|(seq, r)| (*seq, r.run.id.as_str())).collect();
         assert_eq!(ids, [(2, "y"), (3, "z")]);
         assert_eq!(outbox.backlog(), 2);
         outbox.mark_published(3).unwrap();
         assert_eq!(std::fs::metadata(dir.path().join(OUTBOX)).unwrap().len(), 0, "emptied once all are published");
         drop(outbox);
-        let mut outbox = Outbox::open(dir.path()).unwrap();
-        assert_eq!((outbox.backlog(), outbox.pending().unwrap().len()), (0, 0));
+        let mut outbox = Outbox::open::<String>(dir.path()).unwrap();
+        assert_eq!((outbox.backlog(), outbox.pending::<String>().unwrap().len()), (0, 0));
         outbox.append(&run("w")).unwrap();
-        assert_eq!(outbox.pending().unwrap()[0].0, 4, "numbering goes on from the marker");
+        assert_eq!(outbox.pending::<String>().unwrap()[0].0, 4, "numbering goes on from the marker");
     }
 
     #[test]

@@ -12,11 +12,11 @@
 use std::time::Duration;
 
 use redis::streams::StreamReadReply;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::{Cluster, ClusterError};
 use crate::graph::RunRecord;
-use crate::planner::Memory;
 
 /// The stream field holding a [`SharedRun`] as JSON.
 const FIELD: &str = "run";
@@ -25,22 +25,33 @@ pub(crate) const FOLLOW_BLOCK: Duration = Duration::from_secs(1);
 /// Most runs one read or one publish round trip carries.
 pub(crate) const BATCH: usize = 256;
 
-/// A run as the replicas share it.
+/// A run as the replicas share it, with what the learner above took from
+/// it (`M`: the planner's memory entry; generic so that the cluster, below
+/// the planner, carries it without knowing it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct SharedRun {
+pub(crate) struct SharedRun<M> {
     /// The replica that recorded it (its followers skip their own).
     pub(crate) origin: String,
     pub(crate) run: RunRecord,
     /// What the long-term memory learned from it (with the task's vector,
     /// so no replica embeds it again).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) memory: Option<Memory>,
+    #[serde(default = "none", skip_serializing_if = "Option::is_none")]
+    pub(crate) memory: Option<M>,
+}
+
+/// `#[serde(default)]` would ask `M: Default`.
+fn none<M>() -> Option<M> {
+    None
 }
 
 impl Cluster {
     /// Adds `runs` to the stream in order (one round trip), trimming it to
     /// about `max_runs`.
-    pub(crate) async fn publish_runs(&self, runs: &[SharedRun], max_runs: usize) -> Result<(), ClusterError> {
+    pub(crate) async fn publish_runs<M: Serialize>(
+        &self,
+        runs: &[SharedRun<M>],
+        max_runs: usize,
+    ) -> Result<(), ClusterError> {
         let mut pipe = redis::pipe();
         for run in runs {
             let text = serde_json::to_string(run).map_err(|e| ClusterError::Encode(e.to_string()))?;
@@ -54,7 +65,10 @@ impl Cluster {
     /// [`FOLLOW_BLOCK`] for one: (stream id, run); an entry that is not a
     /// run is skipped with a warning (its id still returned, so following
     /// moves past it).
-    pub(crate) async fn read_runs(&self, after: &str) -> Result<Vec<(String, Option<SharedRun>)>, ClusterError> {
+    pub(crate) async fn read_runs<M: DeserializeOwned>(
+        &self,
+        after: &str,
+    ) -> Result<Vec<(String, Option<SharedRun<M>>)>, ClusterError> {
         let mut command = redis::cmd("XREAD");
         command
             .arg("COUNT")

@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
+use super::shared::SharedRun;
 use super::{Engine, SharingStats};
-use crate::cluster::runs::SharedRun;
 use crate::config::Config;
 use crate::graph::RunRecord;
 use crate::graph::build::clean_path;

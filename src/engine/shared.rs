@@ -17,8 +17,12 @@ use std::time::Duration;
 use super::Engine;
 use crate::cluster::Cluster;
 use crate::cluster::outbox::{self, Outbox};
-use crate::cluster::runs::{BATCH, SharedRun};
+use crate::cluster::runs::BATCH;
 use crate::config::Config;
+use crate::planner::Memory;
+
+/// A run as this engine shares it: with the long-term memory's entry.
+pub(super) type SharedRun = crate::cluster::runs::SharedRun<Memory>;
 
 /// Longest pause between publishing attempts while Redis is away.
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
@@ -51,7 +55,7 @@ impl Sharing {
     /// Opens the outbox and replica id in the state directory.
     pub(super) fn open(config: &Config, cluster: Arc<Cluster>) -> std::io::Result<Sharing> {
         let dir = outbox::cluster_dir(&config.state.dir());
-        let outbox = Outbox::open(&dir)?;
+        let outbox = Outbox::open::<Memory>(&dir)?;
         if outbox.backlog() > 0 {
             tracing::info!(runs = outbox.backlog(), "runs recorded before the last stop are published now");
         }
