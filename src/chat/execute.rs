@@ -17,7 +17,7 @@ use super::error::ChatError;
 use super::request::ChatRequest;
 use super::stream::{Sent, received};
 use super::traces::Traces;
-use super::{Answer, ChatStream};
+use super::{Answer, ChatStream, Item};
 use crate::cluster::Cluster;
 use crate::config::{Config, OpenAiConfig};
 use crate::engine::Engine;
@@ -129,7 +129,7 @@ fn streamed(head: Chunk, run: Run, include_usage: bool) -> ChatStream {
         let chunk = |delta: Message, finish: Option<&str>| {
             Chunk::new(&head, vec![ChunkChoice::new(delta, finish.map(str::to_string))])
         };
-        let _ = tx.send(Ok(chunk(Message::new("assistant", ""), None))).await;
+        let _ = tx.send(Ok(Item::Chunk(chunk(Message::new("assistant", ""), None)))).await;
         let (trace_id, execution) = match finished(run).await {
             Ok(done) => done,
             Err(e) => {
@@ -137,12 +137,12 @@ fn streamed(head: Chunk, run: Run, include_usage: bool) -> ChatStream {
                 return;
             }
         };
-        let _ = tx.send(Ok(chunk(Message::text_delta(execution.answer.clone()), None))).await;
+        let _ = tx.send(Ok(Item::Chunk(chunk(Message::text_delta(execution.answer.clone()), None)))).await;
         let mut last = chunk(Message::default(), Some("stop"));
         last.extra.insert("toolrouter".into(), report(&trace_id, &execution));
-        let _ = tx.send(Ok(last)).await;
+        let _ = tx.send(Ok(Item::Chunk(last))).await;
         if include_usage {
-            let _ = tx.send(Ok(Chunk::usage(&head, execution.usage.into()))).await;
+            let _ = tx.send(Ok(Item::Chunk(Chunk::usage(&head, execution.usage.into())))).await;
         }
     });
     received(rx)

@@ -24,6 +24,7 @@ pub mod execute;
 pub mod plan;
 pub mod request;
 pub mod route;
+pub mod search;
 pub mod stream;
 pub mod tools;
 pub mod traces;
@@ -51,9 +52,22 @@ pub(crate) use request::{ChatRequest, Mode};
 use route::Narrowing;
 use tools::ToolLists;
 
-/// A streamed answer: chat chunks in order, ended by the last one or by an
+/// A streamed answer: items in order, ended by the last chunk or by an
 /// error (nothing follows an error).
-pub(crate) type ChatStream = Pin<Box<dyn Stream<Item = Result<Chunk, ChatError>> + Send>>;
+pub(crate) type ChatStream = Pin<Box<dyn Stream<Item = Result<Item, ChatError>> + Send>>;
+
+/// One item of a streamed answer.
+// Chunks are nearly every item: boxing them would allocate once more per
+// chunk to save the few searches some bytes.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub(crate) enum Item {
+    /// A chat chunk of the answer.
+    Chunk(Chunk),
+    /// A search the model made, answered by toolrouter (before the chunks
+    /// of the turn that follows it).
+    Searched(search::Searched),
+}
 
 /// What the core answered.
 pub(crate) enum Answer {
@@ -192,7 +206,7 @@ impl ChatCore {
         }
         let narrowing = self.narrowing_for(client);
         if request.stream {
-            let chunks = stream::stream(request, llm, self.config.clone(), &narrowing, planned).await?;
+            let chunks = stream::stream(request, llm, self.config.clone(), narrowing, planned).await?;
             return Ok(Answer::Streamed(chunks));
         }
         let answer = route::complete(request, llm.as_ref(), &self.config, &narrowing, planned).await?;

@@ -14,6 +14,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::error::ChatError;
+use super::search::Wanted;
 use super::tools::{ToolList, ToolLists};
 use super::unparsable::unparsable;
 use crate::config::OpenAiConfig;
@@ -38,6 +39,8 @@ pub(crate) struct ChatRequest {
     pub(crate) mode: Mode,
     /// Execute mode: split into sub-tasks (`toolrouter.decompose`, else `openai.decompose`).
     pub(crate) decompose: bool,
+    /// `toolrouter.tool_search`: whether the model may search for tools.
+    pub(crate) tool_search: Wanted,
     /// When the request's time budget runs out: the model requests made
     /// for it (retries, repairs) end by then.
     pub(crate) deadline: Instant,
@@ -89,12 +92,12 @@ pub(crate) fn body_of(bytes: &[u8]) -> Result<RequestBody, ChatError> {
 }
 
 /// toolrouter's options (`toolrouter` in the body, never sent upstream):
-/// the mode it names, else `header_mode`, and `decompose`.
+/// the mode it names, else `header_mode`, `decompose` and `tool_search`.
 fn options(
     body: &mut RequestBody,
     header_mode: Option<&str>,
     config: &OpenAiConfig,
-) -> Result<(Option<Mode>, bool), ChatError> {
+) -> Result<(Option<Mode>, bool, Wanted), ChatError> {
     let options = match body.remove("toolrouter").map(|raw| serde_json::from_str::<Value>(raw.get())) {
         None | Some(Ok(Value::Null)) => Map::new(),
         Some(Ok(Value::Object(o))) => o,
@@ -122,7 +125,9 @@ fn options(
             return Err(ChatError::invalid("`toolrouter.decompose` must be a boolean", Some("toolrouter.decompose")));
         }
     };
-    Ok((mode, decompose))
+    let search = options.get("tool_search").unwrap_or(&Value::Null);
+    let search = Wanted::parse(search).map_err(|e| ChatError::invalid(e, Some("toolrouter.tool_search")))?;
+    Ok((mode, decompose, search))
 }
 
 /// `messages`: a non-empty array of objects, each with a known role.
@@ -181,7 +186,7 @@ pub(crate) fn check(
     lists: &ToolLists,
     budget: Duration,
 ) -> Result<ChatRequest, ChatError> {
-    let (named, decompose) = options(&mut body, header_mode, config)?;
+    let (named, decompose, tool_search) = options(&mut body, header_mode, config)?;
     let wrong_model = "`model` must be a non-empty string";
     let model = match field::<String>(&body, "model", wrong_model)? {
         Some(m) if !m.trim().is_empty() => m,
@@ -221,7 +226,19 @@ pub(crate) fn check(
         ));
     }
     let deadline = Instant::now() + budget;
-    Ok(ChatRequest { body, model, upstream_model, stream, include_usage, tools, forced, mode, decompose, deadline })
+    Ok(ChatRequest {
+        body,
+        model,
+        upstream_model,
+        stream,
+        include_usage,
+        tools,
+        forced,
+        mode,
+        decompose,
+        tool_search,
+        deadline,
+    })
 }
 
 #[cfg(test)]

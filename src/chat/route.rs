@@ -20,6 +20,7 @@ use tracing::Instrument;
 
 use super::error::ChatError;
 use super::request::{self, ChatRequest};
+use super::search::{self, SEARCH_TOOL, Search};
 use super::tools::{ClientTool, ToolList};
 use crate::config::OpenAiConfig;
 use crate::llm::wire::{Completion, Message, RequestBody};
@@ -307,6 +308,8 @@ pub(crate) struct Narrowed {
     pub(crate) decision: Option<(String, Arc<RecordDecision>)>,
     /// What to learn from the answer (taken once its tool calls pass).
     pub(crate) learning: std::sync::Mutex<Option<Learning>>,
+    /// The model's tool search, when it is offered one.
+    pub(crate) search: Option<Search>,
 }
 
 /// Narrows `req`'s tools and takes its body for the model: the client's
@@ -317,26 +320,54 @@ pub(crate) async fn prepare(
     config: &OpenAiConfig,
     narrowing: &Narrowing,
 ) -> Result<Narrowed, ChatError> {
-    let narrows = req.tools.len() > config.max_tools;
+    let defers = req.tools.iter().any(|t| t.deferred);
+    let narrows = !defers && req.tools.len() > config.max_tools;
     let decides = narrowing.record.is_some() && (narrows || req.mode == request::Mode::Plan);
-    let messages = if narrows || decides { req.messages()? } else { Vec::new() };
+    let messages = if narrows || decides || defers { req.messages()? } else { Vec::new() };
     let decision = narrowing.record.clone().filter(|_| decides).map(|record| (last_user_words(&messages), record));
-    let (Kept { tools: keep, by_words }, learning) = if narrows {
+    let (Kept { tools: keep, by_words }, learning, search) = if defers {
+        // The client chose what is loaded: nothing is narrowed.
+        match search::deferred(&req.tools, &messages, req.tool_search, config) {
+            Some((keep, search)) => (Kept { tools: keep, by_words: Vec::new() }, None, Some(search)),
+            None => (Kept { tools: (0..req.tools.len()).collect(), by_words: Vec::new() }, None, None),
+        }
+    } else if narrows {
         let span = tracing::info_span!(target: crate::telemetry::TARGET, "narrow tools",
             "toolrouter.tools.offered" = req.tools.len() as i64, "toolrouter.tools.kept" = config.max_tools as i64);
-        narrowing.narrow(&req.tools, &messages, config.max_tools, req.forced.as_deref()).instrument(span).await
+        let (kept, learning) =
+            narrowing.narrow(&req.tools, &messages, config.max_tools, req.forced.as_deref()).instrument(span).await;
+        let search = search::narrowed(&req.tools, &kept.tools, req.tool_search, config);
+        (kept, learning, search)
     } else {
-        (Kept { tools: (0..req.tools.len()).collect(), by_words: Vec::new() }, None)
+        (Kept { tools: (0..req.tools.len()).collect(), by_words: Vec::new() }, None, None)
     };
+    let mut keep = keep;
+    if search.is_some() {
+        if let Some(i) = req.tools.iter().position(|t| t.name == SEARCH_TOOL) {
+            return Err(ChatError::invalid(
+                format!(
+                    "a tool is named `{SEARCH_TOOL}`, the name of toolrouter's tool search: rename it, \
+                     or send `\"toolrouter\": {{\"tool_search\": false}}`"
+                ),
+                Some(&format!("tools[{i}].function.name")),
+            ));
+        }
+        // A forced tool is loaded, deferred or not.
+        let forced = req.forced.as_deref().and_then(|f| req.tools.iter().position(|t| t.name == f));
+        if let Some(i) = forced.filter(|i| !keep.contains(i)) {
+            keep.push(i);
+        }
+    }
     let mut body = std::mem::take(&mut req.body);
     if req.upstream_model != req.model {
         body.set("model", &req.upstream_model);
     }
-    let all_as_sent = keep.len() == req.tools.len() && body.get("tools").is_some();
+    let all_as_sent = keep.len() == req.tools.len() && body.get("tools").is_some() && !defers;
     if !req.tools.is_empty() && !all_as_sent {
-        body.set_raw("tools", tools_array(&req.tools, &keep));
+        body.set_raw("tools", tools_array(&req.tools, &keep, search.as_ref()));
     }
-    Ok(Narrowed { body, keep, by_words, decision, learning: std::sync::Mutex::new(learning) })
+    let learning = std::sync::Mutex::new(learning);
+    Ok(Narrowed { body, keep, by_words, decision, learning, search })
 }
 
 /// The last user message's text, cut to [`DECISION_REQUEST_CHARS`].
@@ -345,17 +376,16 @@ fn last_user_words(messages: &[Message]) -> String {
     text.chars().take(DECISION_REQUEST_CHARS).collect()
 }
 
-/// The JSON array of the tools at `keep`, each as its client sent it.
-fn tools_array(tools: &[Arc<ClientTool>], keep: &[usize]) -> Box<RawValue> {
-    let mut text = String::from("[");
-    for (n, &i) in keep.iter().enumerate() {
-        if n > 0 {
-            text.push(',');
-        }
-        text.push_str(tools[i].definition.get());
-    }
-    text.push(']');
-    RawValue::from_string(text).expect("an array of JSON values is JSON")
+/// The JSON array of the tools offered: the search function while it is
+/// open, then the tools at `keep`, then those its searches found, each as
+/// its client sent it (the list only grows as searches load tools).
+pub(crate) fn tools_array(tools: &[Arc<ClientTool>], keep: &[usize], search: Option<&Search>) -> Box<RawValue> {
+    let mut parts: Vec<&str> = Vec::new();
+    let definition = search.filter(|s| s.open()).map(Search::definition);
+    parts.extend(definition.as_deref().map(RawValue::get));
+    let found = search.map(|s| s.found.as_slice()).unwrap_or_default();
+    parts.extend(keep.iter().chain(found).map(|&i| tools[i].definition.get()));
+    RawValue::from_string(format!("[{}]", parts.join(","))).expect("an array of JSON values is JSON")
 }
 
 /// An answer whose tool calls passed their checks.
@@ -389,6 +419,9 @@ pub(crate) async fn repaired(
             if let Some(learning) = learning {
                 learning.learn(message, tools);
             }
+            if let Some(search) = &prepared.search {
+                search.learn(message);
+            }
             return Ok(Repaired { answer, repairs, usage });
         }
         if repairs >= config.repair_attempts {
@@ -401,7 +434,8 @@ pub(crate) async fn repaired(
             None => retry.insert((prepared.body.clone(), request::messages(&prepared.body)?)),
         };
         // Show the model its call and what was wrong with it; ask again.
-        let offered: Vec<&str> = prepared.keep.iter().map(|&i| tools[i].name.as_str()).collect();
+        let found = prepared.search.as_ref().map(|s| s.found.as_slice()).unwrap_or_default();
+        let offered: Vec<&str> = prepared.keep.iter().chain(found).map(|&i| tools[i].name.as_str()).collect();
         let message = message.clone();
         let notes = message.calls().iter().map(|c| Message::tool_result(c.id(), repair_note(c.id(), &wrong, &offered)));
         let notes: Vec<Message> = notes.collect();
@@ -413,6 +447,36 @@ pub(crate) async fn repaired(
     }
 }
 
+/// While the model's answer calls the search (and the rounds last): its
+/// searches answered, the tools found offered, the model asked again.
+/// Returns the first answer that does not search, and the tokens of the
+/// requests made after `answer`.
+pub(crate) async fn searched(
+    llm: &dyn ChatModel,
+    prepared: &mut Narrowed,
+    mut answer: Completion,
+    req: &ChatRequest,
+    narrowing: &Narrowing,
+) -> Result<(Completion, Usage), ChatError> {
+    let mut usage = Usage::default();
+    let mut conversation = None;
+    while let Some(search) = prepared.search.as_mut() {
+        let Some(message) = answer.message_mut() else { break };
+        normalize_tool_calls(message);
+        let messages = match &mut conversation {
+            Some(messages) => messages,
+            None => conversation.insert(request::messages(&prepared.body)?),
+        };
+        let Some(added) = search.answer(message, messages, narrowing).await else { break };
+        messages.extend(added);
+        prepared.body.set("messages", messages);
+        prepared.body.set_raw("tools", tools_array(&req.tools, &prepared.keep, Some(search)));
+        answer = llm.complete(&prepared.body, req.deadline).await?;
+        usage += answer.tokens();
+    }
+    Ok((answer, usage))
+}
+
 /// toolrouter's report on a request, for the answer's `toolrouter` field;
 /// a decision (tools narrowed out, or a plan) is also kept for the console
 /// ([`Narrowing::record`]), and the report names its `trace_id`.
@@ -422,6 +486,10 @@ pub(crate) fn report(req: &ChatRequest, prepared: &Narrowed, repairs: usize, pla
         json!({"mode": mode, "tools_offered": prepared.keep.len(), "tools_total": req.tools.len(), "repairs": repairs});
     if let Some(steps) = planned {
         r["plan"] = steps;
+    }
+    if let Some(search) = &prepared.search {
+        r["tool_search"] = search.report();
+        r["tools_offered"] = json!(prepared.keep.len() + search.found.len());
     }
     let unchecked: Vec<Value> = req
         .tools
@@ -455,12 +523,14 @@ pub(crate) async fn complete(
     narrowing: &Narrowing,
     planned: Option<Value>,
 ) -> Result<Completion, ChatError> {
-    let prepared = prepare(&mut req, config, narrowing).await?;
+    let mut prepared = prepare(&mut req, config, narrowing).await?;
     let first = llm.complete(&prepared.body, req.deadline).await?;
     let mut tokens = first.tokens();
+    let (first, searching) = searched(llm, &mut prepared, first, &req, narrowing).await?;
     let Repaired { mut answer, repairs, usage } = repaired(llm, &prepared, first, &req, config).await?;
-    // Every request's tokens: the first answer's and the repairs'.
-    if repairs > 0 {
+    // Every request's tokens: the first answer's, the searches' and the repairs'.
+    if repairs > 0 || prepared.search.as_ref().is_some_and(|s| !s.rounds.is_empty()) {
+        tokens += searching;
         tokens += usage;
         answer.usage.get_or_insert_default().set_tokens(tokens);
     }
@@ -499,6 +569,8 @@ mod tests {
                 &json!({"type": "function", "function": {"name": name, "parameters": schema.clone()}}),
             )
             .unwrap(),
+            description: description.into(),
+            deferred: false,
             check: crate::chat::tools::Check::Schema(crate::chat::tools::Schema::new(&schema, true)),
         })
     }

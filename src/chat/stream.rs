@@ -23,10 +23,11 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
-use super::ChatStream;
 use super::error::ChatError;
-use super::request::ChatRequest;
-use super::route::{Narrowed, Narrowing, Repaired, normalize_tool_calls, prepare, repaired, report};
+use super::request::{self, ChatRequest};
+use super::route::{Narrowed, Narrowing, Repaired, normalize_tool_calls, prepare, repaired, report, tools_array};
+use super::search::Search;
+use super::{ChatStream, Item};
 use crate::config::OpenAiConfig;
 use crate::llm::wire::{
     Choice, Chunk, ChunkChoice, Completion, CompletionUsage, Content, FunctionCall, Message, ToolCall,
@@ -49,17 +50,18 @@ pub(crate) async fn stream(
     mut req: ChatRequest,
     llm: std::sync::Arc<dyn ChatModel>,
     config: OpenAiConfig,
-    narrowing: &Narrowing,
+    narrowing: Narrowing,
     planned: Option<Value>,
 ) -> Result<ChatStream, ChatError> {
-    let mut prepared = prepare(&mut req, &config, narrowing).await?;
+    let mut prepared = prepare(&mut req, &config, &narrowing).await?;
     if req.include_usage {
         prepared.body.set("stream_options", &json!({"include_usage": true}));
     }
     // Errors before the first event keep their HTTP status.
     let chunks = llm.stream(&prepared.body, req.deadline).await?;
     let (tx, rx) = mpsc::channel(BUFFER);
-    tokio::spawn(relay(chunks, tx, req, llm, config, prepared, planned).in_current_span());
+    let turn = Turn { req, llm, config, prepared, narrowing };
+    tokio::spawn(relay(chunks, tx, turn, planned).in_current_span());
     Ok(received(rx))
 }
 
@@ -69,7 +71,16 @@ pub(super) fn received(rx: mpsc::Receiver<Sent>) -> ChatStream {
 }
 
 /// One item of a streamed answer.
-pub(super) type Sent = Result<Chunk, ChatError>;
+pub(super) type Sent = Result<Item, ChatError>;
+
+/// What answering a streamed request holds.
+struct Turn {
+    req: ChatRequest,
+    llm: std::sync::Arc<dyn ChatModel>,
+    config: OpenAiConfig,
+    prepared: Narrowed,
+    narrowing: Narrowing,
+}
 
 /// What the model streamed, as far as the end of the stream needs it.
 struct Seen {
@@ -192,48 +203,89 @@ fn says_something(delta: &Message) -> bool {
     content || delta.role.is_some() || delta.tool_call_id.is_some() || delta.extra.values().any(|v| !v.is_null())
 }
 
-/// Passes the model's chunks on, then ends the stream ([`end`]).
-async fn relay(
-    mut chunks: crate::llm::Chunks,
-    tx: mpsc::Sender<Sent>,
-    req: ChatRequest,
-    llm: std::sync::Arc<dyn ChatModel>,
-    config: OpenAiConfig,
-    prepared: Narrowed,
-    planned: Option<Value>,
-) {
-    let mut seen = Seen::new(&req.model);
-    while let Some(item) = chunks.next().await {
-        let chunk = match item {
-            Ok(c) => c,
+/// Passes the model's chunks on (and, while it searches for tools, the
+/// searches and the next turn's chunks), then ends the stream.
+async fn relay(mut chunks: crate::llm::Chunks, tx: mpsc::Sender<Sent>, mut turn: Turn, planned: Option<Value>) {
+    let mut seen = Seen::new(&turn.req.model);
+    // Tokens of the turns that searched.
+    let mut searching = Usage::default();
+    loop {
+        while let Some(item) = chunks.next().await {
+            let chunk = match item {
+                Ok(c) => c,
+                Err(e) => {
+                    let _ = tx.send(Err(ChatError::Model(e))).await;
+                    return;
+                }
+            };
+            if let Some(out) = seen.take(chunk)
+                && tx.send(Ok(Item::Chunk(out))).await.is_err()
+            {
+                return; // The client went away.
+            }
+        }
+        match search_turn(&mut seen, &tx, &mut turn).await {
+            Ok(Some(next)) => {
+                searching += seen.usage.take().map(|u| u.tokens()).unwrap_or_default();
+                chunks = next;
+            }
+            Ok(None) => break,
             Err(e) => {
-                let _ = tx.send(Err(ChatError::Model(e))).await;
+                let _ = tx.send(Err(e)).await;
                 return;
             }
-        };
-        if let Some(out) = seen.take(chunk)
-            && tx.send(Ok(out)).await.is_err()
-        {
-            return; // The client went away.
         }
     }
-    let Some(checked) = checked_calls(&mut seen, &tx, &req, llm.as_ref(), &config, &prepared).await else { return };
+    let Turn { req, llm, config, prepared, .. } = &turn;
+    let Some(checked) = checked_calls(&mut seen, &tx, req, llm.as_ref(), config, prepared).await else { return };
     let Checked { calls, finish, repairs, usage: repair_usage } = checked;
     for (i, call) in calls.iter().enumerate() {
         for delta in call_deltas(i, call) {
-            let _ = tx.send(Ok(seen.chunk(delta, None))).await;
+            let _ = tx.send(Ok(Item::Chunk(seen.chunk(delta, None)))).await;
         }
     }
     let mut last = seen.chunk(Message::default(), Some(finish.unwrap_or_else(|| "stop".into())));
-    last.extra.insert("toolrouter".into(), report(&req, &prepared, repairs, planned));
-    let _ = tx.send(Ok(last)).await;
+    last.extra.insert("toolrouter".into(), report(req, prepared, repairs, planned));
+    let _ = tx.send(Ok(Item::Chunk(last))).await;
     if req.include_usage {
         let mut usage = seen.usage.clone().unwrap_or_default();
         let mut tokens = usage.tokens();
+        tokens += searching;
         tokens += repair_usage;
         usage.set_tokens(tokens);
-        let _ = tx.send(Ok(Chunk::usage(&seen.head, usage))).await;
+        let _ = tx.send(Ok(Item::Chunk(Chunk::usage(&seen.head, usage)))).await;
     }
+}
+
+/// When the turn that just streamed called the search: its searches
+/// answered and sent, the tools found offered, and the next turn's
+/// stream; `None` when it did not search (or the rounds are spent).
+async fn search_turn(
+    seen: &mut Seen,
+    tx: &mpsc::Sender<Sent>,
+    turn: &mut Turn,
+) -> Result<Option<crate::llm::Chunks>, ChatError> {
+    let Turn { req, llm, prepared, narrowing, .. } = turn;
+    let Some(search) = prepared.search.as_mut() else { return Ok(None) };
+    let mut message = seen.message();
+    if !Search::called(&message) || !search.open() {
+        return Ok(None);
+    }
+    normalize_tool_calls(&mut message);
+    let mut conversation = request::messages(&prepared.body)?;
+    let before = search.rounds.len();
+    let Some(added) = search.answer(&message, &conversation, narrowing).await else { return Ok(None) };
+    for searched in &search.rounds[before..] {
+        let _ = tx.send(Ok(Item::Searched(searched.clone()))).await;
+    }
+    conversation.extend(added);
+    prepared.body.set("messages", &conversation);
+    prepared.body.set_raw("tools", tools_array(&req.tools, &prepared.keep, Some(search)));
+    // The next turn's text follows this one's; its calls are its own.
+    seen.calls.clear();
+    seen.finish = None;
+    seen.content.clear();
+    Ok(Some(llm.stream(&prepared.body, req.deadline).await?))
 }
 
 /// The tool calls to send, checked, and what checking them took.
@@ -276,7 +328,7 @@ async fn checked_calls(
     // text that streamed stays (it cannot be taken back).
     let text = message.text();
     if repairs > 0 && !text.is_empty() && text != seen.content {
-        let _ = tx.send(Ok(seen.chunk(Message::text_delta(text), None))).await;
+        let _ = tx.send(Ok(Item::Chunk(seen.chunk(Message::text_delta(text), None)))).await;
     }
     let calls = message.tool_calls.take().unwrap_or_default();
     if !calls.is_empty() {

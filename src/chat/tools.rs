@@ -46,8 +46,14 @@ pub struct ClientTool {
     /// Its required parameters' names (route mode brings along the tools
     /// that produce them: `retrieval::tool_list`).
     pub(crate) needs: Vec<String>,
-    /// The tool as sent upstream: the client's own JSON text.
+    /// The tool as sent upstream: the client's own JSON text (without
+    /// `defer_loading`).
     pub(crate) definition: Box<RawValue>,
+    /// Its description (the model reads it in a search's results).
+    pub(crate) description: Box<str>,
+    /// Sent with `"defer_loading": true`: offered once a search finds it
+    /// ([`super::search`]).
+    pub(crate) deferred: bool,
     pub(crate) check: Check,
 }
 
@@ -72,6 +78,10 @@ impl ClientTool {
                 Err(invalid) => invalid.problems.iter().map(ToString::to_string).collect(),
             },
         }
+    }
+
+    pub(crate) fn description(&self) -> &str {
+        &self.description
     }
 
     /// Why this tool's calls pass unchecked (its schema cannot be used).
@@ -347,7 +357,16 @@ pub(crate) fn catalog_tool(mut definition: Value, api: &Api, options: args::Opti
     let text = tool_text(&name, description, &definition["function"]["parameters"]);
     let needs = required(&definition["function"]["parameters"]);
     let definition = raw(&definition);
-    ClientTool { text, name, needs, definition, check: Check::Api(Box::new(api.clone()), options) }
+    let description = description.into();
+    ClientTool {
+        text,
+        name,
+        needs,
+        definition,
+        description,
+        deferred: false,
+        check: Check::Api(Box::new(api.clone()), options),
+    }
 }
 
 /// What a tool is about, for ranking: its name (split into words by the
@@ -409,8 +428,23 @@ fn tool(i: usize, t: &Value, definition: Box<RawValue>, strict: bool) -> Result<
             Some(&param("function.parameters")),
         ));
     }
-    let text = tool_text(name, f.get("description").and_then(Value::as_str).unwrap_or(""), &schema);
-    let needs = required(&schema);
-    let schema = Schema::new(&schema, strict);
-    Ok(ClientTool { name: name.to_string(), text, needs, definition, check: Check::Schema(schema) })
+    let deferred = match t.get("defer_loading") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(ChatError::invalid("`defer_loading` must be a boolean", Some(&param("defer_loading")))),
+    };
+    // The model behind may know nothing of `defer_loading`: it never sees it.
+    let definition = match t.as_object() {
+        Some(fields) if fields.contains_key("defer_loading") => {
+            let mut fields = fields.clone();
+            fields.remove("defer_loading");
+            raw(&Value::Object(fields))
+        }
+        _ => definition,
+    };
+    let description = f.get("description").and_then(Value::as_str).unwrap_or("");
+    let text = tool_text(name, description, &schema);
+    let (needs, description) = (required(&schema), description.into());
+    let check = Check::Schema(Schema::new(&schema, strict));
+    Ok(ClientTool { name: name.to_string(), text, needs, definition, description, deferred, check })
 }

@@ -41,6 +41,27 @@ pub const DEFAULT_RESPONSES_TTL_S: u64 = 30 * 24 * 3600;
 /// (the oldest dropped first; 0: keep none).
 pub const DEFAULT_RESPONSES_MB: usize = 256;
 
+/// `openai.tool_search`: when the model is offered toolrouter's tool search.
+pub const DEFAULT_TOOL_SEARCH: ToolSearch = ToolSearch::Deferred;
+/// `openai.tool_search_rounds`: searches the model may make for one request
+/// (then it is asked once more without the search).
+pub const DEFAULT_TOOL_SEARCH_ROUNDS: usize = 3;
+/// `openai.tool_search_results`: tools one search loads at most.
+pub const DEFAULT_TOOL_SEARCH_RESULTS: usize = 5;
+
+/// When the model is offered a search over tools it was not given
+/// (docs/openai.md, "Tool search").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolSearch {
+    /// When the request defers tools (`defer_loading`, a face's tool search tool).
+    Deferred,
+    /// Also whenever route mode narrows tools out: those become searchable.
+    Narrowed,
+    /// Never: deferred tools are offered as any other.
+    Off,
+}
+
 /// How a chat-completions request is served (docs/architecture.md §9).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -96,6 +117,9 @@ pub struct OpenAiConfig {
     pub tool_memory_requests: usize,
     pub responses_ttl_s: u64,
     pub responses_mb: usize,
+    pub tool_search: ToolSearch,
+    pub tool_search_rounds: usize,
+    pub tool_search_results: usize,
 }
 
 impl OpenAiConfig {
@@ -110,6 +134,8 @@ impl OpenAiConfig {
             ("openai.tool_cache_entries", self.tool_cache_entries as u64),
             ("openai.tool_cache_mb", self.tool_cache_mb as u64),
             ("openai.responses_ttl_s", self.responses_ttl_s),
+            ("openai.tool_search_rounds", self.tool_search_rounds as u64),
+            ("openai.tool_search_results", self.tool_search_results as u64),
         ] {
             if n == 0 {
                 return Err((key.to_string(), "must be at least 1".to_string()));
@@ -138,6 +164,9 @@ impl Default for OpenAiConfig {
             tool_memory_requests: DEFAULT_TOOL_MEMORY_REQUESTS,
             responses_ttl_s: DEFAULT_RESPONSES_TTL_S,
             responses_mb: DEFAULT_RESPONSES_MB,
+            tool_search: DEFAULT_TOOL_SEARCH,
+            tool_search_rounds: DEFAULT_TOOL_SEARCH_ROUNDS,
+            tool_search_results: DEFAULT_TOOL_SEARCH_RESULTS,
         }
     }
 }

@@ -11,7 +11,8 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures_util::StreamExt;
 
-use crate::chat::ChatStream;
+use crate::chat::search::Searched;
+use crate::chat::{ChatStream, Item};
 use crate::llm::wire::Chunk;
 
 /// A JSON object of `fields`, their values moved in. `json!` copies every
@@ -46,6 +47,8 @@ pub(crate) trait Translator: Send + 'static {
     /// Before the first chunk.
     fn start(&mut self) -> Vec<Bytes>;
     fn chunk(&mut self, chunk: &Chunk) -> Vec<Bytes>;
+    /// A search the model made, answered by toolrouter.
+    fn searched(&mut self, searched: &Searched) -> Vec<Bytes>;
     /// After the last chunk.
     fn end(&mut self) -> Vec<Bytes>;
     /// Work to finish before [`Translator::end`] when the stream ended
@@ -72,7 +75,8 @@ pub(crate) fn event_stream<T: Translator>(mut translator: T, chunks: ChatStream,
             Ok(next) => next,
         };
         match next {
-            Some(Ok(chunk)) => Some((t.chunk(&chunk), Some((t, chunks)))),
+            Some(Ok(Item::Chunk(chunk))) => Some((t.chunk(&chunk), Some((t, chunks)))),
+            Some(Ok(Item::Searched(searched))) => Some((t.searched(&searched), Some((t, chunks)))),
             Some(Err(e)) => Some((t.fail(&e.to_string()), None)),
             None => {
                 if let Some(finishing) = t.finishing() {

@@ -30,6 +30,14 @@ share the most words with the request, those words counted × (1 − the
 model told so would shy from it), (arguments: each required parameter's
 example, else a value of its type), and `finish` once a call has
 succeeded.
+Tool search (route mode, a `tool_search` function offered):
+- no tool named like "weather" offered, and the last message is not a
+  search's result ({"found": ...}) -> a `tool_search` call whose query is
+  "current weather for a city" (or the word after "search-query:" in the
+  user's words); after the result, the first tool whose name holds that
+  word (called with `{}`), else the weather tool if it was loaded, else
+  "No tool was found."
+- the user says "search-forever"    -> a `tool_search` call every time
 Off the happy path, when the user says (route and plan modes):
 - "repair-to-text"    -> an invalid call; once shown the error, a text answer
 - "extra-city"        -> a call with an argument the API does not take (`city`)
@@ -220,8 +228,23 @@ def answer(body):
 
     message = executed(messages, tools, user, last)
     shown_error = last.get("role") == "tool" and "Error" in text(last.get("content"))
+    # A search's result: toolrouter's tool search answered the last call.
+    searched = last.get("role") == "tool" and text(last.get("content")).startswith('{"found"')
+    asked = re.search(r"search-query:(\S+)", user)
     if message is not None:
         pass
+    elif "tool_search" in tools and ("search-forever" in user or (not weather and not searched)):
+        query = asked.group(1) if asked else "current weather for a city"
+        message = {"role": "assistant", "content": None, "tool_calls": [{"id": f"call_{len(SEEN)}", "type": "function",
+                   "function": {"name": "tool_search", "arguments": json.dumps({"query": query})}}]}
+    elif searched and asked and any(asked.group(1) in t for t in tools):
+        found = next(t for t in tools if asked.group(1) in t)
+        message = {"role": "assistant", "content": None, "tool_calls": [{"id": f"call_{len(SEEN)}", "type": "function",
+                   "function": {"name": found, "arguments": "{}"}}]}
+    elif searched and weather:
+        message = call({"city": "Berlin"})
+    elif searched:
+        message = {"role": "assistant", "content": "No tool was found."}
     elif shown_error and "repair-to-text" in user:
         message = {"role": "assistant", "content": "I could not make a valid call, sorry."}
     elif weather and "extra-city" in user and not shown_error:

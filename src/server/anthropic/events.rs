@@ -9,6 +9,8 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use super::output;
+use super::search::SearchTool;
+use crate::chat::search::Searched;
 use crate::llm::wire::{Chunk, ToolCall};
 use crate::server::translate::Translator;
 
@@ -28,6 +30,8 @@ pub(crate) struct MessageEvents {
     finish: Option<String>,
     usage: Option<crate::llm::wire::CompletionUsage>,
     report: Option<Value>,
+    /// The request's tool search tool (its blocks name it).
+    search_tool: SearchTool,
 }
 
 fn event(kind: &str, mut data: Value) -> Bytes {
@@ -36,9 +40,9 @@ fn event(kind: &str, mut data: Value) -> Bytes {
 }
 
 impl MessageEvents {
-    /// `model`: the request's.
-    pub(crate) fn new(model: Value) -> MessageEvents {
-        MessageEvents { model, blocks: 0, open: None, finish: None, usage: None, report: None }
+    /// `model`: the request's; `search_tool`: its tool search tool.
+    pub(crate) fn new(model: Value, search_tool: SearchTool) -> MessageEvents {
+        MessageEvents { model, blocks: 0, open: None, finish: None, usage: None, report: None, search_tool }
     }
 
     fn call_delta(&mut self, call: &ToolCall, out: &mut Vec<Bytes>) {
@@ -73,6 +77,23 @@ impl MessageEvents {
 }
 
 impl Translator for MessageEvents {
+    /// A search as its two blocks: the `server_tool_use` (its input as one
+    /// `input_json_delta`), then the `tool_search_tool_result`, whole.
+    fn searched(&mut self, searched: &Searched) -> Vec<Bytes> {
+        let mut out = Vec::new();
+        let [mut call, result] = self.search_tool.blocks(searched);
+        let input = std::mem::replace(&mut call["input"], json!({}));
+        self.close(&mut out);
+        out.push(event("content_block_start", json!({"index": self.blocks, "content_block": call})));
+        let delta = json!({"type": "input_json_delta", "partial_json": input.to_string()});
+        out.push(event("content_block_delta", json!({"index": self.blocks, "delta": delta})));
+        out.push(event("content_block_stop", json!({"index": self.blocks})));
+        out.push(event("content_block_start", json!({"index": self.blocks + 1, "content_block": result})));
+        out.push(event("content_block_stop", json!({"index": self.blocks + 1})));
+        self.blocks += 2;
+        out
+    }
+
     /// `message_start` and a `ping`.
     fn start(&mut self) -> Vec<Bytes> {
         let message = json!({"id": output::new_id("msg_"), "type": "message", "role": "assistant", "model": self.model,
@@ -145,7 +166,7 @@ mod tests {
 
     #[test]
     fn text_then_a_tool_call_stream_as_anthropic_events() {
-        let mut t = MessageEvents::new(json!("claude"));
+        let mut t = MessageEvents::new(json!("claude"), SearchTool::default());
         let mut out = t.start();
         out.extend(t.chunk(&chunk(Message::text_delta("Look"), None)));
         out.extend(t.chunk(&chunk(Message::text_delta("ing."), None)));

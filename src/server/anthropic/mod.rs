@@ -13,6 +13,7 @@
 mod events;
 mod output;
 mod request;
+mod search;
 
 use std::sync::Arc;
 
@@ -67,16 +68,20 @@ pub(crate) async fn messages(
         Ok(v) => v,
         Err(e) => return invalid(format!("the request body is not valid JSON: {e}")),
     };
-    let chat = match request::to_chat(&parsed) {
+    let (chat, search_tool) = match request::to_chat(&parsed) {
         Ok(chat) => chat,
         Err(e) => return invalid(e),
     };
     let model = parsed.get("model").cloned().unwrap_or(Value::Null);
+    // Deferred tools without a search tool are searched too, shown as BM25's.
+    let search_tool = search_tool.unwrap_or_default();
     match requester.ask(&app, RequestBody::from_fields(chat)).await {
-        Ok(Answer::Whole(completion)) => axum::Json(output::from_completion(*completion, &model)).into_response(),
+        Ok(Answer::Whole(completion)) => {
+            axum::Json(output::from_completion(*completion, &model, &search_tool)).into_response()
+        }
         Ok(Answer::Streamed(chunks)) => {
             let keep_alive = std::time::Duration::from_millis(app.config.openai.keep_alive_ms);
-            translate::event_stream(events::MessageEvents::new(model), chunks, keep_alive)
+            translate::event_stream(events::MessageEvents::new(model, search_tool), chunks, keep_alive)
         }
         Err(e) => in_shape(ApiError::from(e)),
     }

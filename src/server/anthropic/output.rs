@@ -6,6 +6,7 @@
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
+use super::search::SearchTool;
 use crate::llm::wire::{CompletionUsage, Message};
 use crate::server::translate::object;
 
@@ -70,15 +71,23 @@ pub(crate) fn content(message: Option<&Message>) -> Vec<Value> {
 }
 
 /// The `message` for a whole chat completion, with toolrouter's report
-/// (`toolrouter`) carried over; `model`: the request's.
-pub(crate) fn from_completion(completion: crate::llm::wire::Completion, model: &Value) -> Value {
+/// (`toolrouter`) carried over; `model`: the request's; the searches
+/// toolrouter ran first, as the request's `search_tool`'s blocks.
+pub(crate) fn from_completion(
+    completion: crate::llm::wire::Completion,
+    model: &Value,
+    search_tool: &SearchTool,
+) -> Value {
     let choice = completion.choices.first();
+    let rounds = crate::chat::search::rounds(&completion);
+    let mut blocks: Vec<Value> = rounds.iter().flat_map(|s| search_tool.blocks(s)).collect();
+    blocks.extend(content(choice.and_then(|c| c.message.as_ref())));
     let mut message = object([
         ("id", new_id("msg_").into()),
         ("type", "message".into()),
         ("role", "assistant".into()),
         ("model", completion.model.as_deref().map(Value::from).unwrap_or_else(|| model.clone())),
-        ("content", Value::Array(content(choice.and_then(|c| c.message.as_ref())))),
+        ("content", Value::Array(blocks)),
         ("stop_reason", stop_reason(choice.and_then(|c| c.finish_reason.as_deref())).into()),
         ("stop_sequence", Value::Null),
         ("usage", usage(completion.usage.as_ref())),
@@ -120,7 +129,7 @@ mod tests {
                 "tool_calls": [{"id": "", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Oslo\"}"}}]}}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 4, "total_tokens": 14, "prompt_tokens_details": {"cached_tokens": 3}},
             "toolrouter": {"mode": "route"}});
-        let message = from_completion(serde_json::from_value(chat).unwrap(), &json!("asked"));
+        let message = from_completion(serde_json::from_value(chat).unwrap(), &json!("asked"), &SearchTool::default());
         assert_eq!((message["type"].as_str(), message["stop_reason"].as_str()), (Some("message"), Some("tool_use")));
         assert_eq!(message["content"][0], json!({"type": "text", "text": "Looking."}));
         let call = &message["content"][1];

@@ -10,14 +10,16 @@
 
 use serde_json::{Map, Value, json};
 
+use super::search::{self, SearchTool};
 use crate::server::translate::object;
 
 /// What is wrong with the request: a message for Anthropic's
 /// `invalid_request_error`.
 pub(crate) type Invalid = String;
 
-/// The chat-completions body of a Messages request body.
-pub(crate) fn to_chat(body: &Value) -> Result<Map<String, Value>, Invalid> {
+/// The chat-completions body of a Messages request body, and its tool
+/// search tool if it has one.
+pub(crate) fn to_chat(body: &Value) -> Result<(Map<String, Value>, Option<SearchTool>), Invalid> {
     let fields = body.as_object().ok_or("the request body must be a JSON object")?;
     if fields.get("max_tokens").and_then(Value::as_u64).is_none_or(|n| n == 0) {
         return Err("max_tokens: a positive integer is required".into());
@@ -47,11 +49,14 @@ pub(crate) fn to_chat(body: &Value) -> Result<Map<String, Value>, Invalid> {
         ));
     }
     chat.insert("messages".into(), Value::Array(messages));
+    let mut search_tool = None;
     for (key, value) in fields {
         match key.as_str() {
             "system" | "messages" | "thinking" => {}
             "tools" => {
-                chat.insert("tools".into(), tools(value)?);
+                let (tools, found) = tools(value)?;
+                search_tool = found;
+                chat.insert("tools".into(), tools);
             }
             "tool_choice" => {
                 let (choice, parallel) = tool_choice(value)?;
@@ -79,7 +84,13 @@ pub(crate) fn to_chat(body: &Value) -> Result<Map<String, Value>, Invalid> {
             }
         }
     }
-    Ok(chat)
+    if let Some(tool) = &search_tool {
+        let options = chat.entry("toolrouter").or_insert_with(|| Value::Object(Map::new()));
+        if let Some(options) = options.as_object_mut() {
+            options.entry("tool_search").or_insert_with(|| tool.flavor().into());
+        }
+    }
+    Ok((chat, search_tool))
 }
 
 /// The text of a `text` block (`None`: another block).
@@ -104,6 +115,8 @@ fn chat_messages(message: &Value) -> Result<Vec<Value>, Invalid> {
     let mut out = Vec::new();
     let mut parts = Vec::new();
     let mut calls = Vec::new();
+    // Results of the searches toolrouter ran, after the assistant's calls.
+    let mut searched = Vec::new();
     for (j, block) in blocks.iter().enumerate() {
         let kind = block.get("type").and_then(Value::as_str).unwrap_or("(none)");
         let at = |what: &str| format!("content.{j}: {what}");
@@ -123,6 +136,10 @@ fn chat_messages(message: &Value) -> Result<Vec<Value>, Invalid> {
                     json!({"id": id, "type": "function", "function": {"name": name, "arguments": input.to_string()}}),
                 );
             }
+            "server_tool_use" if role == "assistant" => calls.push(search::call(block).map_err(|e| at(&e))?),
+            "tool_search_tool_result" if role == "assistant" => {
+                searched.push(search::result(block).map_err(|e| at(&e))?)
+            }
             "tool_result" if role == "user" => {
                 let id = block
                     .get("tool_use_id")
@@ -131,10 +148,14 @@ fn chat_messages(message: &Value) -> Result<Vec<Value>, Invalid> {
                 let content = match block.get("content") {
                     None | Some(Value::Null) => Value::String(String::new()),
                     Some(Value::String(text)) => Value::String(text.clone()),
-                    Some(Value::Array(inner)) => {
-                        let texts: Vec<&str> = inner.iter().filter_map(|b| b.get("text")?.as_str()).collect();
-                        Value::String(texts.join("\n"))
-                    }
+                    Some(Value::Array(inner)) => match search::references(block.get("content")) {
+                        // A client's own search: the tools it loads.
+                        Some(loaded) => Value::String(loaded),
+                        None => {
+                            let texts: Vec<&str> = inner.iter().filter_map(|b| b.get("text")?.as_str()).collect();
+                            Value::String(texts.join("\n"))
+                        }
+                    },
                     Some(_) => return Err(at("a `tool_result`'s content must be a string or blocks")),
                 };
                 let content = match block.get("is_error") == Some(&Value::Bool(true)) {
@@ -161,6 +182,7 @@ fn chat_messages(message: &Value) -> Result<Vec<Value>, Invalid> {
             message["tool_calls"] = Value::Array(calls);
         }
         out.push(message);
+        out.extend(searched);
     } else if !parts.is_empty() {
         out.push(object([("role", "user".into()), ("content", Value::Array(parts))]));
     }
@@ -182,11 +204,19 @@ fn image(block: &Value) -> Result<Value, Invalid> {
     Ok(json!({"type": "image_url", "image_url": {"url": url}}))
 }
 
-/// Client tools as chat function tools; server tools are refused.
-fn tools(value: &Value) -> Result<Value, Invalid> {
+/// Client tools as chat function tools (`defer_loading` kept beside
+/// `function`), and the tool search tool; other server tools are refused.
+fn tools(value: &Value) -> Result<(Value, Option<SearchTool>), Invalid> {
     let list = value.as_array().ok_or("tools: must be a list")?;
     let mut out = Vec::with_capacity(list.len());
+    let mut search_tool = None;
     for (i, tool) in list.iter().enumerate() {
+        if let Some(found) = SearchTool::of(tool).map_err(|e| format!("tools.{i}: {e}"))? {
+            if search_tool.replace(found).is_some() {
+                return Err(format!("tools.{i}: only one tool search tool may be sent"));
+            }
+            continue;
+        }
         let kind = tool.get("type").and_then(Value::as_str);
         if kind.is_some_and(|k| k != "custom") {
             return Err(format!(
@@ -201,9 +231,13 @@ fn tools(value: &Value) -> Result<Value, Invalid> {
         if let Some(description) = tool.get("description") {
             function["description"] = description.clone();
         }
-        out.push(object([("type", "function".into()), ("function", function)]));
+        let mut chat = object([("type", "function".into()), ("function", function)]);
+        if let Some(deferred) = tool.get("defer_loading") {
+            chat["defer_loading"] = deferred.clone();
+        }
+        out.push(chat);
     }
-    Ok(Value::Array(out))
+    Ok((Value::Array(out), search_tool))
 }
 
 /// `tool_choice` in chat's shape, and `parallel_tool_calls` when
@@ -246,7 +280,7 @@ mod tests {
             "thinking": {"type": "enabled", "budget_tokens": 1000}, "toolrouter": {"mode": "route"},
         });
         assert_eq!(
-            Value::Object(to_chat(&body).unwrap()),
+            Value::Object(to_chat(&body).unwrap().0),
             json!({
                 "messages": [
                     {"role": "system", "content": "Be brief."},
@@ -270,7 +304,7 @@ mod tests {
         let ok = |extra: Value| {
             let mut body = json!({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "x"}]});
             body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
-            to_chat(&body)
+            to_chat(&body).map(|(chat, _)| chat)
         };
         assert!(ok(json!({})).is_ok());
         for (extra, says) in [

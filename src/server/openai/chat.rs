@@ -18,7 +18,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 
-use crate::chat::{Answer, ChatStream};
+use crate::chat::{Answer, ChatStream, Item};
 use crate::server::error::ApiError;
 use crate::server::middleware::{Requester, unreadable};
 use crate::server::state::App;
@@ -49,10 +49,16 @@ fn event_stream(chunks: ChatStream, keep_alive_ms: u64) -> Response {
     let events = futures_util::stream::unfold(Some(chunks), |state| async move {
         let mut chunks = state?;
         let event = |json: String| Event::default().data(json);
-        match chunks.next().await {
-            Some(Ok(chunk)) => Some((event(serde_json::to_string(&chunk).unwrap_or_default()), Some(chunks))),
-            Some(Err(e)) => Some((event(ApiError::from(e).body().to_string()), None)),
-            None => Some((event("[DONE]".into()), None)),
+        loop {
+            return match chunks.next().await {
+                Some(Ok(Item::Chunk(chunk))) => {
+                    Some((event(serde_json::to_string(&chunk).unwrap_or_default()), Some(chunks)))
+                }
+                // Chat completions has no event for a search: the report names them.
+                Some(Ok(Item::Searched(_))) => continue,
+                Some(Err(e)) => Some((event(ApiError::from(e).body().to_string()), None)),
+                None => Some((event("[DONE]".into()), None)),
+            };
         }
     });
     let keep_alive = KeepAlive::new().interval(Duration::from_millis(keep_alive_ms)).text("keep-alive");

@@ -18,13 +18,24 @@ use serde_json::{Value, json};
 
 use super::output::{self, Echo};
 use super::store::Keeper;
+use crate::chat::search::Searched;
 use crate::llm::wire::Chunk;
 use crate::server::translate::Translator;
 
 /// One output item as it grows.
 enum Item {
-    Text { id: String, text: String },
-    Call { id: String, call_id: String, name: String, arguments: String },
+    Text {
+        id: String,
+        text: String,
+    },
+    Call {
+        id: String,
+        call_id: String,
+        name: String,
+        arguments: String,
+    },
+    /// An item made whole at once (a search toolrouter ran).
+    Done(Value),
 }
 
 /// Turns chat chunks into Responses events, in order.
@@ -75,7 +86,7 @@ impl ResponseEvents {
     fn response(&self, status: &str) -> Value {
         let output = match status {
             "in_progress" => Vec::new(),
-            _ => self.items.iter().map(|item| done_item(item, "completed")).collect(),
+            _ => self.items.iter().map(|item| done_item(item, "completed", self.echo.tools())).collect(),
         };
         let mut response = self.echo.response(status, self.model.as_deref(), output, self.usage.clone());
         if let Some(report) = &self.report {
@@ -122,7 +133,7 @@ impl ResponseEvents {
                     "" => output::new_id("call_"),
                     id => id.to_string(),
                 };
-                let item = output::call_item(&id, &call_id, call.name(), "", "in_progress");
+                let item = output::call_item(&id, &call_id, call.name(), "", "in_progress", self.echo.tools());
                 out.push(self.event("response.output_item.added", json!({"output_index": at, "item": item})));
                 self.items.push(Item::Call { id, call_id, name: call.name().to_string(), arguments: String::new() });
                 self.calls.insert(index, at);
@@ -147,6 +158,18 @@ impl ResponseEvents {
 }
 
 impl Translator for ResponseEvents {
+    /// Each search as its two items, added and done at once.
+    fn searched(&mut self, searched: &Searched) -> Vec<Bytes> {
+        let mut out = Vec::new();
+        for item in super::search::items(searched, self.echo.tools()) {
+            let at = self.items.len();
+            out.push(self.event("response.output_item.added", json!({"output_index": at, "item": item})));
+            out.push(self.event("response.output_item.done", json!({"output_index": at, "item": item})));
+            self.items.push(Item::Done(item));
+        }
+        out
+    }
+
     /// `response.created`, `response.in_progress`.
     fn start(&mut self) -> Vec<Bytes> {
         let response = self.response("in_progress");
@@ -186,7 +209,8 @@ impl Translator for ResponseEvents {
     /// Keeps the response (`store`), before `response.completed` tells it.
     fn finishing(&mut self) -> Option<futures_util::future::BoxFuture<'static, ()>> {
         let keeper = self.keeper.take()?;
-        let output: Vec<Value> = self.items.iter().map(|item| done_item(item, "completed")).collect();
+        let output: Vec<Value> =
+            self.items.iter().map(|item| done_item(item, "completed", self.echo.tools())).collect();
         let (id, kept) = (self.echo.id.clone(), self.kept.clone());
         Some(Box::pin(async move { kept.store(keeper.keep(id, &output).await, Ordering::Relaxed) }))
     }
@@ -197,8 +221,9 @@ impl Translator for ResponseEvents {
         self.echo.store = self.kept.load(Ordering::Relaxed);
         let mut out = Vec::new();
         for at in 0..self.items.len() {
-            let done = done_item(&self.items[at], "completed");
+            let done = done_item(&self.items[at], "completed", self.echo.tools());
             match &self.items[at] {
+                Item::Done(_) => continue, // Said when it was added.
                 Item::Text { id, text } => {
                     let (id, text) = (id.clone(), text.clone());
                     out.push(self.event(
@@ -237,10 +262,11 @@ impl Translator for ResponseEvents {
 }
 
 /// An item as its `.done` event (and the final response) shows it.
-fn done_item(item: &Item, status: &str) -> Value {
+fn done_item(item: &Item, status: &str, tools: Option<&Value>) -> Value {
     match item {
         Item::Text { id, text } => output::message_item(id, text, status),
-        Item::Call { id, call_id, name, arguments } => output::call_item(id, call_id, name, arguments, status),
+        Item::Call { id, call_id, name, arguments } => output::call_item(id, call_id, name, arguments, status, tools),
+        Item::Done(item) => item.clone(),
     }
 }
 

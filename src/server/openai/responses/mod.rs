@@ -17,6 +17,7 @@ mod events;
 mod held;
 mod output;
 mod request;
+mod search;
 pub(crate) mod store;
 mod writer;
 

@@ -7,6 +7,8 @@
 
 use serde_json::{Map, Value, json};
 
+use super::search;
+use crate::chat::search::{SEARCH_TOOL, rounds};
 use crate::llm::wire::{CompletionUsage, Message, ToolCall};
 use crate::server::translate::object;
 
@@ -66,6 +68,11 @@ impl Echo {
         };
         request.remove("input");
         Echo { id: new_id("resp_"), created_at: crate::metrics::unix_ms() / 1000, request, store: false }
+    }
+
+    /// The request's `tools`.
+    pub(crate) fn tools(&self) -> Option<&Value> {
+        self.request.get("tools")
     }
 
     /// The response object: `status`, `output` and `usage` as given, the
@@ -152,14 +159,40 @@ pub(crate) fn text_part(text: &str) -> Value {
     json!({"type": "output_text", "text": text, "annotations": [], "logprobs": []})
 }
 
-/// A `function_call` item.
-pub(crate) fn call_item(id: &str, call_id: &str, name: &str, arguments: &str, status: &str) -> Value {
-    json!({"type": "function_call", "id": id, "call_id": call_id, "name": name, "arguments": arguments, "status": status})
+/// A `function_call` item (`tools`: the request's, which say whether the
+/// name is a namespace's function or the client's own tool search).
+pub(crate) fn call_item(
+    id: &str,
+    call_id: &str,
+    name: &str,
+    arguments: &str,
+    status: &str,
+    tools: Option<&Value>,
+) -> Value {
+    if name == SEARCH_TOOL && client_searches(tools) {
+        let arguments = serde_json::from_str::<Value>(arguments).unwrap_or_else(|_| json!({}));
+        let status = if status == "in_progress" { "in_progress" } else { "completed" };
+        return json!({"type": "tool_search_call", "id": id, "call_id": call_id, "execution": "client",
+            "status": status, "arguments": arguments});
+    }
+    let mut item = json!({"type": "function_call", "id": id, "call_id": call_id, "name": name,
+        "arguments": arguments, "status": status});
+    if let (Some(namespace), inner) = search::split_name(name, tools) {
+        item["namespace"] = json!(namespace);
+        item["name"] = json!(inner);
+    }
+    item
+}
+
+/// Whether the request's `tools` hold the client's own tool search.
+fn client_searches(tools: Option<&Value>) -> bool {
+    let mut all = tools.and_then(Value::as_array).into_iter().flatten();
+    all.any(|t| t["type"] == "tool_search" && t["execution"] == "client")
 }
 
 /// The output items of an answer's message: its text (when it has some, or
-/// calls nothing), then its tool calls.
-pub(crate) fn items(message: Option<&Message>) -> Vec<Value> {
+/// calls nothing), then its tool calls (`tools`: the request's).
+pub(crate) fn items(message: Option<&Message>, tools: Option<&Value>) -> Vec<Value> {
     let text = message.map(Message::text).unwrap_or_default();
     let calls: &[ToolCall] = message.map(Message::calls).unwrap_or_default();
     let mut out = Vec::new();
@@ -171,7 +204,7 @@ pub(crate) fn items(message: Option<&Message>) -> Vec<Value> {
             "" => new_id("call_"),
             id => id.to_string(),
         };
-        out.push(call_item(&new_id("fc_"), &call_id, call.name(), &call.arguments(), "completed"));
+        out.push(call_item(&new_id("fc_"), &call_id, call.name(), &call.arguments(), "completed", tools));
     }
     out
 }
@@ -196,7 +229,9 @@ pub(crate) fn usage(usage: &CompletionUsage) -> Value {
 pub(crate) fn from_completion(echo: Echo, completion: crate::llm::wire::Completion) -> Value {
     let choice = completion.choices.first();
     let finish = choice.and_then(|c| c.finish_reason.as_deref());
-    let output = items(choice.and_then(|c| c.message.as_ref()));
+    let tools = echo.tools();
+    let mut output: Vec<Value> = rounds(&completion).iter().flat_map(|s| search::items(s, tools)).collect();
+    output.extend(items(choice.and_then(|c| c.message.as_ref()), tools));
     let mut response =
         echo.into_response(status(finish), completion.model.as_deref(), output, completion.usage.as_ref().map(usage));
     if let Some(report) = completion.extra.get("toolrouter") {

@@ -12,6 +12,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::search::{self, NAMESPACED, Searching};
 use crate::server::error::ApiError;
 use crate::server::translate::object;
 
@@ -66,12 +67,15 @@ pub(crate) fn to_chat(body: &Value) -> Result<Map<String, Value>, ApiError> {
         return Err(ApiError::invalid(message, Some("input")));
     }
     chat.insert("messages".into(), Value::Array(messages));
+    let mut searching = Searching::None;
     for (key, value) in fields {
         match key.as_str() {
             "instructions" | "input" | "previous_response_id" | "conversation" | "background" | "prompt" => {}
             k if DROPPED.contains(&k) => {}
             "tools" => {
-                chat.insert("tools".into(), tools(value)?);
+                let (tools, asked) = search::tools(value)?;
+                searching = asked;
+                chat.insert("tools".into(), Value::Array(tools));
             }
             "tool_choice" => {
                 chat.insert("tool_choice".into(), tool_choice(value)?);
@@ -101,7 +105,42 @@ pub(crate) fn to_chat(body: &Value) -> Result<Map<String, Value>, ApiError> {
             }
         }
     }
+    searched_before(&mut chat, fields.get("input"), searching);
     Ok(chat)
+}
+
+/// What tool search changes in a chat body: the search asked of the core
+/// (`toolrouter.tool_search`, unless the client set it), the tools earlier
+/// `tool_search_output` items loaded (added when the request lacks them)
+/// and, when the client searches, its deferred tools left out until loaded.
+fn searched_before(chat: &mut Map<String, Value>, input: Option<&Value>, searching: Searching) {
+    let outputs = input.and_then(Value::as_array).into_iter().flatten().filter(|i| i["type"] == "tool_search_output");
+    let loaded: Vec<(String, Value)> = outputs.flat_map(search::loaded).collect();
+    if let Some(Value::Array(tools)) = chat.get_mut("tools") {
+        if searching == Searching::Client {
+            let unloaded = |t: &Value| {
+                t["defer_loading"] == Value::Bool(true) && !loaded.iter().any(|(n, _)| t["function"]["name"] == *n)
+            };
+            tools.retain(|t| !unloaded(t));
+            for t in tools.iter_mut() {
+                t.as_object_mut().map(|t| t.remove("defer_loading"));
+            }
+        }
+        for (name, definition) in loaded {
+            if !tools.iter().any(|t| t["function"]["name"] == name) {
+                tools.push(definition);
+            }
+        }
+    }
+    let wanted = match searching {
+        Searching::None => return,
+        Searching::Server => Value::Bool(true),
+        Searching::Client => Value::Bool(false),
+    };
+    let options = chat.entry("toolrouter").or_insert_with(|| Value::Object(Map::new()));
+    if let Some(options) = options.as_object_mut() {
+        options.entry("tool_search").or_insert(wanted);
+    }
 }
 
 /// The items of `input`: a string is one user message.
@@ -120,6 +159,8 @@ pub(crate) fn input_items(body: &Value) -> Result<Vec<Value>, ApiError> {
 /// chat-completions model has no field to take them back).
 fn input_messages(items: &[Value]) -> Result<Vec<Value>, ApiError> {
     let mut out: Vec<Value> = Vec::new();
+    // The id of the last `tool_search_call` (a hosted one has no `call_id`).
+    let mut search_id = String::new();
     for (i, item) in items.iter().enumerate() {
         let at = format!("input[{i}]");
         let bad = |what: &str| ApiError::invalid(format!("{at}: {what}"), Some("input"));
@@ -138,6 +179,10 @@ fn input_messages(items: &[Value]) -> Result<Vec<Value>, ApiError> {
                     return Err(bad("a `function_call` needs `name` and `call_id`"));
                 };
                 let arguments = item.get("arguments").and_then(Value::as_str).unwrap_or("{}");
+                let name = match item.get("namespace").and_then(Value::as_str) {
+                    Some(namespace) => format!("{namespace}{NAMESPACED}{name}"),
+                    None => name.to_string(),
+                };
                 let call =
                     json!({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}});
                 match out.last_mut() {
@@ -164,9 +209,22 @@ fn input_messages(items: &[Value]) -> Result<Vec<Value>, ApiError> {
                 out.push(object([("role", "tool".into()), ("tool_call_id", call_id.into()), ("content", output)]));
             }
             "reasoning" => {}
+            "tool_search_call" => {
+                let id = item.get("call_id").or_else(|| item.get("id")).and_then(Value::as_str);
+                search_id = id.map_or_else(|| format!("search_{i}"), str::to_string);
+                out.push(search::call_message(item, &search_id));
+            }
+            "tool_search_output" => {
+                let id = item.get("call_id").and_then(Value::as_str).unwrap_or(&search_id);
+                if id.is_empty() {
+                    return Err(bad("a `tool_search_output` needs the `tool_search_call` it answers before it"));
+                }
+                out.push(search::output_message(item, id));
+            }
             other => {
                 return Err(bad(&format!(
-                    "items of type {other:?} are not served (message, function_call, function_call_output and reasoning are)"
+                    "items of type {other:?} are not served (message, function_call, function_call_output, \
+                     tool_search_call, tool_search_output and reasoning are)"
                 )));
             }
         }
@@ -215,29 +273,6 @@ fn content(content: Option<&Value>, at: &str) -> Result<Value, ApiError> {
                         "{at}: content parts of type {other:?} are not served (input_text, output_text, input_image are)"
                     ),
                     Some("input"),
-                ));
-            }
-        }
-    }
-    Ok(Value::Array(out))
-}
-
-/// Function tools in chat's shape (`{"type": "function", "function": {…}}`).
-fn tools(value: &Value) -> Result<Value, ApiError> {
-    let Some(list) = value.as_array() else { return Err(ApiError::invalid("`tools` must be a list", Some("tools"))) };
-    let mut out = Vec::with_capacity(list.len());
-    for (i, tool) in list.iter().enumerate() {
-        match tool.get("type").and_then(Value::as_str) {
-            Some("function") => {
-                let mut function = tool.as_object().cloned().unwrap_or_default();
-                function.remove("type");
-                out.push(object([("type", "function".into()), ("function", Value::Object(function))]));
-            }
-            other => {
-                let other = other.unwrap_or("(none)");
-                return Err(ApiError::invalid(
-                    format!("tools[{i}]: tools of type {other:?} are not served: toolrouter routes function tools"),
-                    Some("tools"),
                 ));
             }
         }

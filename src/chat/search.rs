@@ -1,0 +1,370 @@
+//! Tool search: the model asks for tools it was not given, and toolrouter
+//! finds them with route mode's own ranking (BM25, the embedding model,
+//! what the memory learned, the tool graph from the tools the conversation
+//! called), loads them and asks the model again, within the same client
+//! request.
+//!
+//! A request defers tools (`"defer_loading": true` beside `function`, or a
+//! face's own form: the Responses API's deferred functions and namespaces,
+//! Anthropic's deferred tools), or route mode narrows tools out while
+//! `openai.tool_search` is `narrowed` (or the request asks with
+//! `toolrouter.tool_search`): the model is then offered the loaded tools
+//! and one more function, [`SEARCH_TOOL`]. When it calls it, each search
+//! is answered with the tools found (their names and descriptions), which
+//! are added to the tools offered (after the others: the tools block only
+//! grows, so an upstream prompt cache survives), and the model is asked
+//! again. After `openai.tool_search_rounds` turns of searching it is asked
+//! once more without the search, so a model that searches forever stops.
+//!
+//! On a later turn the tools found earlier stay loaded: the conversation
+//! holds the search calls and their results (faces map their own items,
+//! `tool_search_call`/`tool_search_output` or `server_tool_use`/
+//! `tool_search_tool_result`, onto them), and a deferred tool the
+//! conversation called is loaded too.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+use super::route::{Learning, Narrowing};
+use super::tools::{ClientTool, ToolList};
+use crate::config::{OpenAiConfig, ToolSearch};
+use crate::llm::wire::Message;
+
+/// The name of the search function the model is offered.
+pub(crate) const SEARCH_TOOL: &str = "tool_search";
+
+/// Longest query read (longer ones are cut, and the model told).
+const MAX_QUERY_CHARS: usize = 1_000;
+/// Longest regular expression accepted (Anthropic's limit).
+const MAX_PATTERN_CHARS: usize = 200;
+/// Memory a compiled pattern may take (`regex`'s size limit: a pattern
+/// that would build a huge automaton is refused, never run).
+const PATTERN_SIZE_LIMIT: usize = 1 << 20;
+/// Longest description of a found tool shown to the model.
+const DESCRIPTION_CHARS: usize = 300;
+
+/// How the model's searches are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Flavor {
+    /// Words: ranked as route mode ranks tools.
+    #[default]
+    Words,
+    /// A regular expression over names and descriptions (Anthropic's
+    /// regex tool); the matches ranked as words.
+    Regex,
+}
+
+/// What a request says of the search (`toolrouter.tool_search`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Wanted {
+    /// Nothing: `openai.tool_search` decides.
+    #[default]
+    Default,
+    /// `false`: never offered; deferred tools are offered as any other.
+    Off,
+    /// `true`, `"words"` or `"regex"`: offered over deferred tools and over
+    /// those route mode narrows out.
+    On(Flavor),
+}
+
+impl Wanted {
+    /// `toolrouter.tool_search`'s value, or what is wrong with it.
+    pub(crate) fn parse(value: &Value) -> Result<Wanted, &'static str> {
+        match value {
+            Value::Null => Ok(Wanted::Default),
+            Value::Bool(false) => Ok(Wanted::Off),
+            Value::Bool(true) => Ok(Wanted::On(Flavor::Words)),
+            Value::String(s) if s == "words" => Ok(Wanted::On(Flavor::Words)),
+            Value::String(s) if s == "regex" => Ok(Wanted::On(Flavor::Regex)),
+            _ => Err("`toolrouter.tool_search` must be true, false, \"words\" or \"regex\""),
+        }
+    }
+
+    fn off(self, config: &OpenAiConfig) -> bool {
+        self == Wanted::Off || config.tool_search == ToolSearch::Off
+    }
+
+    fn flavor(self) -> Flavor {
+        match self {
+            Wanted::On(flavor) => flavor,
+            _ => Flavor::Words,
+        }
+    }
+}
+
+/// One search the model made, and what it found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Searched {
+    /// The model's call id.
+    pub(crate) call_id: String,
+    pub(crate) query: String,
+    /// Names of the tools it loaded, in the order they were added.
+    pub(crate) found: Vec<String>,
+    /// Why the search was refused (an empty query, a pattern that does
+    /// not compile), as the model was told.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<String>,
+}
+
+/// The searches of a whole answer, from its `toolrouter` report (a face
+/// shows them in its own shape).
+pub(crate) fn rounds(answer: &crate::llm::wire::Completion) -> Vec<Searched> {
+    let rounds = answer.extra.get("toolrouter").and_then(|r| r.get("tool_search")?.get("rounds"));
+    rounds.and_then(|r| Vec::<Searched>::deserialize(r).ok()).unwrap_or_default()
+}
+
+/// A request's tool search: what may be found, what is loaded.
+pub(crate) struct Search {
+    tools: Arc<ToolList>,
+    /// Indexes (in the request's tools) of the tools a search may find.
+    searchable: Vec<usize>,
+    /// Indexes loaded by this request's searches, in order.
+    pub(crate) found: Vec<usize>,
+    pub(crate) rounds: Vec<Searched>,
+    /// Turns of the model that searched.
+    turns: usize,
+    max_turns: usize,
+    results: usize,
+    flavor: Flavor,
+    /// What to learn when the model calls a tool found by the last search.
+    learning: std::sync::Mutex<Option<(Learning, ToolList)>>,
+}
+
+/// The search of a request that defers tools, and the tools loaded from
+/// the start (indexes in `tools`, in block order: the tools not deferred,
+/// then those earlier turns loaded). `None` when nothing is deferred, or
+/// the search is off (`openai.tool_search`, `toolrouter.tool_search`).
+pub(crate) fn deferred(
+    tools: &Arc<ToolList>,
+    messages: &[Message],
+    wanted: Wanted,
+    config: &OpenAiConfig,
+) -> Option<(Vec<usize>, Search)> {
+    if wanted.off(config) || !tools.iter().any(|t| t.deferred) {
+        return None;
+    }
+    let mut keep: Vec<usize> = (0..tools.len()).filter(|&i| !tools[i].deferred).collect();
+    for name in loaded_earlier(messages) {
+        if let Some(i) = tools.iter().position(|t| t.name == name && t.deferred)
+            && !keep.contains(&i)
+        {
+            keep.push(i);
+        }
+    }
+    let searchable = (0..tools.len()).filter(|i| !keep.contains(i)).collect();
+    Some((keep, Search::new(tools.clone(), searchable, wanted.flavor(), config)))
+}
+
+/// The search over the tools route mode narrowed out of `keep`, when
+/// `openai.tool_search` is `narrowed` or the request asked for it.
+pub(crate) fn narrowed(tools: &Arc<ToolList>, keep: &[usize], wanted: Wanted, config: &OpenAiConfig) -> Option<Search> {
+    let on = matches!(wanted, Wanted::On(_)) || config.tool_search == ToolSearch::Narrowed;
+    if wanted.off(config) || !on || keep.len() == tools.len() {
+        return None;
+    }
+    let searchable = (0..tools.len()).filter(|i| !keep.contains(i)).collect();
+    Some(Search::new(tools.clone(), searchable, wanted.flavor(), config))
+}
+
+/// Names of the tools earlier turns loaded, in order: called, or found
+/// by a search whose result is in the conversation ([`result_text`]'s
+/// form: a face writes a client's own search results so too).
+fn loaded_earlier(messages: &[Message]) -> Vec<String> {
+    let mut names = Vec::new();
+    for message in messages {
+        names.extend(message.calls().iter().map(|c| c.name().to_string()));
+        if message.is("tool") && message.text().starts_with("{\"found\"") {
+            let result = serde_json::from_str::<Value>(&message.text()).unwrap_or_default();
+            let listed = result.get("found").and_then(Value::as_array).into_iter().flatten();
+            names.extend(listed.filter_map(|t| Some(t.get("name")?.as_str()?.to_string())));
+        }
+    }
+    names
+}
+
+/// The text of a search's result as the model reads it (and as a face
+/// writes an earlier turn's result back into the conversation): the tools
+/// found, by name, with their descriptions when known.
+pub(crate) fn result_text(found: &[(&str, Option<&str>)], error: Option<&str>) -> String {
+    let listed: Vec<Value> = found
+        .iter()
+        .map(|(name, description)| match description {
+            Some(d) => json!({"name": name, "description": d}),
+            None => json!({"name": name}),
+        })
+        .collect();
+    let mut result = json!({"found": listed});
+    match error {
+        Some(error) => result["error"] = json!(error),
+        None if listed.is_empty() => result["note"] = json!("No other tool matches; answer with the tools you have."),
+        None => result["note"] = json!("These tools are loaded: call them by name."),
+    }
+    result.to_string()
+}
+
+impl Search {
+    fn new(tools: Arc<ToolList>, searchable: Vec<usize>, flavor: Flavor, config: &OpenAiConfig) -> Search {
+        Search {
+            tools,
+            searchable,
+            found: Vec::new(),
+            rounds: Vec::new(),
+            turns: 0,
+            max_turns: config.tool_search_rounds,
+            results: config.tool_search_results,
+            flavor,
+            learning: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Whether the model is still offered the search.
+    pub(crate) fn open(&self) -> bool {
+        self.turns < self.max_turns
+    }
+
+    /// The search function's definition, as the model is offered it.
+    pub(crate) fn definition(&self) -> Box<RawValue> {
+        let query = match self.flavor {
+            Flavor::Words => "What the tool you need should do, in a few words.",
+            Flavor::Regex => "A regular expression matched against tool names and descriptions.",
+        };
+        let definition = json!({"type": "function", "function": {
+            "name": SEARCH_TOOL,
+            "description": format!(
+                "Search {} more tools you were not given. The tools found are loaded: call them by name \
+                 from your next turn on.",
+                self.searchable.len()
+            ),
+            "parameters": {"type": "object", "properties": {"query": {"type": "string", "description": query}},
+                "required": ["query"]}}});
+        serde_json::value::to_raw_value(&definition).expect("a JSON value is JSON")
+    }
+
+    /// Whether `message` calls the search.
+    pub(crate) fn called(message: &Message) -> bool {
+        message.calls().iter().any(|c| c.name() == SEARCH_TOOL)
+    }
+
+    /// Answers `message`'s calls when it calls the search: every search
+    /// run (what it found loaded), every other call of the turn left for
+    /// the model to make again. Returns the messages to add to
+    /// `conversation` (the model's own, then one result per call), or
+    /// `None` when it does not search or the rounds are spent.
+    pub(crate) async fn answer(
+        &mut self,
+        message: &Message,
+        conversation: &[Message],
+        narrowing: &Narrowing,
+    ) -> Option<Vec<Message>> {
+        if !self.open() || !Search::called(message) {
+            return None;
+        }
+        self.turns += 1;
+        let mut added = vec![message.clone()];
+        for call in message.calls() {
+            if call.name() != SEARCH_TOOL {
+                let note = "Not executed: this turn also searched for tools. Call it again now.";
+                added.push(Message::tool_result(call.id(), note));
+                continue;
+            }
+            let searched = self.search(call.id(), &call.arguments(), conversation, narrowing).await;
+            let found: Vec<(&str, Option<&str>)> = searched
+                .found
+                .iter()
+                .map(|name| {
+                    let tool = self.tools.iter().find(|t| &t.name == name);
+                    (name.as_str(), tool.and_then(|t| description(t)))
+                })
+                .collect();
+            added.push(Message::tool_result(call.id(), result_text(&found, searched.error.as_deref())));
+            self.rounds.push(searched);
+        }
+        Some(added)
+    }
+
+    /// One search: its query read from `arguments`, the tools it finds.
+    async fn search(&mut self, id: &str, arguments: &str, conversation: &[Message], narrowing: &Narrowing) -> Searched {
+        let mut searched = Searched { call_id: id.to_string(), query: String::new(), found: Vec::new(), error: None };
+        let args = serde_json::from_str::<Value>(arguments).unwrap_or_default();
+        let query = args.get("query").or_else(|| args.get("pattern")).and_then(Value::as_str).unwrap_or("");
+        searched.query = query.chars().take(MAX_QUERY_CHARS).collect();
+        if searched.query.trim().is_empty() {
+            searched.error = Some("the query is empty: say what the tool should do".into());
+            return searched;
+        }
+        let left: Vec<usize> = self.searchable.iter().copied().filter(|i| !self.found.contains(i)).collect();
+        let candidates = match self.flavor {
+            Flavor::Words => left,
+            Flavor::Regex => match matching(&self.tools, &left, &searched.query) {
+                Ok(matched) => matched,
+                Err(why) => {
+                    searched.error = Some(why);
+                    return searched;
+                }
+            },
+        };
+        let found = self.rank(&candidates, &searched.query, conversation, narrowing).await;
+        self.found.extend(&found);
+        searched.found = found.iter().map(|&i| self.tools[i].name.clone()).collect();
+        searched
+    }
+
+    /// The best of `candidates` for `query` (in the conversation), by
+    /// route mode's ranking: all of them when they are few.
+    async fn rank(
+        &mut self,
+        candidates: &[usize],
+        query: &str,
+        conversation: &[Message],
+        narrowing: &Narrowing,
+    ) -> Vec<usize> {
+        if candidates.len() <= self.results {
+            return candidates.to_vec();
+        }
+        let list = ToolList::from(candidates.iter().map(|&i| self.tools[i].clone()).collect::<Vec<_>>());
+        // The query is the latest request; the user's words before it the earlier ones.
+        let mut asked: Vec<Message> = conversation.iter().filter(|m| m.is("user")).cloned().collect();
+        asked.push(Message::new("user", query));
+        let (kept, learning) = narrowing.narrow(&list, &asked, self.results, None).await;
+        *self.learning.get_mut().unwrap_or_else(|e| e.into_inner()) = learning.map(|l| (l, list));
+        kept.tools.iter().map(|&k| candidates[k]).collect()
+    }
+
+    /// Learns from the final answer which found tool served the last search.
+    pub(crate) fn learn(&self, message: &Message) {
+        if let Some((learning, list)) = self.learning.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            learning.learn(message, &list);
+        }
+    }
+
+    /// What the answer's `toolrouter` report says of the search.
+    pub(crate) fn report(&self) -> Value {
+        json!({"searchable": self.searchable.len(), "turns": self.turns, "rounds": self.rounds,
+            "stopped": (!self.open()).then_some("openai.tool_search_rounds")})
+    }
+}
+
+/// The tool's description, cut for the model.
+fn description(tool: &ClientTool) -> Option<&str> {
+    let text = tool.description();
+    let end = text.char_indices().nth(DESCRIPTION_CHARS).map_or(text.len(), |(i, _)| i);
+    Some(&text[..end]).filter(|d| !d.is_empty())
+}
+
+/// The tools of `candidates` whose name or description `pattern` matches.
+fn matching(tools: &ToolList, candidates: &[usize], pattern: &str) -> Result<Vec<usize>, String> {
+    if pattern.chars().count() > MAX_PATTERN_CHARS {
+        return Err(format!("the pattern is longer than {MAX_PATTERN_CHARS} characters"));
+    }
+    // `regex` runs in linear time: no pattern is catastrophic, only big.
+    let regex = regex::RegexBuilder::new(pattern)
+        .case_insensitive(true)
+        .size_limit(PATTERN_SIZE_LIMIT)
+        .build()
+        .map_err(|e| format!("the pattern is not a valid regular expression ({e})"))?;
+    let matches = |t: &ClientTool| regex.is_match(&t.name) || regex.is_match(t.description());
+    Ok(candidates.iter().copied().filter(|&i| matches(&tools[i])).collect())
+}
