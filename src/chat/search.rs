@@ -368,3 +368,106 @@ fn matching(tools: &ToolList, candidates: &[usize], pattern: &str) -> Result<Vec
     let matches = |t: &ClientTool| regex.is_match(&t.name) || regex.is_match(t.description());
     Ok(candidates.iter().copied().filter(|&i| matches(&tools[i])).collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chat::tools::client_tool;
+
+    fn tools(deferred: &[(&str, &str)], loaded: &[&str]) -> Arc<ToolList> {
+        let make = |name: &str, description: &str, defer: bool| {
+            let definition = json!({"type": "function", "defer_loading": defer, "function": {"name": name,
+                "description": description, "parameters": {"type": "object", "properties": {}}}});
+            Arc::new(client_tool(&definition, true).unwrap())
+        };
+        let mut all: Vec<Arc<ClientTool>> = loaded.iter().map(|n| make(n, "loaded", false)).collect();
+        all.extend(deferred.iter().map(|(n, d)| make(n, d, true)));
+        Arc::new(ToolList::from(all))
+    }
+
+    fn messages(value: Value) -> Vec<Message> {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn the_search_is_asked_for_in_words_or_refused_clearly() {
+        assert_eq!(Wanted::parse(&Value::Null), Ok(Wanted::Default));
+        assert_eq!(Wanted::parse(&json!(false)), Ok(Wanted::Off));
+        assert_eq!(Wanted::parse(&json!(true)), Ok(Wanted::On(Flavor::Words)));
+        assert_eq!(Wanted::parse(&json!("regex")), Ok(Wanted::On(Flavor::Regex)));
+        assert!(Wanted::parse(&json!("bm25")).unwrap_err().contains("\"words\" or \"regex\""));
+    }
+
+    /// Deferred tools are not offered; tools earlier turns found or called
+    /// are, after the loaded ones; the definition never carries `defer_loading`.
+    #[test]
+    fn earlier_turns_keep_what_they_loaded() {
+        let tools = tools(&[("get_weather", "weather"), ("get_time", "time"), ("book", "hotels")], &["sum"]);
+        assert!(!tools[1].definition.get().contains("defer_loading"), "{}", tools[1].definition.get());
+        let config = OpenAiConfig::default();
+        let fresh = messages(json!([{"role": "user", "content": "hi"}]));
+        let (keep, search) = deferred(&tools, &fresh, Wanted::Default, &config).unwrap();
+        assert_eq!((keep, search.searchable.clone()), (vec![0], vec![1, 2, 3]));
+        let earlier = messages(json!([
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "tool_calls": [{"id": "s1", "type": "function", "function": {"name": SEARCH_TOOL, "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "s1", "content": result_text(&[("book", None)], None)},
+            {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "12:00"},
+        ]));
+        let (keep, search) = deferred(&tools, &earlier, Wanted::Default, &config).unwrap();
+        assert_eq!(keep, [0, 3, 2], "found, then called, in the conversation's order");
+        assert_eq!(search.searchable, [1]);
+        assert!(deferred(&tools, &fresh, Wanted::Off, &config).is_none(), "asked off");
+        let off = OpenAiConfig { tool_search: ToolSearch::Off, ..OpenAiConfig::default() };
+        assert!(deferred(&tools, &fresh, Wanted::Default, &off).is_none(), "configured off");
+        // Narrowed-out tools are searchable when asked for or configured.
+        let all = tools.len();
+        assert!(narrowed(&tools, &[0, 1], Wanted::Default, &config).is_none());
+        assert_eq!(narrowed(&tools, &[0, 1], Wanted::On(Flavor::Words), &config).unwrap().searchable, [2, 3]);
+        let narrowing = OpenAiConfig { tool_search: ToolSearch::Narrowed, ..OpenAiConfig::default() };
+        assert!(narrowed(&tools, &[0, 1], Wanted::Default, &narrowing).is_some());
+        assert!(narrowed(&tools, &(0..all).collect::<Vec<_>>(), Wanted::Default, &narrowing).is_none(), "none left out");
+    }
+
+    /// Every search of a turn is answered, the other calls of the turn are
+    /// not run; empty queries and bad patterns are told to the model; the
+    /// turns are bounded, then the search is no longer offered.
+    #[tokio::test]
+    async fn searches_are_answered_and_bounded() {
+        let tools = tools(&[("get_weather", "Current weather for a city"), ("get_time", "Time in a city")], &["sum"]);
+        let config = OpenAiConfig { tool_search_rounds: 2, ..OpenAiConfig::default() };
+        let (_, mut search) = deferred(&tools, &[], Wanted::Default, &config).unwrap();
+        let narrowing = Narrowing::lexical(Arc::default());
+        let turn = messages(json!([{"role": "assistant", "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": SEARCH_TOOL, "arguments": "{\"query\": \"weather\"}"}},
+            {"id": "b", "type": "function", "function": {"name": SEARCH_TOOL, "arguments": "{\"query\": \"  \"}"}},
+            {"id": "c", "type": "function", "function": {"name": "sum", "arguments": "{}"}}]}]))
+        .remove(0);
+        let added = search.answer(&turn, &[], &narrowing).await.unwrap();
+        assert_eq!(added.len(), 4, "the turn, then a result per call");
+        assert!(added[1].text().contains("get_weather") && added[1].text().contains("Current weather"), "{:?}", added[1]);
+        assert!(added[2].text().contains("the query is empty"), "{:?}", added[2]);
+        assert!(added[3].text().starts_with("Not executed"), "{:?}", added[3]);
+        assert_eq!(search.rounds.len(), 2);
+        // Two tools only: a search finds every one left, in the list's order.
+        assert_eq!(search.rounds[0].found, ["get_weather", "get_time"]);
+        assert!(search.rounds[1].found.is_empty() && search.rounds[1].error.is_some());
+        assert!(search.answer(&turn, &[], &narrowing).await.is_some(), "the second turn");
+        assert!(!search.open() && search.answer(&turn, &[], &narrowing).await.is_none(), "then no more");
+        assert_eq!(search.report()["stopped"], "openai.tool_search_rounds");
+        let offered = crate::chat::route::tools_array(&tools, &[0], Some(&search));
+        assert!(!offered.get().contains(SEARCH_TOOL), "a spent search is not offered: {}", offered.get());
+    }
+
+    #[test]
+    fn patterns_that_cannot_run_are_refused_never_run() {
+        let tools = tools(&[("get_weather", "Current weather"), ("get_time", "Time")], &[]);
+        assert_eq!(matching(&tools, &[0, 1], "WEATH.R").unwrap(), [0], "case-insensitive, names and descriptions");
+        assert!(matching(&tools, &[0, 1], "((").unwrap_err().contains("not a valid regular expression"));
+        assert!(matching(&tools, &[0, 1], &"a".repeat(201)).unwrap_err().contains("longer than 200"));
+        // Nested repetition is linear in `regex`; a pattern whose automaton is huge is refused.
+        assert!(matching(&tools, &[0, 1], "(a+)+$").is_ok());
+        assert!(matching(&tools, &[0, 1], "\\w{1000}\\w{1000}").unwrap_err().contains("not a valid"));
+    }
+}

@@ -14,7 +14,9 @@
 //! the Responses API (`openai_responses_check.py`), an OpenAI Agents SDK
 //! agent with two tools on both its models (`openai_agents_check.py`) and
 //! the Anthropic face with the official `anthropic` SDK and LangChain's
-//! `ChatAnthropic` (`anthropic_check.py`) on the same server.
+//! `ChatAnthropic` (`anthropic_check.py`) on the same server; tool search on
+//! every face (`tool_search_check.py` with the `openai` SDK and LangChain,
+//! `anthropic_tool_search_check.py`, the Agents SDK's `ToolSearchTool`).
 
 use crate::common;
 
@@ -64,7 +66,7 @@ fn openai_sdk_and_langchain_in_route_plan_and_execute_mode() {
     wait_ready(&url, Some(key));
     let _server = server;
 
-    for check in ["openai_check.py", "openai_offpath_check.py", "openai_responses_check.py"] {
+    for check in ["openai_check.py", "openai_offpath_check.py", "openai_responses_check.py", "tool_search_check.py"] {
         let out = Command::new(&python).arg(scripts.join(check)).args([&url, &model_url, key]).output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
@@ -102,11 +104,13 @@ fn openai_sdk_and_langchain_in_route_plan_and_execute_mode() {
 
     // The Anthropic face, with the official `anthropic` SDK, on the same server.
     let Some(anthropic) = python_env("py-anthropic", "bin/python") else { return };
-    let out = Command::new(&anthropic)
-        .arg(scripts.join("anthropic_check.py"))
-        .args([&url, &model_url, key])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success() && stdout.contains("ok"), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    for check in ["anthropic_check.py", "anthropic_tool_search_check.py"] {
+        let out = Command::new(&anthropic).arg(scripts.join(check)).args([&url, &model_url, key]).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("ok"),
+            "{check}: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }

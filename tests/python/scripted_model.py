@@ -34,7 +34,7 @@ Tool search (route mode, a `tool_search` function offered):
 - no tool named like "weather" offered, and the last message is not a
   search's result ({"found": ...}) -> a `tool_search` call whose query is
   "current weather for a city" (or the word after "search-query:" in the
-  user's words); after the result, the first tool whose name holds that
+  user's or the system's words); after the result, the first tool whose name holds that
   word (called with `{}`), else the weather tool if it was loaded, else
   "No tool was found."
 - the user says "search-forever"    -> a `tool_search` call every time
@@ -230,7 +230,9 @@ def answer(body):
     shown_error = last.get("role") == "tool" and "Error" in text(last.get("content"))
     # A search's result: toolrouter's tool search answered the last call.
     searched = last.get("role") == "tool" and text(last.get("content")).startswith('{"found"')
-    asked = re.search(r"search-query:(\S+)", user)
+    # The system message may ask too (route mode narrows by the user's words only).
+    instructions = " ".join(text(m.get("content")) for m in messages if m.get("role") == "system")
+    asked = re.search(r"search-query:(\S+)", user + " " + instructions)
     if message is not None:
         pass
     elif "tool_search" in tools and ("search-forever" in user or (not weather and not searched)):

@@ -180,8 +180,9 @@ fn input_messages(items: &[Value]) -> Result<Vec<Value>, ApiError> {
                 };
                 let arguments = item.get("arguments").and_then(Value::as_str).unwrap_or("{}");
                 let name = match item.get("namespace").and_then(Value::as_str) {
-                    Some(namespace) => format!("{namespace}{NAMESPACED}{name}"),
-                    None => name.to_string(),
+                    // A deferred function outside any namespace is its own.
+                    Some(namespace) if namespace != name => format!("{namespace}{NAMESPACED}{name}"),
+                    _ => name.to_string(),
                 };
                 let call =
                     json!({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}});

@@ -16,7 +16,9 @@
 //!   loaded are not offered.
 //! * A namespace's functions are offered to the model as
 //!   `<namespace>__<name>` and come back as a `function_call` with its
-//!   `namespace` and `name`.
+//!   `namespace` and `name`; a call to a deferred function outside any
+//!   namespace names itself as its namespace, as OpenAI's do (the Agents
+//!   SDK finds deferred tools so).
 
 use serde_json::{Map, Value, json};
 
@@ -186,12 +188,18 @@ fn definition(request_tools: Option<&Value>, name: &str) -> Option<Value> {
 }
 
 /// A function call's name as the Responses API gives it: `(namespace,
-/// name)` when the model called a namespace's function.
+/// name)` when the model called a namespace's function; a deferred
+/// function outside any namespace is its own namespace (OpenAI's wire
+/// shape, which the Agents SDK looks deferred tools up by).
 pub(crate) fn split_name<'a>(name: &'a str, request_tools: Option<&Value>) -> (Option<&'a str>, &'a str) {
-    let namespaces = request_tools.and_then(Value::as_array).into_iter().flatten().filter(|t| t["type"] == "namespace");
-    let mut names = namespaces.filter_map(|t| t["name"].as_str());
+    let tools = || request_tools.and_then(Value::as_array).into_iter().flatten();
+    let deferred = |t: &&Value| t["type"] == "function" && t["name"] == name && t["defer_loading"] == Value::Bool(true);
+    if tools().any(|t| deferred(&t)) {
+        return (Some(name), name);
+    }
+    let mut namespaces = tools().filter(|t| t["type"] == "namespace").filter_map(|t| t["name"].as_str());
     match name.split_once(NAMESPACED) {
-        Some((namespace, inner)) if names.any(|n| n == namespace) => (Some(namespace), inner),
+        Some((namespace, inner)) if namespaces.any(|n| n == namespace) => (Some(namespace), inner),
         _ => (None, name),
     }
 }
