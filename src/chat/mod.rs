@@ -99,6 +99,8 @@ pub struct ChatCore {
     cluster: Option<Arc<crate::cluster::Cluster>>,
     /// The engine, loading or loaded (unset in a server without one).
     loading: OnceLock<Arc<Loading>>,
+    /// The tools conversations' searches loaded.
+    loaded: Arc<search::Loaded>,
 }
 
 impl ChatCore {
@@ -119,6 +121,7 @@ impl ChatCore {
             route_embedder: OnceLock::new(),
             cluster,
             loading: OnceLock::new(),
+            loaded: Arc::default(),
         }
     }
 
@@ -221,6 +224,7 @@ impl ChatCore {
             embed_budget: Duration::from_millis(self.config.embed_budget_ms),
             cluster: self.cluster.clone(),
             memory_bound: self.config.tool_memory_requests,
+            loaded: self.loaded.clone(),
             ..Narrowing::lexical(self.ranker.clone())
         };
         if let Ok(engine) = self.engine() {

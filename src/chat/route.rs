@@ -75,6 +75,8 @@ pub(crate) struct Narrowing {
     pub(crate) cluster: Option<Arc<crate::cluster::Cluster>>,
     /// `openai.tool_memory_requests` (the shared stream's bound).
     pub(crate) memory_bound: usize,
+    /// The tools conversations' searches loaded.
+    pub(crate) loaded: Arc<search::Loaded>,
 }
 
 /// Keeps a route or plan decision; returns its trace id.
@@ -97,6 +99,7 @@ impl Narrowing {
             embed_budget: Duration::ZERO,
             cluster: None,
             memory_bound: 0,
+            loaded: Arc::default(),
         }
     }
 
@@ -327,7 +330,7 @@ pub(crate) async fn prepare(
     let decision = narrowing.record.clone().filter(|_| decides).map(|record| (last_user_words(&messages), record));
     let (Kept { tools: keep, by_words }, learning, search) = if defers {
         // The client chose what is loaded: nothing is narrowed.
-        match search::deferred(&req.tools, &messages, req.tool_search, config) {
+        match search::deferred(&req.tools, &messages, req.tool_search, config, &narrowing.loaded) {
             Some((keep, search)) => (Kept { tools: keep, by_words: Vec::new() }, None, Some(search)),
             None => (Kept { tools: (0..req.tools.len()).collect(), by_words: Vec::new() }, None, None),
         }

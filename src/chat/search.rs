@@ -19,10 +19,14 @@
 //! On a later turn the tools found earlier stay loaded: the conversation
 //! holds the search calls and their results (faces map their own items,
 //! `tool_search_call`/`tool_search_output` or `server_tool_use`/
-//! `tool_search_tool_result`, onto them), and a deferred tool the
-//! conversation called is loaded too.
+//! `tool_search_tool_result`, onto them), a deferred tool the conversation
+//! called is loaded too, and so are the tools [`Loaded`] remembers for
+//! the conversation (chat completions' clients never see the searches).
 
-use std::sync::Arc;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex};
+
+use lru::LruCache;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -55,6 +59,45 @@ pub(crate) enum Flavor {
     /// A regular expression over names and descriptions (Anthropic's
     /// regex tool); the matches ranked as words.
     Regex,
+}
+
+/// Conversations whose loaded tools are remembered.
+const CONVERSATIONS: usize = 10_000;
+
+/// The tools each conversation's searches loaded, by its opening (the
+/// first user message) and its tool list, so that a later turn finds them
+/// loaded although its client never saw the searches (chat completions;
+/// a Responses client with `store: false` that sends only new items). In
+/// memory, per replica: a turn another replica serves may search again.
+pub(crate) struct Loaded {
+    inner: Mutex<LruCache<u64, Vec<String>>>,
+}
+
+impl Default for Loaded {
+    fn default() -> Loaded {
+        Loaded { inner: Mutex::new(LruCache::new(NonZeroUsize::new(CONVERSATIONS).expect("not zero"))) }
+    }
+}
+
+impl Loaded {
+    /// The key of a conversation opening with `messages` over `tools`.
+    fn key(messages: &[Message], tools: &ToolList) -> u64 {
+        let opening = messages.iter().find(|m| m.is("user")).map(Message::text).unwrap_or_default();
+        let mut text = opening;
+        for tool in tools.iter() {
+            text.push('\0');
+            text.push_str(&tool.name);
+        }
+        xxhash_rust::xxh3::xxh3_64(text.as_bytes())
+    }
+
+    fn get(&self, key: u64) -> Vec<String> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned().unwrap_or_default()
+    }
+
+    fn put(&self, key: u64, names: Vec<String>) {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).put(key, names);
+    }
 }
 
 /// What a request says of the search (`toolrouter.tool_search`).
@@ -131,6 +174,10 @@ pub(crate) struct Search {
     flavor: Flavor,
     /// What to learn when the model calls a tool found by the last search.
     learning: std::sync::Mutex<Option<(Learning, ToolList)>>,
+    /// Deferred tools earlier turns loaded (offered from the start).
+    earlier: Vec<usize>,
+    /// Where the conversation's loaded tools are remembered, and its key.
+    remember: Option<(Arc<Loaded>, u64)>,
 }
 
 /// The search of a request that defers tools, and the tools loaded from
@@ -142,20 +189,27 @@ pub(crate) fn deferred(
     messages: &[Message],
     wanted: Wanted,
     config: &OpenAiConfig,
+    loaded: &Arc<Loaded>,
 ) -> Option<(Vec<usize>, Search)> {
     if wanted.off(config) || !tools.iter().any(|t| t.deferred) {
         return None;
     }
+    let key = Loaded::key(messages, tools);
     let mut keep: Vec<usize> = (0..tools.len()).filter(|&i| !tools[i].deferred).collect();
-    for name in loaded_earlier(messages) {
+    let mut earlier = Vec::new();
+    for name in loaded.get(key).into_iter().chain(loaded_earlier(messages)) {
         if let Some(i) = tools.iter().position(|t| t.name == name && t.deferred)
             && !keep.contains(&i)
         {
             keep.push(i);
+            earlier.push(i);
         }
     }
     let searchable = (0..tools.len()).filter(|i| !keep.contains(i)).collect();
-    Some((keep, Search::new(tools.clone(), searchable, wanted.flavor(), config)))
+    let mut search = Search::new(tools.clone(), searchable, wanted.flavor(), config);
+    search.earlier = earlier;
+    search.remember = Some((loaded.clone(), key));
+    Some((keep, search))
 }
 
 /// The search over the tools route mode narrowed out of `keep`, when
@@ -217,6 +271,8 @@ impl Search {
             results: config.tool_search_results,
             flavor,
             learning: std::sync::Mutex::new(None),
+            earlier: Vec::new(),
+            remember: None,
         }
     }
 
@@ -281,6 +337,10 @@ impl Search {
                 .collect();
             added.push(Message::tool_result(call.id(), result_text(&found, searched.error.as_deref())));
             self.rounds.push(searched);
+        }
+        if let Some((loaded, key)) = &self.remember {
+            let names = self.earlier.iter().chain(&self.found).map(|&i| self.tools[i].name.clone());
+            loaded.put(*key, names.collect());
         }
         Some(added)
     }
@@ -406,7 +466,7 @@ mod tests {
         assert!(!tools[1].definition.get().contains("defer_loading"), "{}", tools[1].definition.get());
         let config = OpenAiConfig::default();
         let fresh = messages(json!([{"role": "user", "content": "hi"}]));
-        let (keep, search) = deferred(&tools, &fresh, Wanted::Default, &config).unwrap();
+        let (keep, search) = deferred(&tools, &fresh, Wanted::Default, &config, &Arc::default()).unwrap();
         assert_eq!((keep, search.searchable.clone()), (vec![0], vec![1, 2, 3]));
         let earlier = messages(json!([
             {"role": "user", "content": "hi"},
@@ -415,19 +475,22 @@ mod tests {
             {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}]},
             {"role": "tool", "tool_call_id": "c1", "content": "12:00"},
         ]));
-        let (keep, search) = deferred(&tools, &earlier, Wanted::Default, &config).unwrap();
+        let (keep, search) = deferred(&tools, &earlier, Wanted::Default, &config, &Arc::default()).unwrap();
         assert_eq!(keep, [0, 3, 2], "found, then called, in the conversation's order");
         assert_eq!(search.searchable, [1]);
-        assert!(deferred(&tools, &fresh, Wanted::Off, &config).is_none(), "asked off");
+        assert!(deferred(&tools, &fresh, Wanted::Off, &config, &Arc::default()).is_none(), "asked off");
         let off = OpenAiConfig { tool_search: ToolSearch::Off, ..OpenAiConfig::default() };
-        assert!(deferred(&tools, &fresh, Wanted::Default, &off).is_none(), "configured off");
+        assert!(deferred(&tools, &fresh, Wanted::Default, &off, &Arc::default()).is_none(), "configured off");
         // Narrowed-out tools are searchable when asked for or configured.
         let all = tools.len();
         assert!(narrowed(&tools, &[0, 1], Wanted::Default, &config).is_none());
         assert_eq!(narrowed(&tools, &[0, 1], Wanted::On(Flavor::Words), &config).unwrap().searchable, [2, 3]);
         let narrowing = OpenAiConfig { tool_search: ToolSearch::Narrowed, ..OpenAiConfig::default() };
         assert!(narrowed(&tools, &[0, 1], Wanted::Default, &narrowing).is_some());
-        assert!(narrowed(&tools, &(0..all).collect::<Vec<_>>(), Wanted::Default, &narrowing).is_none(), "none left out");
+        assert!(
+            narrowed(&tools, &(0..all).collect::<Vec<_>>(), Wanted::Default, &narrowing).is_none(),
+            "none left out"
+        );
     }
 
     /// Every search of a turn is answered, the other calls of the turn are
@@ -437,7 +500,7 @@ mod tests {
     async fn searches_are_answered_and_bounded() {
         let tools = tools(&[("get_weather", "Current weather for a city"), ("get_time", "Time in a city")], &["sum"]);
         let config = OpenAiConfig { tool_search_rounds: 2, ..OpenAiConfig::default() };
-        let (_, mut search) = deferred(&tools, &[], Wanted::Default, &config).unwrap();
+        let (_, mut search) = deferred(&tools, &[], Wanted::Default, &config, &Arc::default()).unwrap();
         let narrowing = Narrowing::lexical(Arc::default());
         let turn = messages(json!([{"role": "assistant", "tool_calls": [
             {"id": "a", "type": "function", "function": {"name": SEARCH_TOOL, "arguments": "{\"query\": \"weather\"}"}},
@@ -446,7 +509,11 @@ mod tests {
         .remove(0);
         let added = search.answer(&turn, &[], &narrowing).await.unwrap();
         assert_eq!(added.len(), 4, "the turn, then a result per call");
-        assert!(added[1].text().contains("get_weather") && added[1].text().contains("Current weather"), "{:?}", added[1]);
+        assert!(
+            added[1].text().contains("get_weather") && added[1].text().contains("Current weather"),
+            "{:?}",
+            added[1]
+        );
         assert!(added[2].text().contains("the query is empty"), "{:?}", added[2]);
         assert!(added[3].text().starts_with("Not executed"), "{:?}", added[3]);
         assert_eq!(search.rounds.len(), 2);
@@ -458,6 +525,33 @@ mod tests {
         assert_eq!(search.report()["stopped"], "openai.tool_search_rounds");
         let offered = crate::chat::route::tools_array(&tools, &[0], Some(&search));
         assert!(!offered.get().contains(SEARCH_TOOL), "a spent search is not offered: {}", offered.get());
+    }
+
+    /// A client that never sees the searches (chat completions) finds the
+    /// tools they loaded on its conversation's next turn; another
+    /// conversation does not.
+    #[tokio::test]
+    async fn a_conversation_keeps_what_its_searches_loaded() {
+        let tools = tools(
+            &[("book", "Book hotels"), ("get_weather", "Current weather for a city"), ("get_time", "Time")],
+            &["sum"],
+        );
+        let config = OpenAiConfig { tool_search_results: 1, ..OpenAiConfig::default() };
+        let loaded: Arc<Loaded> = Arc::default();
+        let first = messages(json!([{"role": "user", "content": "Weather in Oslo?"}]));
+        let (keep, mut search) = deferred(&tools, &first, Wanted::Default, &config, &loaded).unwrap();
+        assert_eq!(keep, [0]);
+        let turn = messages(json!([{"role": "assistant", "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": SEARCH_TOOL, "arguments": "{\"query\": \"weather\"}"}}]}]))
+        .remove(0);
+        search.answer(&turn, &first, &Narrowing::lexical(Arc::default())).await.unwrap();
+        assert_eq!(search.rounds[0].found, ["get_weather"]);
+        let second = messages(json!([{"role": "user", "content": "Weather in Oslo?"},
+            {"role": "assistant", "content": "Sunny."}, {"role": "user", "content": "And tomorrow?"}]));
+        let (keep, search) = deferred(&tools, &second, Wanted::Default, &config, &loaded).unwrap();
+        assert_eq!((keep, search.searchable), (vec![0, 2], vec![1, 3]));
+        let other = messages(json!([{"role": "user", "content": "Book a hotel"}]));
+        assert_eq!(deferred(&tools, &other, Wanted::Default, &config, &loaded).unwrap().0, [0]);
     }
 
     #[test]

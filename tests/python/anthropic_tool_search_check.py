@@ -56,11 +56,11 @@ for tool, query, asked in [(BM25, "Weather in Berlin?", {"query": "current weath
     check(m2.model_extra["toolrouter"]["tool_search"]["turns"] == 0, f"no new search: {m2.model_extra}")
 
 # Streamed: raw events, then the stream helper's final message.
-events = list(client.messages.create(model=MODEL, max_tokens=100, messages=user("Weather in Berlin?"),
+events = list(client.messages.create(model=MODEL, max_tokens=100, messages=user("Weather in Berlin, streamed?"),
                                      tools=[BM25] + FILLER + [WEATHER], stream=True))
 starts = [e.content_block.type for e in events if e.type == "content_block_start"]
 check(starts == ["server_tool_use", "tool_search_tool_result", "tool_use"], f"streamed blocks: {starts}")
-with client.messages.stream(model=MODEL, max_tokens=100, messages=user("Weather in Berlin?"),
+with client.messages.stream(model=MODEL, max_tokens=100, messages=user("Weather in Berlin, by the helper?"),
                             tools=[BM25] + FILLER + [WEATHER]) as stream:
     final = stream.get_final_message()
 check([b.type for b in final.content] == starts and final.content[0].input == {"query": "current weather for a city"},
