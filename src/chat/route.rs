@@ -128,6 +128,39 @@ impl Narrowing {
             return (Kept { tools: (0..tools.len()).collect(), by_words: Vec::new() }, None);
         }
         let asked = Asked::of(messages);
+        let keep = |set: &ToolSet, dense: Option<Dense>, weight: &TransitionWeight| {
+            tool_list::keep(set, &asked.conversation(forced), dense, max, &ListWeights::default(), weight)
+        };
+        self.ranked(tools, &asked, keep).await
+    }
+
+    /// The `k` best of `among` (indexes in `tools`) for the conversation
+    /// of `messages`, best first, ranked as [`Narrowing::narrow`] ranks
+    /// (`tools`' index and vectors reused: a search over the tools not
+    /// offered), and what to learn from the answer.
+    pub(crate) async fn best(
+        &self,
+        tools: &ToolList,
+        messages: &[Message],
+        among: &[usize],
+        k: usize,
+    ) -> (Vec<usize>, Option<Learning>) {
+        let asked = Asked::of(messages);
+        let best = |set: &ToolSet, dense: Option<Dense>, weight: &TransitionWeight| {
+            tool_list::best(set, &asked.conversation(None), dense, k, &ListWeights::default(), weight, among)
+        };
+        self.ranked(tools, &asked, best).await
+    }
+
+    /// `rank(set, dense, weight)` over `tools`' set, with the embedding of
+    /// the latest message and of the tools (within the budget) and what
+    /// the memory recalls, once the list is embedded.
+    async fn ranked<T>(
+        &self,
+        tools: &ToolList,
+        asked: &Asked,
+        rank: impl FnOnce(&ToolSet, Option<Dense>, &TransitionWeight) -> T,
+    ) -> (T, Option<Learning>) {
         let set = tools.set(|tools| self.set(tools)).clone();
         let embedded = match &self.embedder {
             Some(embedder) => self.embedded(&set, embedder, &asked.latest).await,
@@ -142,9 +175,9 @@ impl Narrowing {
         };
         let dense = embedded.as_ref().map(|(query, tools)| Dense { query, tools, remembered: &remembered });
         let weight = self.weight.clone();
-        let kept = tool_list::keep(&set, &asked.conversation(forced), dense, max, &ListWeights::default(), &*weight);
+        let ranked = rank(&set, dense, &*weight);
         let (ranker, share) = (self.ranker.clone(), self.cluster.clone().map(|c| (c, self.memory_bound)));
-        (kept, embedded.map(|(query, vectors)| Learning { ranker, set, vectors, query, after, share }))
+        (ranked, embedded.map(|(query, vectors)| Learning { ranker, set, vectors, query, after, share }))
     }
 
     /// The vectors of the latest message and of `set`'s tools, embedding

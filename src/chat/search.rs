@@ -173,7 +173,7 @@ pub(crate) struct Search {
     results: usize,
     flavor: Flavor,
     /// What to learn when the model calls a tool found by the last search.
-    learning: std::sync::Mutex<Option<(Learning, ToolList)>>,
+    learning: std::sync::Mutex<Option<Learning>>,
     /// Deferred tools earlier turns loaded (offered from the start).
     earlier: Vec<usize>,
     /// Where the conversation's loaded tools are remembered, and its key.
@@ -346,7 +346,13 @@ impl Search {
     }
 
     /// One search: its query read from `arguments`, the tools it finds.
-    async fn search(&mut self, id: &str, arguments: &str, conversation: &[Message], narrowing: &Narrowing) -> Searched {
+    pub(crate) async fn search(
+        &mut self,
+        id: &str,
+        arguments: &str,
+        conversation: &[Message],
+        narrowing: &Narrowing,
+    ) -> Searched {
         let mut searched = Searched { call_id: id.to_string(), query: String::new(), found: Vec::new(), error: None };
         let args = serde_json::from_str::<Value>(arguments).unwrap_or_default();
         let query = args.get("query").or_else(|| args.get("pattern")).and_then(Value::as_str).unwrap_or("");
@@ -372,8 +378,9 @@ impl Search {
         searched
     }
 
-    /// The best of `candidates` for `query` (in the conversation), by
-    /// route mode's ranking: all of them when they are few.
+    /// The best of `candidates` for `query` (in the conversation), best
+    /// first, by route mode's ranking over the request's whole list (its
+    /// index and vectors made once): all of them when they are few.
     async fn rank(
         &mut self,
         candidates: &[usize],
@@ -384,19 +391,20 @@ impl Search {
         if candidates.len() <= self.results {
             return candidates.to_vec();
         }
-        let list = ToolList::from(candidates.iter().map(|&i| self.tools[i].clone()).collect::<Vec<_>>());
-        // The query is the latest request; the user's words before it the earlier ones.
-        let mut asked: Vec<Message> = conversation.iter().filter(|m| m.is("user")).cloned().collect();
+        // The query is the latest request; the user's words before it the
+        // earlier ones; the tools called, the graph's and the memory's cue.
+        let mut asked: Vec<Message> =
+            conversation.iter().filter(|m| m.is("user") || !m.calls().is_empty()).cloned().collect();
         asked.push(Message::new("user", query));
-        let (kept, learning) = narrowing.narrow(&list, &asked, self.results, None).await;
-        *self.learning.get_mut().unwrap_or_else(|e| e.into_inner()) = learning.map(|l| (l, list));
-        kept.tools.iter().map(|&k| candidates[k]).collect()
+        let (found, learning) = narrowing.best(&self.tools, &asked, candidates, self.results).await;
+        *self.learning.get_mut().unwrap_or_else(|e| e.into_inner()) = learning;
+        found
     }
 
     /// Learns from the final answer which found tool served the last search.
     pub(crate) fn learn(&self, message: &Message) {
-        if let Some((learning, list)) = self.learning.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            learning.learn(message, &list);
+        if let Some(learning) = self.learning.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            learning.learn(message, &self.tools);
         }
     }
 

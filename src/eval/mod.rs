@@ -20,3 +20,4 @@ pub mod queries;
 pub(crate) mod retrieval;
 pub(crate) mod route;
 pub(crate) mod scores;
+pub(crate) mod search;

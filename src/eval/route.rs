@@ -63,7 +63,7 @@ mod sessions;
 
 use report::Tally;
 pub(crate) use report::{RouteReport, markdown};
-pub(crate) use sessions::{load_sessions, load_tasks};
+pub(crate) use sessions::{all_tools, load_sessions, load_tasks};
 
 /// The methods compared, in [`Measured::kept`]'s order.
 const ROUTE: usize = 0;
@@ -227,7 +227,7 @@ pub(crate) struct Case {
 
 impl Case {
     /// The messages the request carries.
-    fn messages(&self) -> Vec<crate::llm::Message> {
+    pub(crate) fn messages(&self) -> Vec<crate::llm::Message> {
         match self.conversation.is_empty() {
             true => vec![crate::llm::Message::new("user", self.query.clone())],
             false => self.conversation.clone(),

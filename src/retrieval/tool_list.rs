@@ -500,6 +500,45 @@ pub(crate) fn keep(
     Kept { tools, by_words }
 }
 
+/// The `k` best of `among` (request indexes) for `conversation`, best
+/// first, as [`keep`] ranks: tools named in the latest message first, then
+/// by score (what the conversation called is not among them: a search's
+/// results, among tools not offered yet).
+pub(crate) fn best(
+    set: &ToolSet,
+    conversation: &Conversation,
+    dense: Option<Dense>,
+    k: usize,
+    weights: &ListWeights,
+    weight: &dyn Fn(&str, &str) -> f64,
+    among: &[usize],
+) -> Vec<usize> {
+    let index = &set.index;
+    let n = index.len();
+    let dense =
+        dense.filter(|d| d.tools.dims == d.query.latest.len() && d.tools.present.len() == n && d.tools.missing == 0);
+    let scores = scores(index, conversation, dense, weights, weight);
+    let mut wanted = vec![false; set.positions.len()];
+    for &r in among {
+        if let Some(w) = wanted.get_mut(r) {
+            *w = true;
+        }
+    }
+    let mut rank: Vec<u32> = vec![u32::MAX; n];
+    for (r, t) in index.name_index.found_in(conversation.latest).into_iter().take(k.div_ceil(4)).enumerate() {
+        rank[t as usize] = r as u32;
+    }
+    let wanted = |i: &usize| wanted[set.positions[*i]];
+    let mut order: Vec<usize> = (0..n).filter(wanted).collect();
+    order.sort_by(|a, b| rank[*a].cmp(&rank[*b]).then(scores[*b].total_cmp(&scores[*a])).then(a.cmp(b)));
+    order.truncate(k);
+    if weights.companions {
+        companions::bring_along(index, &mut order, &rank, &scores, k, &|_| false);
+        order.retain(wanted);
+    }
+    order.into_iter().map(|i| set.positions[i]).collect()
+}
+
 /// Every tool's fused score (in the set's order).
 fn scores(
     index: &ListIndex,

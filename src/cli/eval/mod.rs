@@ -7,7 +7,9 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 
 mod route;
+mod search;
 use route::RouteArgs;
+use search::SearchArgs;
 
 use super::search::{DenseArg, ModeArg, open, retrieval_error};
 use super::{CliError, load_catalog, load_trajectories};
@@ -26,6 +28,8 @@ pub(super) enum EvalCommand {
     Compress(CompressArgs),
     /// Route mode's narrowing of a query's tools among distractors, against BM25 and random picks.
     Route(RouteArgs),
+    /// Tool search over MCP servers' tools, replayed as agent loops, against BM25 and regex searches.
+    Search(SearchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -174,6 +178,7 @@ pub(super) fn run(command: &EvalCommand, config: &Config) -> Result<ExitCode, Cl
         EvalCommand::Plan(args) => run_plan(args, config),
         EvalCommand::Compress(args) => run_compress(args, config),
         EvalCommand::Route(args) => route::run(args, config),
+        EvalCommand::Search(args) => search::run(args, config),
     }
 }
 

@@ -139,6 +139,21 @@ fn read_sessions(path: &Path, server_names: bool) -> Result<Vec<(String, Vec<Cas
     Ok(sessions)
 }
 
+/// Every tool of `tools.json` beside the sessions of `path` (all its
+/// servers', named as [`load_sessions`] names them), in server then name order.
+pub(crate) fn all_tools(path: &Path, server_names: bool) -> Result<Vec<Value>, String> {
+    let tools_path = path.with_file_name("tools.json");
+    let text = std::fs::read_to_string(&tools_path).map_err(|e| format!("reading {}: {e}", tools_path.display()))?;
+    let servers: HashMap<String, Vec<McpTool>> =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", tools_path.display()))?;
+    let mut all: Vec<(String, Value)> = definitions(&servers, server_names)
+        .into_iter()
+        .flat_map(|(server, tools)| tools.into_values().map(move |d| (server.clone(), d)))
+        .collect();
+    all.sort_by(|(a, x), (b, y)| (a, x["function"]["name"].as_str()).cmp(&(b, y["function"]["name"].as_str())));
+    Ok(all.into_iter().map(|(_, d)| d).collect())
+}
+
 /// Per server, its tools' OpenAI definitions by their name on the server.
 type Definitions = HashMap<String, HashMap<String, Value>>;
 
