@@ -523,6 +523,7 @@ mod tests {
             added[1]
         );
         assert!(added[2].text().contains("the query is empty"), "{:?}", added[2]);
+        assert!(added[1].text().starts_with("{\"found\""), "the form later turns read: {:?}", added[1]);
         assert!(added[3].text().starts_with("Not executed"), "{:?}", added[3]);
         assert_eq!(search.rounds.len(), 2);
         // Two tools only: a search finds every one left, in the list's order.
@@ -560,6 +561,19 @@ mod tests {
         assert_eq!((keep, search.searchable), (vec![0, 2], vec![1, 3]));
         let other = messages(json!([{"role": "user", "content": "Book a hotel"}]));
         assert_eq!(deferred(&tools, &other, Wanted::Default, &config, &loaded).unwrap().0, [0]);
+    }
+
+    /// A huge query is cut to its first `MAX_QUERY_CHARS` characters and searched.
+    #[tokio::test]
+    async fn a_huge_query_is_cut() {
+        let tools = tools(&[("get_weather", "Current weather"), ("get_time", "Time")], &[]);
+        let (_, mut search) =
+            deferred(&tools, &[], Wanted::Default, &OpenAiConfig::default(), &Arc::default()).unwrap();
+        let query = "weather ".repeat(100_000);
+        let arguments = json!({"query": query}).to_string();
+        let searched = search.search("a", &arguments, &[], &Narrowing::lexical(Arc::default())).await;
+        assert_eq!(searched.query.chars().count(), MAX_QUERY_CHARS);
+        assert!(searched.error.is_none() && searched.found.contains(&"get_weather".to_string()), "{searched:?}");
     }
 
     #[test]

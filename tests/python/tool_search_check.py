@@ -191,6 +191,12 @@ try:
 except openai.BadRequestError as e:
     check("toolrouter's tool search" in e.message and "tools[0]" in (e.body.get("param") or ""), f"name clash: {e.body}")
 try:
+    client.chat.completions.create(model=MODEL, messages=user("x"),
+                                   tools=[chat_tool("get_weather", "a", False), chat_tool("get_weather", "b", True)])
+    check(False, "a deferred tool named as a loaded one was accepted")
+except openai.BadRequestError as e:
+    check("two tools are named `get_weather`" in e.message and e.body.get("param") == "tools[1].function.name", f"dup: {e.body}")
+try:
     client.chat.completions.create(model=MODEL, messages=user("x"), tools=tools, extra_body={"toolrouter": {"tool_search": "bm25"}})
     check(False, "a wrong tool_search option was accepted")
 except openai.BadRequestError as e:
