@@ -87,9 +87,9 @@
 //!   [`engine::solve`] carries a request out (execute mode's loop, the
 //!   model choosing moves through [`engine::llm_decider`]).
 //! * [`chat`]: a typed chat request in, a typed whole answer, chunk
-//!   stream or error out: route mode (the client's tools narrowed, tool
-//!   calls checked and repaired; [`chat::search`]: the model's tool search
-//!   over deferred or narrowed-out tools), plan and execute modes, their
+//!   stream or error out: route mode (the client's tools narrowed by
+//!   [`chat::narrowing`], tool calls checked and repaired; [`chat::search`]:
+//!   the model's tool search over deferred or narrowed-out tools), plan and execute modes, their
 //!   decision records and traces. Every chat face is a codec over it;
 //!   `eval` and `bench` call it directly.
 //!

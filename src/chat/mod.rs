@@ -21,6 +21,8 @@
 
 pub mod error;
 pub mod execute;
+pub(crate) mod loaded;
+pub mod narrowing;
 pub mod plan;
 pub mod request;
 pub mod route;
@@ -48,8 +50,8 @@ use crate::retrieval::tool_memory::ToolMemory;
 use crate::retrieval::tool_vectors::ToolVectors;
 pub(crate) use error::ChatError;
 use execute::Runner;
+use narrowing::Narrowing;
 pub(crate) use request::{ChatRequest, Mode};
-use route::Narrowing;
 use tools::ToolLists;
 
 /// A streamed answer: items in order, ended by the last chunk or by an
@@ -100,7 +102,7 @@ pub struct ChatCore {
     /// The engine, loading or loaded (unset in a server without one).
     loading: OnceLock<Arc<Loading>>,
     /// The tools conversations' searches loaded.
-    loaded: Arc<search::Loaded>,
+    loaded: Arc<loaded::Loaded>,
 }
 
 impl ChatCore {

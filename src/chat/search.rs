@@ -23,16 +23,14 @@
 //! called is loaded too, and so are the tools [`Loaded`] remembers for
 //! the conversation (chat completions' clients never see the searches).
 
-use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex};
-
-use lru::LruCache;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::route::{Learning, Narrowing};
+use super::loaded::Loaded;
+use super::narrowing::{Learning, Narrowing};
 use super::tools::{ClientTool, ToolList};
 use crate::config::{OpenAiConfig, ToolSearch};
 use crate::llm::wire::Message;
@@ -59,45 +57,6 @@ pub(crate) enum Flavor {
     /// A regular expression over names and descriptions (Anthropic's
     /// regex tool); the matches ranked as words.
     Regex,
-}
-
-/// Conversations whose loaded tools are remembered.
-const CONVERSATIONS: usize = 10_000;
-
-/// The tools each conversation's searches loaded, by its opening (the
-/// first user message) and its tool list, so that a later turn finds them
-/// loaded although its client never saw the searches (chat completions;
-/// a Responses client with `store: false` that sends only new items). In
-/// memory, per replica: a turn another replica serves may search again.
-pub(crate) struct Loaded {
-    inner: Mutex<LruCache<u64, Vec<String>>>,
-}
-
-impl Default for Loaded {
-    fn default() -> Loaded {
-        Loaded { inner: Mutex::new(LruCache::new(NonZeroUsize::new(CONVERSATIONS).expect("not zero"))) }
-    }
-}
-
-impl Loaded {
-    /// The key of a conversation opening with `messages` over `tools`.
-    fn key(messages: &[Message], tools: &ToolList) -> u64 {
-        let opening = messages.iter().find(|m| m.is("user")).map(Message::text).unwrap_or_default();
-        let mut text = opening;
-        for tool in tools.iter() {
-            text.push('\0');
-            text.push_str(&tool.name);
-        }
-        xxhash_rust::xxh3::xxh3_64(text.as_bytes())
-    }
-
-    fn get(&self, key: u64) -> Vec<String> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned().unwrap_or_default()
-    }
-
-    fn put(&self, key: u64, names: Vec<String>) {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner()).put(key, names);
-    }
 }
 
 /// What a request says of the search (`toolrouter.tool_search`).

@@ -24,8 +24,9 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::error::ChatError;
+use super::narrowing::Narrowing;
 use super::request::{self, ChatRequest};
-use super::route::{Narrowed, Narrowing, Repaired, normalize_tool_calls, prepare, repaired, report, tools_array};
+use super::route::{Narrowed, Repaired, normalize_tool_calls, prepare, repaired, report, tools_array};
 use super::search::Search;
 use super::{ChatStream, Item};
 use crate::config::OpenAiConfig;

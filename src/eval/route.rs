@@ -3,7 +3,7 @@
 //! (APIs of other queries' lists, then catalog APIs from a fixed random
 //! pool) up to `tools` tools, shuffled with a fixed seed, as OpenAI tool
 //! definitions. The server's own narrowing ([`crate::retrieval::tool_list`],
-//! the steps of [`crate::chat::route::Narrowing::narrow`]) keeps `k` of them,
+//! the steps of [`crate::chat::narrowing::Narrowing::narrow`]) keeps `k` of them,
 //! once as a list seen for the first time (lexical) and once embedded;
 //! so do a plain BM25 top-`k` over the tools' names and descriptions and
 //! a random `k`, in the same run. Reported: the recall of the query's
@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use super::queries::QueryRecord;
 use crate::catalog::{ApiId, Catalog};
-use crate::chat::route::Asked;
+use crate::chat::narrowing::Asked;
 use crate::chat::tools::{ClientTool, client_tool};
 use crate::retrieval::Embedder;
 use crate::retrieval::bm25::Bm25;

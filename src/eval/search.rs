@@ -4,7 +4,7 @@
 //! every tool of every server in `tools.json` (and, up to `tools`, other
 //! collections' tools as distractors), shuffled with a fixed seed.
 //!
-//! * Route mode keeps `k` ([`crate::chat::route::Narrowing::narrow`]); a
+//! * Route mode keeps `k` ([`crate::chat::narrowing::Narrowing::narrow`]); a
 //!   model lacking a tool it needs searches once with the words of the
 //!   step (its latest user message) over the tools left out, and `results`
 //!   are loaded: by toolrouter's search ([`crate::chat::search`]: route
@@ -32,8 +32,9 @@ use serde_json::{Value, json};
 
 use super::retrieval::Latency;
 use super::route::Case;
-use crate::chat::route::Narrowing;
-use crate::chat::search::{self, Loaded, SEARCH_TOOL, Wanted};
+use crate::chat::loaded::Loaded;
+use crate::chat::narrowing::Narrowing;
+use crate::chat::search::{self, SEARCH_TOOL, Wanted};
 use crate::chat::tools::{ClientTool, ToolList, client_tool};
 use crate::config::OpenAiConfig;
 use crate::llm::wire::{Message, ToolCall};

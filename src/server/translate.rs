@@ -15,6 +15,12 @@ use crate::chat::search::Searched;
 use crate::chat::{ChatStream, Item};
 use crate::llm::wire::Chunk;
 
+/// A fresh item or response id with its prefix (`resp_`, `msg_`, `fc_`,
+/// `toolu_`, `srvtoolu_`…), as OpenAI's and Anthropic's look.
+pub(crate) fn new_id(prefix: &str) -> String {
+    format!("{prefix}{:016x}{:08x}", fastrand::u64(..), fastrand::u32(..))
+}
+
 /// A JSON object of `fields`, their values moved in. `json!` copies every
 /// value it is given through `serde_json::to_value` (a deep copy of a
 /// `Value`; measured at a fifth of the Responses face's decoding).

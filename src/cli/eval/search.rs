@@ -72,7 +72,7 @@ pub(super) fn run(args: &SearchArgs, config: &Config) -> Result<ExitCode, CliErr
     );
     let memory = crate::retrieval::tool_memory::ToolMemory::new(None, 1_000_000);
     let ranker = Arc::new(crate::retrieval::tool_list::ToolListRanker::new(vectors, memory));
-    let mut narrowing = crate::chat::route::Narrowing::lexical(ranker);
+    let mut narrowing = crate::chat::narrowing::Narrowing::lexical(ranker);
     if !args.lexical {
         let embedder = crate::retrieval::Embedder::load(&config.embedding)
             .map_err(|e| CliError::Usage(format!("{e} (or pass --lexical)")))?;

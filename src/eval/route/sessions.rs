@@ -237,7 +237,7 @@ fn call(id: &str, name: &str) -> ToolCall {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chat::route::Asked;
+    use crate::chat::narrowing::Asked;
 
     /// Each turn is a case whose conversation holds the turns before it;
     /// a name two servers share is prefixed; a bad session says where.

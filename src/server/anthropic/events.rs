@@ -13,6 +13,7 @@ use super::search::SearchTool;
 use crate::chat::search::Searched;
 use crate::llm::wire::{Chunk, ToolCall};
 use crate::server::translate::Translator;
+use crate::server::translate::new_id;
 
 /// The block being written.
 enum Open {
@@ -49,7 +50,7 @@ impl MessageEvents {
         let index = call.index.unwrap_or(0);
         if !matches!(self.open, Some(Open::Call(i)) if i == index) {
             let id = match call.id() {
-                "" => output::new_id("toolu_"),
+                "" => new_id("toolu_"),
                 id => id.to_string(),
             };
             let block = json!({"type": "tool_use", "id": id, "name": call.name(), "input": {}});
@@ -96,7 +97,7 @@ impl Translator for MessageEvents {
 
     /// `message_start` and a `ping`.
     fn start(&mut self) -> Vec<Bytes> {
-        let message = json!({"id": output::new_id("msg_"), "type": "message", "role": "assistant", "model": self.model,
+        let message = json!({"id": new_id("msg_"), "type": "message", "role": "assistant", "model": self.model,
             "content": [], "stop_reason": null, "stop_sequence": null,
             "usage": {"input_tokens": 0, "output_tokens": 0}});
         vec![event("message_start", json!({"message": message})), event("ping", json!({}))]

@@ -8,12 +8,8 @@ use serde_json::{Value, json};
 
 use super::search::SearchTool;
 use crate::llm::wire::{CompletionUsage, Message};
+use crate::server::translate::new_id;
 use crate::server::translate::object;
-
-/// A fresh id with its prefix (`msg_`, `toolu_`).
-pub(crate) fn new_id(prefix: &str) -> String {
-    format!("{prefix}{:016x}{:08x}", fastrand::u64(..), fastrand::u32(..))
-}
 
 /// Anthropic's `stop_reason` for a chat `finish_reason`.
 pub(crate) fn stop_reason(finish_reason: Option<&str>) -> &'static str {

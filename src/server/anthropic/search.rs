@@ -7,8 +7,8 @@
 
 use serde_json::{Value, json};
 
-use super::output::new_id;
 use crate::chat::search::{SEARCH_TOOL, Searched, result_text};
+use crate::server::translate::new_id;
 use crate::server::translate::object;
 
 /// The request's tool search tool.

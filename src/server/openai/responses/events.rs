@@ -21,6 +21,7 @@ use super::store::Keeper;
 use crate::chat::search::Searched;
 use crate::llm::wire::Chunk;
 use crate::server::translate::Translator;
+use crate::server::translate::new_id;
 
 /// One output item as it grows.
 enum Item {
@@ -99,7 +100,7 @@ impl ResponseEvents {
         let at = match self.text {
             Some(at) => at,
             None => {
-                let (at, id) = (self.items.len(), output::new_id("msg_"));
+                let (at, id) = (self.items.len(), new_id("msg_"));
                 let item =
                     json!({"type": "message", "id": id, "status": "in_progress", "role": "assistant", "content": []});
                 out.push(self.event("response.output_item.added", json!({"output_index": at, "item": item})));
@@ -128,9 +129,9 @@ impl ResponseEvents {
             Some(&at) => at,
             None => {
                 let at = self.items.len();
-                let id = output::new_id("fc_");
+                let id = new_id("fc_");
                 let call_id = match call.id() {
-                    "" => output::new_id("call_"),
+                    "" => new_id("call_"),
                     id => id.to_string(),
                 };
                 let item = output::call_item(&id, &call_id, call.name(), "", "in_progress", self.echo.tools());

@@ -10,12 +10,8 @@ use serde_json::{Map, Value, json};
 use super::search;
 use crate::chat::search::{SEARCH_TOOL, rounds};
 use crate::llm::wire::{CompletionUsage, Message, ToolCall};
+use crate::server::translate::new_id;
 use crate::server::translate::object;
-
-/// A fresh item or response id with its prefix (`resp_`, `msg_`, `fc_`).
-pub(crate) fn new_id(prefix: &str) -> String {
-    format!("{prefix}{:016x}{:08x}", fastrand::u64(..), fastrand::u32(..))
-}
 
 /// What a response echoes of its request, and its identity.
 pub(crate) struct Echo {

@@ -24,6 +24,7 @@ use serde_json::{Map, Value, json};
 
 use crate::chat::search::{SEARCH_TOOL, Searched, result_text};
 use crate::server::error::ApiError;
+use crate::server::translate::new_id;
 use crate::server::translate::object;
 
 /// Between a namespace and its function's name, in the name the model sees.
@@ -161,10 +162,10 @@ pub(crate) fn output_message(item: &Value, id: &str) -> Value {
 /// The output items of a search toolrouter ran: the call, then the tools
 /// it loaded as `request_tools` define them.
 pub(crate) fn items(searched: &Searched, request_tools: Option<&Value>) -> [Value; 2] {
-    let call = json!({"type": "tool_search_call", "id": super::output::new_id("tsc_"), "call_id": searched.call_id,
+    let call = json!({"type": "tool_search_call", "id": new_id("tsc_"), "call_id": searched.call_id,
         "execution": "server", "status": "completed", "arguments": {"query": searched.query}});
     let tools: Vec<Value> = searched.found.iter().filter_map(|name| definition(request_tools, name)).collect();
-    let mut output = json!({"type": "tool_search_output", "id": super::output::new_id("tso_"),
+    let mut output = json!({"type": "tool_search_output", "id": new_id("tso_"),
         "call_id": searched.call_id, "execution": "server", "status": "completed", "tools": tools});
     if let Some(error) = &searched.error {
         output["error"] = json!(error);
