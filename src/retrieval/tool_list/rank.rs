@@ -16,6 +16,13 @@ fn add_ranks(scores: &mut [f32], hits: &[(u32, f32)], weight: f32, rrf_k: f32) {
     }
 }
 
+/// Whether `dense` covers every one of a set's `n` tools with the query's
+/// model (else the set ranks by words: a tool without a vector would fall
+/// below every known one).
+fn whole(dense: &Dense, n: usize) -> bool {
+    dense.tools.dims == dense.query.latest.len() && dense.tools.present.len() == n && dense.tools.missing == 0
+}
+
 /// The `k` tools to offer (request indexes, ascending). `dense`: the
 /// latest message's vector and the tools' vectors, when there is a model
 /// (else the ranking is lexical). `weight(from, to)`: the tool graph's
@@ -37,8 +44,7 @@ pub(crate) fn keep(
     // cosine among the rest, the new ones would fall below every known one
     // (tried, with their place taken from BM25: below words alone on
     // the development sets; docs/benchmarks.md, "Tools, not lists").
-    let dense =
-        dense.filter(|d| d.tools.dims == d.query.latest.len() && d.tools.present.len() == n && d.tools.missing == 0);
+    let dense = dense.filter(|d| whole(d, n));
     let scores = scores(index, conversation, dense, weights, weight);
     // Pinned first: called tools and the forced one, then tools named in the message.
     let must: HashSet<&str> = conversation.called.iter().map(String::as_str).chain(conversation.forced).collect();
@@ -90,8 +96,7 @@ pub(crate) fn best(
 ) -> Vec<usize> {
     let index = &set.index;
     let n = index.len();
-    let dense =
-        dense.filter(|d| d.tools.dims == d.query.latest.len() && d.tools.present.len() == n && d.tools.missing == 0);
+    let dense = dense.filter(|d| whole(d, n));
     let scores = scores(index, conversation, dense, weights, weight);
     let mut wanted = vec![false; set.positions.len()];
     for &r in among {
