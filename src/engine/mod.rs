@@ -73,6 +73,8 @@ pub struct SearchHit {
     pub dense: Option<Signal>,
     /// A remembered successful run for a similar task used it.
     pub remembered: bool,
+    /// The tool graph's weight from the caller's last call to it (0: no edge, or no last call).
+    pub follows: f32,
 }
 
 /// A search with its explanation ([`Engine::search_explained`]).
@@ -359,23 +361,30 @@ impl Engine {
         k: usize,
         category: Option<&str>,
     ) -> Result<Vec<SearchHit>, EngineError> {
-        Ok(self.search_explained(query, k, category).await?.hits)
+        Ok(self.search_explained(query, k, category, None).await?.hits)
     }
 
     /// [`Engine::search`] with why each API ranks where it does, and the
-    /// intents the query was split into.
+    /// intents the query was split into. `after`, the function the caller
+    /// called last, is the tool graph's cue: the APIs that follow it rank
+    /// higher, as in route mode.
     pub(crate) async fn search_explained(
         self: &Arc<Self>,
         query: &str,
         k: usize,
         category: Option<&str>,
+        after: Option<&str>,
     ) -> Result<Found, EngineError> {
         if query.trim().is_empty() {
             return Err(EngineError::BadInput("the query is empty".into()));
         }
         let (engine, query) = (self.clone(), query.to_string());
         let filters = Filters { category: category.map(str::to_string), tool: None };
-        let (results, remembered, catalog) = tokio::task::spawn_blocking(move || {
+        let follows = match after {
+            Some(function) => self.graph().followers(function, &self.catalog()),
+            None => Vec::new(),
+        };
+        let (results, remembered, follows, catalog) = tokio::task::spawn_blocking(move || {
             let world = engine.world();
             let retriever = world.retriever()?;
             let options = retriever.options();
@@ -384,8 +393,10 @@ impl Engine {
                 let examples = engine.memory().examples(vector, engine.config.planner.hints);
                 prepared.remembered = crate::planner::remembered(&examples, &world.catalog);
             }
+            prepared.after = follows;
             let remembered: Vec<_> = prepared.remembered.iter().map(|(id, _)| *id).collect();
-            Ok::<_, EngineError>((retriever.rank(&prepared, k, &filters, options), remembered, world.catalog.clone()))
+            let results = retriever.rank(&prepared, k, &filters, options);
+            Ok::<_, EngineError>((results, remembered, prepared.after, world.catalog.clone()))
         })
         .await
         .map_err(|e| EngineError::Internal(e.to_string()))??;
@@ -409,6 +420,7 @@ impl Engine {
                     lexical: h.lexical,
                     dense: h.dense,
                     remembered: remembered.contains(&h.api),
+                    follows: follows.iter().find(|(api, _)| *api == h.api).map_or(0.0, |(_, w)| *w),
                 }
             })
             .collect();

@@ -399,6 +399,19 @@ impl ToolGraph {
         }
     }
 
+    /// The catalog APIs that follow `function` (a function name), with
+    /// their transition weight, heaviest first: the cue a caller's last
+    /// call gives catalog search ([`crate::retrieval::Prepared::after`]).
+    pub(crate) fn followers(&self, function: &str, catalog: &Catalog) -> Vec<(crate::catalog::ApiId, f32)> {
+        self.successors(&NodeKey::Api(function.to_string()))
+            .into_iter()
+            .filter_map(|s| match &s.key {
+                NodeKey::Api(name) => catalog.resolve(name).first().map(|api| (api, s.w as f32)),
+                NodeKey::Finish => None,
+            })
+            .collect()
+    }
+
     /// `w(from, to)`, 0 when there is no such edge.
     pub(crate) fn weight(&self, from: &NodeKey, to: &NodeKey) -> f64 {
         self.successors(from).into_iter().find(|s| &s.key == to).map_or(0.0, |s| s.w)

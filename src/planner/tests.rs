@@ -319,3 +319,27 @@ fn only_calls_seen_to_fail_exclude_an_api() {
     record(&mut recovered, false);
     assert!(!plan(&recovered).contains(&RATES.to_string()), "{:?}", plan(&recovered));
 }
+
+/// Catalog search with the graph's cue (the caller's last call, as an MCP
+/// session gives it): the API that runs go on to rises, and nothing else
+/// moves without a cue.
+#[test]
+fn the_last_call_lifts_what_the_graph_says_follows_it() {
+    let (r, _state) = retriever();
+    let graph = graph_with(GEO, FORECAST, 20);
+    let catalog = r.catalog().clone();
+    let followers = graph.followers(GEO, &catalog);
+    let forecast = catalog.find(FORECAST).unwrap().id;
+    assert!(followers.iter().any(|(api, w)| *api == forecast && *w > 0.5), "{followers:?}");
+    assert!(graph.followers("no_such_function", &catalog).is_empty());
+
+    let task = "weather in a city and the exchange rate of the euro";
+    let prepared = r.prepare(task, r.options()).unwrap();
+    let rank_of = |p: &crate::retrieval::Prepared| {
+        let hits = r.rank(p, 100, &crate::retrieval::Filters::default(), r.options()).hits;
+        hits.iter().position(|h| h.api == forecast).unwrap_or(usize::MAX)
+    };
+    let cued = crate::retrieval::Prepared { after: followers, ..prepared.clone() };
+    let (plain, lifted) = (rank_of(&prepared), rank_of(&cued));
+    assert!(lifted < plain, "the follower rose: {plain} -> {lifted}");
+}

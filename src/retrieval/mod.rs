@@ -110,6 +110,10 @@ pub struct Prepared {
     /// APIs that served similar requests before (long-term memory), with
     /// the similarity of those requests; ranked as one more list.
     pub remembered: Vec<(ApiId, f32)>,
+    /// APIs the tool graph says follow the caller's last call, with the
+    /// transition weight: each adds `GRAPH_WEIGHT / (RRF_K + 1)` times its
+    /// weight, as route mode counts the graph ([`tool_list`]).
+    pub after: Vec<(ApiId, f32)>,
 }
 
 /// The loaded index of a catalog, ready to search.
@@ -347,7 +351,7 @@ impl Retriever {
             _ => Vec::new(),
         };
         let embed_ms = crate::units::ms(started.elapsed());
-        Ok(Prepared { texts, vectors, cut_chars, embed_ms, remembered: Vec::new() })
+        Ok(Prepared { texts, vectors, cut_chars, embed_ms, remembered: Vec::new(), after: Vec::new() })
     }
 
     /// Ranks a prepared query: fuses the ranked lists of every text and
@@ -371,6 +375,10 @@ impl Retriever {
             .map(|(api, s)| (api.0, *s))
             .collect();
         add_ranks(&mut whole, &remembered, MEMORY_WEIGHT, options.weights.rrf_k);
+        let top = GRAPH_WEIGHT / (options.weights.rrf_k + 1.0);
+        for (api, w) in prepared.after.iter().filter(|(api, _)| masks.as_ref().is_none_or(|m| m.apis[api.0 as usize])) {
+            *whole.entry(api.0).or_default() += top * w;
+        }
         let named_tools = self.add_named_tools(&mut whole, &prepared.texts[0], options.weights, masks.as_ref());
         let intents = if options.intents && options.weights.intent > 0.0 { prepared.texts.len() } else { 1 };
         let ranked: Vec<(u32, f32)> = match options.intent_merge {

@@ -28,6 +28,10 @@ pub(crate) const DENSE_WEIGHT: f32 = 0.7;
 pub(crate) const INTENT_WEIGHT: f32 = 0.5;
 /// Weight of the list of APIs that served similar requests before.
 pub(crate) const MEMORY_WEIGHT: f32 = 1.0;
+/// Weight of the tool graph's transitions from the caller's last call
+/// ([`super::Prepared::after`]): a transition of weight 1 counts as a first
+/// place in a list, as in route mode ([`super::tool_list::ListWeights::graph`]).
+pub(crate) const GRAPH_WEIGHT: f32 = 1.0;
 /// Weight of the tool-level lists (tools ranked by their whole text), added to each of the tool's APIs.
 pub(crate) const TOOL_WEIGHT: f32 = 1.0;
 /// Weight of the tool-level list of the tools a request names ("the News

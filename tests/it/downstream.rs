@@ -150,6 +150,17 @@ fn federated_mcp_servers_are_found_called_checked_and_kept_alive() {
     let hit = found["data"].as_array().unwrap().iter().find(|d| d["name"] == "time__get_current_time").unwrap();
     assert_eq!(hit["definition"]["function"]["parameters"]["required"], json!(["timezone"]), "{hit}");
     assert_eq!(found["tool_references"][0], json!({"type": "tool_reference", "tool_name": names[0]}));
+    // `after`, the caller's last call, is the graph's cue: echoed when known, a 400 naming it when not.
+    let body = json!({"query": "convert the time", "after": "time__get_current_time"}).to_string();
+    let (status, _, text) = common::http(&url, "POST", "/v1/tools/search", None, body.as_bytes());
+    let found: Value = serde_json::from_str(&text).unwrap();
+    assert!(status == 200 && found["after"] == "time__get_current_time", "{text}");
+    assert!(found["data"][0]["why"]["follows"].is_number(), "{text}");
+    let body = json!({"query": "convert the time", "after": "time__get_curent_time"}).to_string();
+    let (status, _, text) = common::http(&url, "POST", "/v1/tools/search", None, body.as_bytes());
+    let error: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!((status, &error["error"]["param"]), (400, &json!("after")), "{text}");
+    assert!(text.contains("time__get_current_time"), "the closest name is suggested: {text}");
 
     // Plan mode offers the downstream tool to the model.
     let chat = json!({"model": "scripted", "messages": [{"role": "user", "content": "What is the current time in the Asia/Tokyo time zone?"}],

@@ -88,6 +88,7 @@ async def exercise(session, changed):
     check(not attr(found, "isError"), f"search_tools succeeds: {text_of(found)}")
     results = attr(found, "structuredContent")["results"]
     check(any(r["name"] == SNOW for r in results), f"{SNOW} found: {[r['name'] for r in results]}")
+    check(attr(found, "structuredContent")["after"] is None, "no call yet, so no cue")
     check(json.loads(found.content[-1].text) == attr(found, "structuredContent"), "the structured results also come as JSON text")
     too_many = await session.call_tool("search_tools", {"query": "snow days", "k": 999})
     check(attr(too_many, "isError") and "`k` must be 1 to 50" in text_of(too_many), f"k past the schema: {text_of(too_many)}")
@@ -112,6 +113,14 @@ async def exercise(session, changed):
 
     via = await session.call_tool("call_api", {"name": SNOW, "arguments": SNOW_ARGS})
     check(not attr(via, "isError") and "days with snow" in text_of(via), f"call_api answers: {text_of(via)}")
+
+    # The next search reads the session's last call as the tool graph's cue,
+    # and reports it beside the query and the names found.
+    query = "snow depth forecast"
+    again = attr(await session.call_tool("search_tools", {"query": query, "k": 3}), "structuredContent")
+    check(again["query"] == query and again["after"] == SNOW, f"the search reports its query and cue: {again}")
+    check(again["found"] == [r["name"] for r in again["results"]] and len(again["found"]) == 3, f"found: {again}")
+    check(all(isinstance(r["why"]["follows"], (int, float)) for r in again["results"]), f"why: {again['results']}")
 
     bad = await session.call_tool("call_api", {"name": SNOW, "arguments": {"lat": "north", "color": 1}})
     check(attr(bad, "isError"), "bad arguments are an isError result")

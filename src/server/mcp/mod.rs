@@ -124,7 +124,8 @@ impl Ready {
         let query = tools::string(args, "query")?;
         let k = crate::engine::search_k(tools::integer(args, "k")?)?;
         let category = tools::optional_string(args, "category")?;
-        let (found, degraded) = match self.engine.search_explained(&query, k, category).await {
+        let after = self.session.last_done();
+        let (found, degraded) = match self.engine.search_explained(&query, k, category, after.as_deref()).await {
             Ok(found) => (found.hits, found.degraded),
             Err(e) => return Ok(text_result(e.to_string(), None, true)),
         };
@@ -134,7 +135,8 @@ impl Ready {
             .iter()
             .map(|f| {
                 json!({"name": f.function, "tool": f.tool, "category": f.category, "description": f.description,
-                    "score": f.score, "availability": f.alpha, "input_schema": f.input_schema})
+                    "score": f.score, "availability": f.alpha, "input_schema": f.input_schema,
+                    "why": {"lexical": f.lexical, "dense": f.dense, "remembered": f.remembered, "follows": f.follows}})
             })
             .collect();
         let mut text = String::new();
@@ -152,7 +154,8 @@ impl Ready {
         } else if added {
             text.push_str("These APIs are now tools of this session; call them by name, or through call_api.");
         }
-        let mut structured = json!({"results": results});
+        let names: Vec<&str> = found.iter().map(|f| f.function.as_str()).collect();
+        let mut structured = json!({"query": query, "after": after, "found": names, "results": results});
         if let Some(degraded) = degraded {
             text.push_str(&format!("\n(Searched by words alone: {degraded}.)"));
             structured["degraded"] = json!(degraded);

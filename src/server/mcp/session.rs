@@ -18,6 +18,8 @@ struct State {
     version: u64,
     tasks: Vec<String>,
     calls: Vec<RunCall>,
+    /// The last call that succeeded: the tool graph's cue for the next search.
+    last_done: Option<String>,
 }
 
 /// One session's state.
@@ -86,7 +88,16 @@ impl Session {
     }
 
     pub(crate) fn record_call(&self, function: &str, ok: bool) {
-        self.state().calls.push(RunCall { function: function.to_string(), ok });
+        let mut s = self.state();
+        s.calls.push(RunCall { function: function.to_string(), ok });
+        if ok {
+            s.last_done = Some(function.to_string());
+        }
+    }
+
+    /// The function the session last called with success, if any.
+    pub(crate) fn last_done(&self) -> Option<String> {
+        self.state().last_done.clone()
     }
 
     /// Records the session's calls as one run (once; later calls start a new one).

@@ -25,9 +25,12 @@ struct SearchRequest {
     k: Option<usize>,
     #[serde(default)]
     category: Option<String>,
+    /// The function the caller called last: the tool graph's cue.
+    #[serde(default)]
+    after: Option<String>,
 }
 
-/// `POST /v1/tools/search {query, k?, category?}`.
+/// `POST /v1/tools/search {query, k?, category?, after?}`.
 pub(crate) async fn tools_search(
     State(app): State<Arc<App>>,
     body: Result<axum::body::Bytes, BytesRejection>,
@@ -39,8 +42,9 @@ pub(crate) async fn tools_search(
     let request: SearchRequest = match serde_json::from_slice(&body) {
         Ok(r) => r,
         Err(e) => {
-            let message =
-                format!("the request body must be {{\"query\": string, \"k\"?: integer, \"category\"?: string}}: {e}");
+            let message = format!(
+                "the request body must be {{\"query\": string, \"k\"?: integer, \"category\"?: string, \"after\"?: string}}: {e}"
+            );
             return ApiError::invalid(message, None).into_response();
         }
     };
@@ -48,10 +52,16 @@ pub(crate) async fn tools_search(
         Ok(k) => k,
         Err(message) => return ApiError::invalid(message, Some("k")).into_response(),
     };
-    let found = match engine.search_explained(&request.query, k, request.category.as_deref()).await {
-        Ok(found) => found,
-        Err(e) => return ApiError::from_engine(e, "query").into_response(),
-    };
+    if let Some(after) = &request.after
+        && let Err(unknown) = engine.catalog().find(after)
+    {
+        return ApiError::invalid(format!("`after`: {unknown}"), Some("after")).into_response();
+    }
+    let found =
+        match engine.search_explained(&request.query, k, request.category.as_deref(), request.after.as_deref()).await {
+            Ok(found) => found,
+            Err(e) => return ApiError::from_engine(e, "query").into_response(),
+        };
     let catalog = engine.catalog();
     let data: Vec<Value> = found
         .hits
@@ -65,13 +75,13 @@ pub(crate) async fn tools_search(
                 "tool": hit.tool,
                 "category": hit.category,
                 "definition": catalog.function_definition(api),
-                "why": {"lexical": hit.lexical, "dense": hit.dense, "remembered": hit.remembered},
+                "why": {"lexical": hit.lexical, "dense": hit.dense, "remembered": hit.remembered, "follows": hit.follows},
             }))
         })
         .collect();
     let references: Vec<Value> =
         data.iter().map(|d| json!({"type": "tool_reference", "tool_name": d["name"]})).collect();
-    let mut answer = json!({"object": "list", "query": request.query, "intents": found.intents, "data": data,
+    let mut answer = json!({"object": "list", "query": request.query, "after": request.after, "intents": found.intents, "data": data,
         "tool_references": references});
     if let Some(degraded) = found.degraded {
         answer["degraded"] = json!(degraded);
