@@ -10,11 +10,14 @@
 //!   the tool graph built leave-one-set-out;
 //! * [`route`] runs route mode's narrowing over each query's tools among
 //!   distractors, against BM25 and random picks;
+//! * [`next`] searches the catalog for each next call of held-out runs,
+//!   with and without the tool graph's cue from the call before;
 //! * [`learning`] runs queries in a fixed order, recording each solution
 //!   after scoring it, against the same order with learning off.
 
 pub(crate) mod compress;
 pub(crate) mod learning;
+pub(crate) mod next;
 pub(crate) mod plan;
 pub mod queries;
 pub(crate) mod retrieval;

@@ -6,8 +6,10 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 
+mod next;
 mod route;
 mod search;
+use next::NextArgs;
 use route::RouteArgs;
 use search::SearchArgs;
 
@@ -30,6 +32,8 @@ pub(super) enum EvalCommand {
     Route(RouteArgs),
     /// Tool search over MCP servers' tools, replayed as agent loops, against BM25 and regex searches.
     Search(SearchArgs),
+    /// Catalog search for a run's next call, with and without the tool graph's cue from the call before.
+    Next(NextArgs),
 }
 
 #[derive(Debug, Args)]
@@ -112,6 +116,15 @@ pub(super) enum SplitArg {
     Queries,
 }
 
+impl From<SplitArg> for crate::eval::plan::Split {
+    fn from(split: SplitArg) -> Self {
+        match split {
+            SplitArg::Sets => Self::Sets,
+            SplitArg::Queries => Self::Queries,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub(super) struct RetrievalArgs {
     /// ToolBench query files; the `api_list` tools they name that the catalog lacks are added to it.
@@ -179,6 +192,7 @@ pub(super) fn run(command: &EvalCommand, config: &Config) -> Result<ExitCode, Cl
         EvalCommand::Compress(args) => run_compress(args, config),
         EvalCommand::Route(args) => route::run(args, config),
         EvalCommand::Search(args) => search::run(args, config),
+        EvalCommand::Next(args) => next::run(args, config),
     }
 }
 
@@ -219,7 +233,7 @@ fn learning_curve(
     Ok(ExitCode::SUCCESS)
 }
 
-fn load_sets(paths: &[PathBuf]) -> Result<Vec<(String, Vec<queries::QueryRecord>)>, CliError> {
+pub(super) fn load_sets(paths: &[PathBuf]) -> Result<Vec<(String, Vec<queries::QueryRecord>)>, CliError> {
     let mut sets = Vec::new();
     for path in paths {
         let records = queries::load(path).map_err(CliError::Usage)?;
@@ -239,10 +253,7 @@ fn run_plan(args: &PlanArgs, config: &Config) -> Result<ExitCode, CliError> {
     if args.curve.learning_curve {
         return learning_curve(&retriever, &sets, &args.trajectories, Task::Plan, &config, &args.curve, args.json);
     }
-    let split = match args.split {
-        SplitArg::Sets => Split::Sets,
-        SplitArg::Queries => Split::Queries,
-    };
+    let split = args.split.into();
     let folds = plan::folds(&sets, &trajectories, split);
     let mut variants = Vec::new();
     let thresholds = if args.min_relevance.is_empty() {
