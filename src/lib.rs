@@ -54,6 +54,8 @@
 //!   with backtracking, budgets, reflection, memory, argument completion
 //!   and repair; `Decider` and `Caller` traits (a deterministic decider
 //!   and a dry run here; the LLM decider is the engine's).
+//! * [`policy`]: who may use which tools: `[[access.policies]]`' rules
+//!   (source, server, category, name, read-only, destructive) per API key.
 //! * [`compress`]: shortens responses to a character budget for a model,
 //!   always as valid JSON.
 //!
@@ -129,6 +131,7 @@ pub mod llm;
 pub(crate) mod metrics;
 pub(crate) mod outbound;
 pub mod planner;
+pub(crate) mod policy;
 pub mod retrieval;
 pub mod server;
 pub(crate) mod telemetry;

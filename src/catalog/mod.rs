@@ -251,7 +251,38 @@ pub struct McpTarget {
     pub(crate) annotations: Option<Value>,
 }
 
+/// What calling an API does, as far as the catalog knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    /// Reads only: an MCP tool with `readOnlyHint`, an HTTP GET, HEAD or OPTIONS.
+    ReadOnly,
+    /// Writes without destroying: an MCP tool with `destructiveHint: false`.
+    Additive,
+    /// May destroy or change what exists: any other MCP tool (the
+    /// specification's defaults), an HTTP POST, PUT, PATCH or DELETE.
+    Destructive,
+}
+
 impl Api {
+    /// What calling it does: an MCP tool's annotations (with the
+    /// specification's defaults: not read-only, destructive), else its
+    /// HTTP method.
+    pub fn effect(&self) -> Effect {
+        if let Some(target) = &self.mcp {
+            let hint = |name: &str| target.annotations.as_ref().and_then(|a| a.get(name)).and_then(Value::as_bool);
+            return match (hint("readOnlyHint"), hint("destructiveHint")) {
+                (Some(true), _) => Effect::ReadOnly,
+                (_, Some(false)) => Effect::Additive,
+                _ => Effect::Destructive,
+            };
+        }
+        match self.method {
+            Method::Get | Method::Head | Method::Options => Effect::ReadOnly,
+            Method::Post | Method::Put | Method::Patch | Method::Delete => Effect::Destructive,
+        }
+    }
+
     /// The parameter whose schema key is `key`.
     pub(crate) fn param(&self, key: &str) -> Option<&Param> {
         self.params.iter().find(|p| p.key == key)

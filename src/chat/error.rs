@@ -30,6 +30,9 @@ pub enum ChatError {
     /// The model's tool calls stayed invalid after every repair.
     #[error("the model's tool call arguments stayed invalid after {repairs} repair attempt(s): {detail}")]
     InvalidToolCalls { repairs: usize, detail: String },
+    /// The caller's policy does not allow a tool the request forces.
+    #[error("{0}")]
+    NotAllowed(String),
     /// An execute run ended without an answer (its task panicked).
     #[error("the run failed: {0}")]
     RunFailed(String),

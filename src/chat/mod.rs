@@ -44,6 +44,7 @@ use crate::engine::Engine;
 use crate::engine::loading::{Loading, NotReady};
 use crate::llm::ChatModel;
 use crate::llm::wire::{Chunk, Completion, RequestBody};
+use crate::policy::{Facts, Policies};
 use crate::retrieval::Embedder;
 use crate::retrieval::tool_list::ToolListRanker;
 use crate::retrieval::tool_memory::ToolMemory;
@@ -52,7 +53,7 @@ pub(crate) use error::ChatError;
 use execute::Runner;
 use narrowing::Narrowing;
 pub(crate) use request::{ChatRequest, Mode};
-use tools::ToolLists;
+use tools::{ClientTool, ToolLists};
 
 /// A streamed answer: items in order, ended by the last chunk or by an
 /// error (nothing follows an error).
@@ -103,6 +104,9 @@ pub struct ChatCore {
     loading: OnceLock<Arc<Loading>>,
     /// The tools conversations' searches loaded.
     loaded: Arc<loaded::Loaded>,
+    /// The policies of the configuration the process started with, for
+    /// the seconds before the engine (which holds the reloaded ones) is loaded.
+    startup_policies: Policies,
 }
 
 impl ChatCore {
@@ -124,6 +128,7 @@ impl ChatCore {
             cluster,
             loading: OnceLock::new(),
             loaded: Arc::default(),
+            startup_policies: Policies::of(&config.access).unwrap_or_default(),
         }
     }
 
@@ -201,11 +206,13 @@ impl ChatCore {
             let engine = self.engine().map_err(ChatError::NotReady)?.clone();
             return execute::respond(engine, runner.clone(), request, client, &self.config).await;
         }
+        self.restrict(&mut request, client.as_deref())?;
         let mut planned = None;
         if request.mode == Mode::Plan {
             let engine = self.engine().map_err(ChatError::NotReady)?;
             let span = tracing::info_span!(target: crate::telemetry::TARGET, "plan");
-            let (tools, steps) = plan::offer(engine, &request, self.config.max_tools).instrument(span).await?;
+            let offer = plan::offer(engine, &request, self.config.max_tools, client.as_deref());
+            let (tools, steps) = offer.instrument(span).await?;
             request.tools = Arc::new(tools.into());
             planned = Some(steps);
         }
@@ -216,6 +223,33 @@ impl ChatCore {
         }
         let answer = route::complete(request, llm.as_ref(), &self.config, &narrowing, planned).await?;
         Ok(Answer::Whole(Box::new(answer)))
+    }
+
+    /// Drops the tools a request carries that `client`'s policy does not
+    /// allow (they are never shown to the model); a `tool_choice` forcing
+    /// one is refused.
+    fn restrict(&self, request: &mut ChatRequest, client: Option<&str>) -> Result<(), ChatError> {
+        let policy = match self.engine() {
+            Ok(engine) => engine.policy(client),
+            Err(_) => self.startup_policies.governing(client),
+        };
+        let Some(policy) = policy else { return Ok(()) };
+        let allowed = |name: &str| policy.allows(&Facts::client(name));
+        if let Some(forced) = request.forced.as_deref().filter(|f| !allowed(f)) {
+            return Err(ChatError::NotAllowed(format!(
+                "`tool_choice` names `{forced}`, which is not allowed for this key (policy `{}`)",
+                policy.name
+            )));
+        }
+        if request.tools.iter().all(|t| allowed(&t.name)) {
+            return Ok(());
+        }
+        let kept: Vec<Arc<ClientTool>> = request.tools.iter().filter(|t| allowed(&t.name)).cloned().collect();
+        // The body too: a list kept whole is sent on as the client wrote it.
+        let all: Vec<usize> = (0..kept.len()).collect();
+        request.body.set_raw("tools", route::tools_array(&kept, &all, None));
+        request.tools = Arc::new(kept.into());
+        Ok(())
     }
 
     /// Route mode's narrowing with this core's ranker and, once the engine

@@ -24,14 +24,16 @@ pub(crate) async fn offer(
     engine: &Arc<Engine>,
     req: &ChatRequest,
     max: usize,
+    client: Option<&str>,
 ) -> Result<(Vec<Arc<ClientTool>>, Value), ChatError> {
     let query = latest_request(req)?
         .filter(|q| !q.trim().is_empty())
         .ok_or_else(|| ChatError::invalid("plan mode needs a user message to plan for", Some("messages")))?;
-    let run = engine.plan(&query, None).await.map_err(ChatError::Engine)?;
-    let found = engine.search(&query, max, None).await.map_err(ChatError::Engine)?;
+    let run = engine.plan(&query, None, client).await.map_err(ChatError::Engine)?;
+    let search = crate::engine::Search { query: &query, k: max, category: None, after: None };
+    let found = engine.search_explained(search, client).await.map_err(ChatError::Engine)?;
     let mut names: Vec<String> = run.steps.iter().map(|s| s.function.clone()).collect();
-    for f in found {
+    for f in found.hits {
         if !names.contains(&f.function) {
             names.push(f.function);
         }

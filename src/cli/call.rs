@@ -86,6 +86,8 @@ pub(super) fn call(a: &CallArgs, config: &Config) -> Result<ExitCode, CliError> 
         CallRequest { function: &a.function, arguments: &arguments, client: None, purpose: "", standalone: true };
     match super::runtime()?.block_on(engine.call(request)) {
         Called::Unknown(unknown) => Err(CliError::Usage(unknown.to_string())),
+        // A command has no key, so no policy refuses it.
+        Called::NotAllowed(refused) => Err(CliError::Usage(refused.to_string())),
         Called::Refused(problem) => {
             let catalog = engine.catalog();
             let function = catalog.find(&a.function).map_or(a.function.as_str(), |api| &api.function_name);

@@ -142,7 +142,7 @@ pub(super) fn search(args: &SearchArgs, config: &Config) -> Result<ExitCode, Cli
         config.retrieval.dense_index = d.into();
     }
     let retriever = open(&config, false)?;
-    let filters = Filters { category: args.category.clone(), tool: args.tool.clone() };
+    let filters = Filters { category: args.category.clone(), tool: args.tool.clone(), allowed: None };
     let options = SearchOptions::from_config(&config.retrieval);
     let results = retriever.search_with(&args.query, args.k, &filters, options).map_err(retrieval_error)?;
     let catalog = retriever.catalog();

@@ -38,6 +38,7 @@
 //! - `log.rs`: `[log]`
 //! - `cluster.rs`: `[cluster]`
 //! - `telemetry.rs`: `[telemetry]`
+//! - `access.rs`: `[access]` (policies: who may use which tools)
 //!
 //! `load.rs` reads the file and applies the environment; `secret.rs` holds
 //! [`Secret`] and reads the API keys; `diff.rs` names the keys two
@@ -48,6 +49,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+mod access;
 mod args;
 mod catalog;
 mod cluster;
@@ -69,6 +71,7 @@ mod server;
 mod state;
 mod telemetry;
 mod upstream;
+pub use access::*;
 pub use args::*;
 pub use catalog::*;
 pub use cluster::*;
@@ -110,6 +113,7 @@ pub struct Config {
     pub log: LogConfig,
     pub cluster: ClusterConfig,
     pub telemetry: TelemetryConfig,
+    pub access: AccessConfig,
 }
 
 /// Where a config value came from (the file, the environment or the
@@ -165,6 +169,11 @@ impl Config {
             .and_then(|()| self.log.validate())
             .and_then(|()| self.cluster.validate())
             .and_then(|()| self.telemetry.validate())
+            .and_then(|()| {
+                let accepted: Vec<String> =
+                    self.server.api_key_hashes.iter().chain(&self.server.admin_key_hashes).cloned().collect();
+                self.access.validate(&accepted)
+            })
             .map_err(|(key, message)| fail(&key, message))?;
         // Across sections: an execute run must end before its request times out.
         if self.openai.execute_deadline_ms == 0 || self.openai.execute_deadline_ms >= self.server.request_timeout_ms {

@@ -259,3 +259,50 @@ fn changed_keys_are_named_as_in_the_file() {
     );
     assert_eq!(new.changed_keys(&old).len(), 4, "the other way round too");
 }
+
+#[test]
+fn policies_are_checked_rule_by_rule_and_key_by_key() {
+    let (a, b) = ("a".repeat(64), "b".repeat(64));
+    let keys = format!("[server]\napi_key_hashes = [\"{a}\", \"{b}\"]\n");
+    let policy = |name: &str, hashes: &str, allow: &str, deny: &str| {
+        format!("[[access.policies]]\nname = \"{name}\"\nkey_hashes = [{hashes}]\nallow = [{allow}]\ndeny = [{deny}]\n")
+    };
+    let good = format!("{keys}{}", policy("weather", &format!("\"{a}\""), "\"category:Weather\"", "\"destructive\""));
+    let (_, r) = load_text(&good, &[]);
+    assert_eq!(r.unwrap().0.access.policies[0].allow, ["category:Weather"]);
+    for (text, key, says) in [
+        (
+            format!("{keys}{}", policy("p", "", "\"owner:me\"", "")),
+            "access.policies[0].allow",
+            "unknown rule kind `owner`",
+        ),
+        (
+            format!("{keys}{}", policy("p", "", "", "\"writes\"")),
+            "access.policies[0].deny",
+            "the rules are source:GLOB",
+        ),
+        (format!("{keys}{}", policy("", "", "", "")), "access.policies[0].name", "needs a name"),
+        (format!("{keys}{}", policy("p", "\"abc\"", "", "")), "access.policies[0].key_hashes", "not a SHA-256"),
+        (
+            format!("{keys}{}", policy("p", &format!("\"{}\"", "c".repeat(64)), "", "")),
+            "access.policies[0].key_hashes",
+            "not an accepted key",
+        ),
+        (
+            format!("{keys}{}{}", policy("p", &format!("\"{a}\""), "", ""), policy("q", &format!("\"{a}\""), "", "")),
+            "access.policies[1].key_hashes",
+            "already governed by access.policies[0]",
+        ),
+        (
+            format!("{keys}{}{}", policy("p", "", "", ""), policy("p", "", "", "")),
+            "access.policies[1].name",
+            "already the name",
+        ),
+    ] {
+        let (_, r) = load_text(&text, &[]);
+        let err = r.unwrap_err().to_string();
+        assert!(err.contains(&format!("`{key}`")) && err.contains(says), "{text}: {err}");
+    }
+    let (_, r) = load_text(&format!("{keys}[[access.policies]]\nname = \"p\"\nallowed = []\n"), &[]);
+    assert!(r.unwrap_err().to_string().contains("allowed"), "an unknown field is refused");
+}

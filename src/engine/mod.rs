@@ -24,6 +24,7 @@ use crate::graph::{Neighbourhood, NodeKey, Params, RunCall, RunRecord, ToolGraph
 use crate::planner::{
     Caller, Decider, DeterministicDecider, DryRun, LongTermMemory, MemoryWriter, PlanRun, Planner, Settings,
 };
+use crate::policy::{Policies, Policy};
 use crate::retrieval::{Embedder, Filters, Progress, Retriever, Signal};
 use crate::upstream::{CallError, Response, Upstream};
 
@@ -77,6 +78,17 @@ pub struct SearchHit {
     pub follows: f32,
 }
 
+/// What a catalog search is for ([`Engine::search_explained`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Search<'a> {
+    pub(crate) query: &'a str,
+    pub(crate) k: usize,
+    /// Only this category.
+    pub(crate) category: Option<&'a str>,
+    /// The function the caller called last: the tool graph's cue.
+    pub(crate) after: Option<&'a str>,
+}
+
 /// A search with its explanation ([`Engine::search_explained`]).
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Found {
@@ -95,6 +107,8 @@ pub(crate) enum Called {
     Unknown(UnknownApi),
     /// The arguments are not a JSON object or are too large: nothing checked or sent.
     Refused(String),
+    /// The caller's policy does not allow the API: nothing checked or sent.
+    NotAllowed(NotAllowed),
     /// The arguments do not fit the schema: every problem, nothing sent.
     Invalid(Invalid),
     /// The upstream call failed (classified, with its trace).
@@ -110,12 +124,25 @@ pub(crate) enum Called {
     },
 }
 
+/// A call the caller's policy refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NotAllowed {
+    pub(crate) function: String,
+    pub(crate) policy: String,
+}
+
+impl std::fmt::Display for NotAllowed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`{}` is not allowed for this key (policy `{}`)", self.function, self.policy)
+    }
+}
+
 /// A call for [`Engine::call`]: what every face (MCP, HTTP, execute runs) hands over.
 pub(crate) struct CallRequest<'a> {
     /// The function name, in any spelling the catalog resolves.
     pub(crate) function: &'a str,
     pub(crate) arguments: &'a Value,
-    /// The client's key id (its own upstream rate).
+    /// The client's key id (its own upstream rate, its policy).
     pub(crate) client: Option<&'a str>,
     /// The request the call serves: ranks the response's fields when compressing.
     pub(crate) purpose: &'a str,
@@ -160,6 +187,8 @@ pub struct Engine {
     dense_build: Arc<Progress>,
     /// Whether a thread is building the full index ([`world::build_full_index`]).
     building_index: std::sync::atomic::AtomicBool,
+    /// Who may use which tools (`[access]`), swapped whole by a reload.
+    policies: arc_swap::ArcSwap<Policies>,
 }
 
 /// What [`Engine::open_reporting`] does when the catalog has no stored
@@ -328,6 +357,7 @@ impl Engine {
             recent_runs: Mutex::default(),
             dense_build: Arc::default(),
             building_index: Default::default(),
+            policies: arc_swap::ArcSwap::from_pointee(Policies::of(&config.access).map_err(anyhow::Error::msg)?),
         });
         if let Some(sharing) = sharing {
             shared::start(&engine, sharing, position);
@@ -361,25 +391,26 @@ impl Engine {
         k: usize,
         category: Option<&str>,
     ) -> Result<Vec<SearchHit>, EngineError> {
-        Ok(self.search_explained(query, k, category, None).await?.hits)
+        Ok(self.search_explained(Search { query, k, category, after: None }, None).await?.hits)
     }
 
     /// [`Engine::search`] with why each API ranks where it does, and the
     /// intents the query was split into. `after`, the function the caller
     /// called last, is the tool graph's cue: the APIs that follow it rank
-    /// higher, as in route mode.
+    /// higher, as in route mode. Only the APIs `client`'s policy allows are
+    /// ranked.
     pub(crate) async fn search_explained(
         self: &Arc<Self>,
-        query: &str,
-        k: usize,
-        category: Option<&str>,
-        after: Option<&str>,
+        search: Search<'_>,
+        client: Option<&str>,
     ) -> Result<Found, EngineError> {
+        let Search { query, k, category, after } = search;
         if query.trim().is_empty() {
             return Err(EngineError::BadInput("the query is empty".into()));
         }
         let (engine, query) = (self.clone(), query.to_string());
-        let filters = Filters { category: category.map(str::to_string), tool: None };
+        let allowed = self.policy(client).map(|p| p.mask(&self.catalog()));
+        let filters = Filters { category: category.map(str::to_string), tool: None, allowed };
         let follows = match after {
             Some(function) => self.graph().followers(function, &self.catalog()),
             None => Vec::new(),
@@ -427,12 +458,19 @@ impl Engine {
         Ok(Found { hits, intents: results.intents, degraded: self.index_status() })
     }
 
-    /// Plans the chain of calls for `query` (dry run) with the graph and memory.
-    pub async fn plan(self: &Arc<Self>, query: &str, max_steps: Option<usize>) -> Result<PlanRun, EngineError> {
+    /// Plans the chain of calls for `query` (dry run) with the graph and
+    /// memory, over the APIs `client`'s policy allows.
+    pub async fn plan(
+        self: &Arc<Self>,
+        query: &str,
+        max_steps: Option<usize>,
+        client: Option<&str>,
+    ) -> Result<PlanRun, EngineError> {
         if query.trim().is_empty() {
             return Err(EngineError::BadInput("the query is empty".into()));
         }
         let (engine, query) = (self.clone(), query.to_string());
+        let allowed = self.policy(client).map(|p| p.mask(&self.catalog()));
         let runtime = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || {
             let mut settings = Settings::from(&engine.config);
@@ -440,7 +478,7 @@ impl Engine {
                 settings.budget.max_steps = n.clamp(1, settings.budget.max_steps.max(1));
             }
             let (graph, memory, world) = (engine.graph(), engine.memory(), engine.world());
-            let planner = Planner::new(world.retriever()?, Some(&graph), Some(&memory), settings);
+            let planner = Planner::new(world.retriever()?, Some(&graph), Some(&memory), settings).with_allowed(allowed);
             Ok(runtime.block_on(planner.run(&query, &DeterministicDecider::default(), &DryRun))?)
         })
         .await
@@ -450,13 +488,14 @@ impl Engine {
     /// Runs the planner on `task` with `decider` and `caller` over a
     /// snapshot of the graph (the task is embedded on the blocking pool).
     /// `outputs`: responses of calls made before, for argument completion.
+    /// Only the APIs `client`'s policy allows are planned.
     pub(crate) async fn run<D: Decider, E: Caller>(
         self: &Arc<Self>,
         task: &str,
         mut settings: Settings,
         outputs: Vec<Value>,
-        decider: &D,
-        caller: &E,
+        (decider, caller): (&D, &E),
+        client: Option<&str>,
     ) -> Result<PlanRun, EngineError> {
         settings.args = Options::from(&self.config.args);
         let started = std::time::Instant::now();
@@ -469,7 +508,10 @@ impl Engine {
         .await
         .map_err(|e| EngineError::Internal(e.to_string()))??;
         let (graph, memory) = (self.graph(), self.memory());
-        let planner = Planner::new(world.retriever()?, Some(&graph), Some(&memory), settings).with_outputs(outputs);
+        let allowed = self.policy(client).map(|p| p.mask(&world.catalog));
+        let planner = Planner::new(world.retriever()?, Some(&graph), Some(&memory), settings)
+            .with_outputs(outputs)
+            .with_allowed(allowed);
         Ok(planner.run_prepared(task, &prepared, started, decider, caller).await?)
     }
 
@@ -480,10 +522,20 @@ impl Engine {
     /// compresses the response for the call's purpose.
     pub(crate) async fn call(self: &Arc<Self>, request: CallRequest<'_>) -> Called {
         let catalog = self.catalog();
+        let policy = self.policy(request.client);
         let api = match catalog.find(request.function) {
             Ok(api) => api,
-            Err(unknown) => return Called::Unknown(unknown),
+            Err(mut unknown) => {
+                // Never suggest what the caller may not use.
+                if let Some(policy) = &policy {
+                    unknown.close.retain(|c| catalog.find(c).is_ok_and(|api| policy.allows_api(&catalog, api)));
+                }
+                return Called::Unknown(unknown);
+            }
         };
+        if let Some(policy) = policy.filter(|p| !p.allows_api(&catalog, api)) {
+            return Called::NotAllowed(NotAllowed { function: api.function_name.clone(), policy: policy.name.clone() });
+        }
         if let Err(problem) = Engine::check_arguments(request.arguments) {
             return Called::Refused(problem);
         }
@@ -539,6 +591,25 @@ impl Engine {
                 Called::Done { function, response: Box::new(response), compressed, warnings }
             }
         }
+    }
+
+    /// The policy governing `client` (`None`: it may use every tool).
+    pub(crate) fn policy(&self, client: Option<&str>) -> Option<Arc<Policy>> {
+        let policies = self.policies.load();
+        if policies.is_empty() { None } else { policies.governing(client) }
+    }
+
+    /// Whether `client` may use the catalog API named `function` (an
+    /// unknown name is not allowed).
+    pub(crate) fn allows(&self, client: Option<&str>, function: &str) -> bool {
+        let catalog = self.catalog();
+        let Ok(api) = catalog.find(function) else { return false };
+        self.policy(client).is_none_or(|p| p.allows_api(&catalog, api))
+    }
+
+    /// Puts `policies` in force (a reload).
+    pub(crate) fn set_policies(&self, policies: Policies) {
+        self.policies.store(Arc::new(policies));
     }
 
     /// The long-term memory as it is now.

@@ -8,6 +8,7 @@
 
 use crate::config::Config;
 use crate::downstream;
+use crate::policy::Policies;
 use crate::upstream::Credentials;
 
 use super::Engine;
@@ -37,6 +38,10 @@ impl Engine {
                 downstream::Reconfigured::default()
             }
         };
+        match Policies::of(&config.access) {
+            Ok(policies) => self.set_policies(policies),
+            Err(e) => tracing::error!("the policies were not reloaded, the ones in use stay: {e}"),
+        }
         Reconfigured { limits, servers }
     }
 }

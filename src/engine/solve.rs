@@ -229,7 +229,7 @@ async fn run_subtask(
     let mut settings = Settings::from(&engine.config);
     settings.budget.deadline = deadline.saturating_duration_since(Instant::now());
     settings.repair_attempts = request.repair_attempts;
-    let result = engine.run(&sub.task, settings, outputs, &decider, &caller).await;
+    let result = engine.run(&sub.task, settings, outputs, (&decider, &caller), request.client.as_deref()).await;
     let report = decider.into_report();
     sub.calls = caller.made.into_inner().unwrap_or_else(|e| e.into_inner());
     sub.answer = report.answer.clone();
@@ -297,6 +297,7 @@ impl Caller for Calls<'_> {
         let (ok, status, response, learned) = match called {
             Called::Unknown(unknown) => (false, unknown.to_string(), None, false),
             Called::Refused(problem) => (false, format!("invalid arguments: {problem}"), None, false),
+            Called::NotAllowed(refused) => (false, refused.to_string(), None, false),
             Called::Invalid(invalid) => (false, format!("invalid arguments: {invalid}"), None, false),
             Called::Failed(e) => (false, format!("failed ({}): {e}", e.class.name()), None, e.asked),
             Called::Done { response, compressed, .. } => {

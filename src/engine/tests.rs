@@ -22,6 +22,6 @@ async fn an_engine_for_calls_has_the_call_pipeline_and_no_search() {
     assert!(matches!(engine.call(call("public_holidays_for_nager_date", &array)).await, Called::Refused(_)));
     assert!(matches!(engine.call(call("public_holidays_for_nager_date", &wrong)).await, Called::Invalid(_)));
     assert!(matches!(engine.search("public holidays", 3, None).await, Err(EngineError::Internal(_))));
-    assert!(matches!(engine.plan("public holidays in Germany", None).await, Err(EngineError::Internal(_))));
+    assert!(matches!(engine.plan("public holidays in Germany", None, None).await, Err(EngineError::Internal(_))));
     assert!(engine.embedder().is_none());
 }

@@ -226,6 +226,8 @@ pub(crate) struct Planner<'a> {
     search: SearchOptions,
     /// Outputs of calls made before this run (earlier sub-tasks), for completion.
     outputs: Vec<serde_json::Value>,
+    /// The APIs the caller's policy allows (`None`: all): no other is ranked or offered.
+    allowed: Option<std::sync::Arc<Vec<bool>>>,
 }
 
 impl<'a> Planner<'a> {
@@ -235,7 +237,18 @@ impl<'a> Planner<'a> {
         memory: Option<&'a LongTermMemory>,
         settings: Settings,
     ) -> Planner<'a> {
-        Planner { retriever, graph, memory, settings, search: retriever.options(), outputs: Vec::new() }
+        Planner { retriever, graph, memory, settings, search: retriever.options(), outputs: Vec::new(), allowed: None }
+    }
+
+    /// Plans with the APIs `allowed` (by id) alone: a caller's policy.
+    pub(crate) fn with_allowed(mut self, allowed: Option<std::sync::Arc<Vec<bool>>>) -> Planner<'a> {
+        self.allowed = allowed;
+        self
+    }
+
+    /// The search's filters: the caller's policy.
+    fn filters(&self) -> Filters {
+        Filters { allowed: self.allowed.clone(), ..Filters::default() }
     }
 
     /// Lets steps complete their arguments from `outputs` (calls made before this run).
@@ -264,6 +277,9 @@ impl<'a> Planner<'a> {
         let limit = if node.is_none() { self.settings.roots } else { self.settings.neighbors };
         let mut offer = |api: ApiId, w: f64, source: Source, out: &mut Vec<Candidate>| {
             if excluded(&api) || !seen.insert(api) {
+                return;
+            }
+            if self.allowed.as_ref().is_some_and(|m| !m.get(api.0 as usize).copied().unwrap_or(false)) {
                 return;
             }
             // Only calls seen to fail exclude an API, never the catalog's

@@ -63,7 +63,7 @@ impl<'a> Planner<'a> {
             prepared
         };
         let rankings = self.retriever.text_rankings(prepared, RANKING_DEPTH, self.search);
-        let hits = self.retriever.rank(prepared, RANKING_DEPTH, &Filters::default(), self.search).hits;
+        let hits = self.retriever.rank(prepared, RANKING_DEPTH, &self.filters(), self.search).hits;
         let top = hits.first().map_or(0.0, |h| h.score);
         // Relevance follows the ranking's order: an intent's best hit moved
         // up into the first ten (or a named API put first) keeps at least

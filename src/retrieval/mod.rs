@@ -96,6 +96,9 @@ pub struct Filters {
     pub category: Option<String>,
     /// A tool, by original or standardized name.
     pub tool: Option<String>,
+    /// The APIs a caller's policy allows, by id ([`crate::policy::Policy::mask`]);
+    /// `None`: every API.
+    pub allowed: Option<Arc<Vec<bool>>>,
 }
 
 /// A query made ready for ranking: cut to length, split into intents, embedded.
@@ -561,7 +564,7 @@ impl Retriever {
     /// The document filter for `filters`.
     /// Which APIs and which tools `filters` allow; `None` when nothing is filtered.
     fn masks(&self, filters: &Filters) -> Option<Masks> {
-        if filters.category.is_none() && filters.tool.is_none() {
+        if filters.category.is_none() && filters.tool.is_none() && filters.allowed.is_none() {
             return None;
         }
         let category = filters.category.as_deref().map(|c| category_dir_name(c).to_lowercase());
@@ -575,7 +578,15 @@ impl Retriever {
                     && tool.as_ref().is_none_or(|n| &t.std_name == n)
             })
             .collect();
-        let apis = self.catalog.apis().iter().map(|a| tools[a.tool.0 as usize]).collect();
+        let allowed = |a: &crate::catalog::Api| {
+            filters.allowed.as_ref().is_none_or(|m| m.get(a.id.0 as usize).copied().unwrap_or(false))
+        };
+        let apis: Vec<bool> = self.catalog.apis().iter().map(|a| tools[a.tool.0 as usize] && allowed(a)).collect();
+        // A tool is searched as a whole while any of its APIs may be returned.
+        let mut tools = vec![false; tools.len()];
+        for (a, _) in self.catalog.apis().iter().zip(&apis).filter(|(_, ok)| **ok) {
+            tools[a.tool.0 as usize] = true;
+        }
         Some(Masks { apis, tools })
     }
 }

@@ -74,6 +74,14 @@ impl ApiError {
         ApiError { param: param.map(str::to_string), ..ApiError::new(StatusCode::NOT_FOUND, INVALID, code, message) }
     }
 
+    /// 403: the caller's policy does not allow a tool (`permission_error`, `tool_not_allowed`).
+    pub(crate) fn not_allowed(message: impl Into<String>, param: Option<&str>) -> ApiError {
+        ApiError {
+            param: param.map(str::to_string),
+            ..ApiError::new(StatusCode::FORBIDDEN, "permission_error", "tool_not_allowed", message)
+        }
+    }
+
     /// toolrouter, or what is behind it, failed (`server_error`).
     pub(crate) fn server(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
         ApiError::new(status, "server_error", code, message)
@@ -192,6 +200,7 @@ impl From<ChatError> for ApiError {
                 ApiError::server(StatusCode::BAD_GATEWAY, "invalid_tool_call", message)
             }
             ChatError::RunFailed(_) => ApiError::server(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", message),
+            ChatError::NotAllowed(_) => ApiError::not_allowed(message, Some("tool_choice")),
         }
     }
 }

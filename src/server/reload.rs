@@ -7,7 +7,7 @@
 //!   (`server.api_key_hashes`, `admin_key_hashes`, `client_rate`,
 //!   `client_burst`: the app's [`super::gate::Gate`], swapped whole);
 //! * the engine's share ([`crate::engine::Engine::reconfigure`]): the
-//!   upstream credentials and the RapidAPI key (their secrets read again,
+//!   policies (`access.policies`), the upstream credentials and the RapidAPI key (their secrets read again,
 //!   even when the config names the same files), the upstream rate limits,
 //!   and the downstream MCP servers (started, stopped, restarted; the
 //!   catalog follows their tools);
@@ -41,7 +41,8 @@ pub(crate) type Source = Arc<dyn Fn() -> Result<Config, String> + Send + Sync>;
 
 /// The keys a reload applies in place in every face; any other changed key
 /// needs a restart.
-const ENGINE_KEYS: [&str; 12] = [
+const ENGINE_KEYS: [&str; 13] = [
+    "access.policies",
     "catalog.paths",
     "catalog.include_embedded",
     "catalog.query_files",

@@ -24,6 +24,7 @@ mod openapi_auth;
 mod openapi_schemathesis;
 mod outage;
 mod planning;
+mod policies;
 mod reload;
 mod replay_all;
 mod replay_cli;

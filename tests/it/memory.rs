@@ -91,7 +91,7 @@ async fn a_failed_call_ranks_its_api_lower_for_similar_requests_for_a_while() {
     }
     let (task, similar) = ("What are today's exchange rates for the euro?", "Show me the euro's exchange rates today.");
     let first_step = |engine: std::sync::Arc<Engine>, task: &'static str| async move {
-        let run = engine.plan(task, None).await.unwrap();
+        let run = engine.plan(task, None, None).await.unwrap();
         run.steps.first().map(|s| s.function.clone()).unwrap_or_default()
     };
     let failed_at = |engine: &std::sync::Arc<Engine>, function: &str, at_unix_ms: u64| {

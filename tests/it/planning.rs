@@ -155,7 +155,7 @@ async fn the_command_line_plans_what_the_server_plans() {
     let engine = toolrouter::engine::Engine::open(&config).unwrap();
     // Through JSON text, as the command line prints it (f32 fields round alike).
     let server: Value =
-        serde_json::from_str(&serde_json::to_string(&engine.plan(task, None).await.unwrap()).unwrap()).unwrap();
+        serde_json::from_str(&serde_json::to_string(&engine.plan(task, None, None).await.unwrap()).unwrap()).unwrap();
     assert!(!server["steps"].as_array().unwrap().is_empty(), "{server}");
     assert_eq!(cli["steps"], server["steps"], "the same request and config, the same plan");
 }

@@ -80,12 +80,17 @@ fn real_queries_find_their_apis() {
 
     // Filters keep to one category or tool.
     let weather = retriever
-        .search("sunrise and sunset times", 10, &Filters { category: Some("weather".into()), tool: None })
+        .search(
+            "sunrise and sunset times",
+            10,
+            &Filters { category: Some("weather".into()), tool: None, allowed: None },
+        )
         .unwrap();
     assert!(!weather.hits.is_empty());
     assert!(weather.hits.iter().all(|h| catalog.tool_of(catalog.api(h.api)).category == "Weather"));
     let tool = catalog.tool_of(catalog.api(weather.hits[0].api)).name.clone();
-    let one = retriever.search("forecast", 10, &Filters { category: None, tool: Some(tool.clone()) }).unwrap();
+    let one =
+        retriever.search("forecast", 10, &Filters { category: None, tool: Some(tool.clone()), allowed: None }).unwrap();
     assert!(one.hits.iter().all(|h| catalog.tool_of(catalog.api(h.api)).name == tool));
 
     // Every mode answers; lexical needs no model.
@@ -121,7 +126,7 @@ fn real_queries_find_their_apis() {
     // A filter still holds: a named tool outside it is not put first.
     let outside = catalog.tools().iter().find(|t| t.category != "Weather").unwrap();
     let query = format!("weather in Paris with the {} API", outside.name);
-    let only_weather = Filters { category: Some("Weather".into()), tool: None };
+    let only_weather = Filters { category: Some("Weather".into()), tool: None, allowed: None };
     let hits = lex.search(&query, 5, &only_weather).unwrap().hits;
     assert!(!hits.is_empty() && hits.iter().all(|h| catalog.tool_of(catalog.api(h.api)).category == "Weather"));
 

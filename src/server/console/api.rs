@@ -72,7 +72,11 @@ struct PlanRequest {
 }
 
 /// `POST /v1/plan {query, max_steps?}`.
-pub(crate) async fn plan(State(app): State<Arc<App>>, body: Result<axum::body::Bytes, BytesRejection>) -> Response {
+pub(crate) async fn plan(
+    State(app): State<Arc<App>>,
+    client: Option<axum::Extension<crate::server::middleware::ClientId>>,
+    body: Result<axum::body::Bytes, BytesRejection>,
+) -> Response {
     let (body, engine) = match body_and_engine(&app, body) {
         Ok(found) => found,
         Err(refused) => return *refused,
@@ -90,7 +94,8 @@ pub(crate) async fn plan(State(app): State<Arc<App>>, body: Result<axum::body::B
         let message = format!("`max_steps` must be 1 to {MAX_PLAN_STEPS}, got {n}");
         return ApiError::invalid(message, Some("max_steps")).into_response();
     }
-    match engine.plan(&request.query, request.max_steps).await {
+    let client = client.map(|c| c.0.0);
+    match engine.plan(&request.query, request.max_steps, client.as_deref()).await {
         Ok(run) => axum::Json(run).into_response(),
         Err(e) => ApiError::from_engine(e, "query").into_response(),
     }
@@ -134,7 +139,11 @@ pub(crate) async fn traces(
 }
 
 /// `GET /v1/apis/{function}`.
-pub(crate) async fn api(State(app): State<Arc<App>>, function: Result<Path<String>, PathRejection>) -> Response {
+pub(crate) async fn api(
+    State(app): State<Arc<App>>,
+    client: Option<axum::Extension<crate::server::middleware::ClientId>>,
+    function: Result<Path<String>, PathRejection>,
+) -> Response {
     let function = match function {
         Ok(Path(function)) => function,
         Err(e) => return ApiError::invalid(format!("bad function name: {}", e.body_text()), None).into_response(),
@@ -144,7 +153,13 @@ pub(crate) async fn api(State(app): State<Arc<App>>, function: Result<Path<Strin
         Err(e) => return not_ready(e),
     };
     let catalog = engine.catalog();
+    let client = client.map(|c| c.0.0);
     let api = match catalog.find(&function) {
+        // A key under a policy knows nothing of the APIs it may not use.
+        Ok(_) if !engine.allows(client.as_deref(), &function) => {
+            let unknown = format!("unknown function `{function}`");
+            return ApiError::not_found("unknown_tool", unknown, Some("function")).into_response();
+        }
         Ok(api) => api,
         Err(unknown) => {
             return ApiError::not_found("unknown_tool", unknown.to_string(), Some("function")).into_response();

@@ -119,13 +119,18 @@ fn bad_arguments(tool: &str, problem: String) -> CallToolResult {
 }
 
 impl Ready {
-    async fn search(&self, args: &serde_json::Map<String, Value>) -> Result<CallToolResult, String> {
+    async fn search(
+        &self,
+        args: &serde_json::Map<String, Value>,
+        client: Option<&str>,
+    ) -> Result<CallToolResult, String> {
         tools::unknown(args, &["query", "k", "category"])?;
         let query = tools::string(args, "query")?;
         let k = crate::engine::search_k(tools::integer(args, "k")?)?;
         let category = tools::optional_string(args, "category")?;
         let after = self.session.last_done();
-        let (found, degraded) = match self.engine.search_explained(&query, k, category, after.as_deref()).await {
+        let search = crate::engine::Search { query: &query, k, category, after: after.as_deref() };
+        let (found, degraded) = match self.engine.search_explained(search, client).await {
             Ok(found) => (found.hits, found.degraded),
             Err(e) => return Ok(text_result(e.to_string(), None, true)),
         };
@@ -163,11 +168,15 @@ impl Ready {
         Ok(text_result(text, Some(structured), false))
     }
 
-    async fn plan(&self, args: &serde_json::Map<String, Value>) -> Result<CallToolResult, String> {
+    async fn plan(
+        &self,
+        args: &serde_json::Map<String, Value>,
+        client: Option<&str>,
+    ) -> Result<CallToolResult, String> {
         tools::unknown(args, &["query", "max_steps"])?;
         let query = tools::string(args, "query")?;
         let max_steps = tools::integer(args, "max_steps")?;
-        let run = match self.engine.plan(&query, max_steps).await {
+        let run = match self.engine.plan(&query, max_steps, client).await {
             Ok(run) => run,
             Err(e) => return Ok(text_result(e.to_string(), None, true)),
         };
@@ -206,6 +215,7 @@ impl Ready {
                 text_result(format!("{unknown}{hint}"), None, true)
             }
             Called::Refused(problem) => text_result(format!("Invalid arguments for `{name}`: {problem}"), None, true),
+            Called::NotAllowed(refused) => text_result(refused.to_string(), None, true),
             Called::Invalid(invalid) => {
                 let problems = serde_json::to_value(&invalid.problems).unwrap_or_default();
                 text_result(invalid.to_string(), Some(json!({"problems": problems})), true)
@@ -284,9 +294,14 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let session_tools = self.ready.get().map(|r| r.session.tools()).unwrap_or_default();
+        // A reload may have narrowed the caller's policy since a tool was found.
+        let client = client_of(&context);
+        let session_tools = match self.ready.get() {
+            Some(r) => r.session.tools().into_iter().filter(|t| r.engine.allows(client.as_deref(), &t.name)).collect(),
+            None => Vec::new(),
+        };
         let all = tools::fixed().into_iter().chain(session_tools).collect::<Vec<_>>();
         let page = self.loading.config().mcp.page_size.max(1);
         let start = match request.and_then(|r| r.cursor) {
@@ -323,8 +338,8 @@ impl ServerHandler for McpServer {
         let (engine, session) = (&ready.engine, &ready.session);
         let before = session.version();
         let result = match tool {
-            "search_tools" => ready.search(&args).await.unwrap_or_else(|e| bad_arguments(tool, e)),
-            "plan" => ready.plan(&args).await.unwrap_or_else(|e| bad_arguments(tool, e)),
+            "search_tools" => ready.search(&args, client.as_deref()).await.unwrap_or_else(|e| bad_arguments(tool, e)),
+            "plan" => ready.plan(&args, client.as_deref()).await.unwrap_or_else(|e| bad_arguments(tool, e)),
             "call_api" => {
                 let name = tools::unknown(&args, &["name", "arguments"]).and_then(|()| tools::string(&args, "name"));
                 match name {
@@ -340,7 +355,7 @@ impl ServerHandler for McpServer {
                 ready.call(&name, &Value::Object(args), client.as_deref()).await
             }
             name => {
-                let hint = if engine.catalog().find(name).is_ok() {
+                let hint = if engine.allows(client.as_deref(), name) {
                     format!(
                         "`{name}` is a catalog API but not a tool of this session: call it through call_api, or find it with search_tools first"
                     )

@@ -12,8 +12,9 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::graph::NodeKey;
 use crate::server::error::ApiError;
-use crate::server::middleware::not_ready;
+use crate::server::middleware::{ClientId, not_ready};
 use crate::server::state::App;
 
 /// Links shown each way when the request does not say.
@@ -31,23 +32,31 @@ pub(crate) struct Limit {
 }
 
 /// `GET /v1/graph`: sizes, runs learned from, the heaviest transitions.
-pub(crate) async fn graph_summary(State(app): State<Arc<App>>) -> Response {
+/// A key under a policy sees only the transitions between APIs it may
+/// use, and no runs (they are other clients' tasks and calls).
+pub(crate) async fn graph_summary(State(app): State<Arc<App>>, client: Option<axum::Extension<ClientId>>) -> Response {
     let engine = match app.engine() {
         Ok(engine) => engine,
         Err(e) => return not_ready(e),
     };
+    let client = client.map(|c| c.0.0);
+    let governed = engine.policy(client.as_deref()).is_some();
+    let shown = |name: &str| name == NodeKey::Finish.name() || engine.allows(client.as_deref(), name);
     let graph = engine.graph();
     let heaviest: Vec<_> = graph
-        .top_transitions(HEAVIEST)
+        .top_transitions(if governed { HEAVIEST * 4 } else { HEAVIEST })
         .into_iter()
+        .filter(|(from, to, _)| !governed || (shown(from.name()) && shown(to.name())))
+        .take(HEAVIEST)
         .map(|(from, to, edge)| json!({"from": from.name(), "to": to.name(), "count": edge.count, "online": edge.online}))
         .collect();
+    let recent = if governed { Vec::new() } else { engine.recent_runs() };
     axum::Json(json!({
         "nodes": graph.node_count(),
         "edges": graph.edge_count(),
         "online_runs": graph.meta.online_runs,
         "heaviest": heaviest,
-        "recent": engine.recent_runs(),
+        "recent": recent,
     }))
     .into_response()
 }
@@ -55,6 +64,7 @@ pub(crate) async fn graph_summary(State(app): State<Arc<App>>) -> Response {
 /// `GET /v1/graph/apis/{function}?limit=N`.
 pub(crate) async fn graph_api(
     State(app): State<Arc<App>>,
+    client: Option<axum::Extension<ClientId>>,
     function: Result<Path<String>, PathRejection>,
     limit: Result<Query<Limit>, QueryRejection>,
 ) -> Response {
@@ -74,8 +84,20 @@ pub(crate) async fn graph_api(
         Ok(engine) => engine,
         Err(e) => return not_ready(e),
     };
+    let client = client.map(|c| c.0.0);
+    if !engine.allows(client.as_deref(), &function) {
+        let unknown = format!("unknown function `{function}`");
+        return ApiError::not_found("unknown_tool", unknown, Some("function")).into_response();
+    }
     match engine.neighbourhood(&function, limit) {
-        Ok(found) => axum::Json(found).into_response(),
+        Ok(mut found) => {
+            let shown = |link: &crate::graph::Link| {
+                link.function == NodeKey::Finish.name() || engine.allows(client.as_deref(), &link.function)
+            };
+            found.successors.retain(shown);
+            found.predecessors.retain(shown);
+            axum::Json(found).into_response()
+        }
         Err(unknown) => ApiError::not_found("unknown_tool", unknown.to_string(), Some("function")).into_response(),
     }
 }

@@ -44,6 +44,7 @@ pub(crate) async fn tools_call(
             .with("suggestions", json!(unknown.close))
             .into_response(),
         Called::Refused(problem) => ApiError::invalid(problem, Some("arguments")).into_response(),
+        Called::NotAllowed(refused) => ApiError::not_allowed(refused.to_string(), Some("name")).into_response(),
         Called::Invalid(invalid) => ApiError::invalid(invalid.to_string(), Some("arguments"))
             .with("problems", serde_json::to_value(&invalid.problems).unwrap_or_default())
             .into_response(),

@@ -13,7 +13,9 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::engine::Search;
 use crate::server::error::ApiError;
+use crate::server::middleware::ClientId;
 use crate::server::middleware::body_and_engine;
 use crate::server::state::App;
 
@@ -33,6 +35,7 @@ struct SearchRequest {
 /// `POST /v1/tools/search {query, k?, category?, after?}`.
 pub(crate) async fn tools_search(
     State(app): State<Arc<App>>,
+    client: Option<axum::Extension<ClientId>>,
     body: Result<axum::body::Bytes, BytesRejection>,
 ) -> Response {
     let (body, engine) = match body_and_engine(&app, body) {
@@ -52,16 +55,23 @@ pub(crate) async fn tools_search(
         Ok(k) => k,
         Err(message) => return ApiError::invalid(message, Some("k")).into_response(),
     };
+    let client = client.map(|c| c.0.0);
     if let Some(after) = &request.after
-        && let Err(unknown) = engine.catalog().find(after)
+        && !engine.allows(client.as_deref(), after)
     {
+        // An API the caller may not use is as unknown to them as a misspelt one.
+        let unknown = match engine.catalog().find(after) {
+            Ok(_) => format!("unknown function `{after}`"),
+            Err(unknown) => unknown.to_string(),
+        };
         return ApiError::invalid(format!("`after`: {unknown}"), Some("after")).into_response();
     }
-    let found =
-        match engine.search_explained(&request.query, k, request.category.as_deref(), request.after.as_deref()).await {
-            Ok(found) => found,
-            Err(e) => return ApiError::from_engine(e, "query").into_response(),
-        };
+    let search =
+        Search { query: &request.query, k, category: request.category.as_deref(), after: request.after.as_deref() };
+    let found = match engine.search_explained(search, client.as_deref()).await {
+        Ok(found) => found,
+        Err(e) => return ApiError::from_engine(e, "query").into_response(),
+    };
     let catalog = engine.catalog();
     let data: Vec<Value> = found
         .hits

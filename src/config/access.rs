@@ -1,0 +1,74 @@
+//! `[access]`: who may use which tools. Each `[[access.policies]]` names
+//! the API keys it governs and the tools they may see and call
+//! ([`crate::policy`] reads the rules). A key no policy names may use
+//! every tool, as before policies existed.
+
+use serde::{Deserialize, Serialize};
+
+/// `[access]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AccessConfig {
+    pub policies: Vec<PolicyConfig>,
+}
+
+/// One policy: the keys it governs and its rules.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PolicyConfig {
+    /// Named in errors and logs ("not allowed by policy `weather-desk`").
+    pub name: String,
+    /// The SHA-256 hashes of the API keys it governs (each in
+    /// `server.api_key_hashes` or `server.admin_key_hashes`; `toolrouter
+    /// key hash KEY` prints one).
+    pub key_hashes: Vec<String>,
+    /// Rules a tool must match one of (empty: every tool).
+    pub allow: Vec<String>,
+    /// Rules no tool may match (they win over `allow`).
+    pub deny: Vec<String>,
+}
+
+impl AccessConfig {
+    /// Every policy named once, its rules readable, its keys accepted
+    /// keys, no key under two policies, as (key, problem).
+    pub(super) fn validate(&self, accepted: &[String]) -> Result<(), (String, String)> {
+        let mut seen_keys: Vec<(String, usize)> = Vec::new();
+        for (i, p) in self.policies.iter().enumerate() {
+            let key = |k: &str| format!("access.policies[{i}].{k}");
+            if p.name.trim().is_empty() {
+                return Err((key("name"), "every policy needs a name".into()));
+            }
+            if let Some(j) = self.policies[..i].iter().position(|o| o.name == p.name) {
+                return Err((key("name"), format!("{:?} is already the name of access.policies[{j}]", p.name)));
+            }
+            for (list, rules) in [("allow", &p.allow), ("deny", &p.deny)] {
+                for rule in rules {
+                    crate::policy::Rule::parse(rule).map_err(|problem| (key(list), problem))?;
+                }
+            }
+            for hash in &p.key_hashes {
+                let hash = hash.to_ascii_lowercase();
+                if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return Err((
+                        key("key_hashes"),
+                        format!("{hash:?} is not a SHA-256 in hex (`toolrouter key hash KEY` prints one)"),
+                    ));
+                }
+                if !accepted.iter().any(|a| a.eq_ignore_ascii_case(&hash)) {
+                    return Err((
+                        key("key_hashes"),
+                        format!("{}… is not an accepted key: add it to server.api_key_hashes", &hash[..12]),
+                    ));
+                }
+                if let Some((_, j)) = seen_keys.iter().find(|(h, _)| *h == hash) {
+                    return Err((
+                        key("key_hashes"),
+                        format!("{}… is already governed by access.policies[{j}]", &hash[..12]),
+                    ));
+                }
+                seen_keys.push((hash, i));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,116 @@
+//! Policies (`[[access.policies]]`) through the real clients: one key
+//! limited to weather APIs (category Weather, and the ecoweather tool) and
+//! to its own route-mode tools not named `*delete*`, another no policy names, on the ToolBench catalog with the
+//! replay upstream and the scripted model (`tests/python/policy_check.py`
+//! with the `openai`, `anthropic` and `mcp` SDKs); then reloads: a policy
+//! that does not check is refused whole (the old one stays), one that
+//! lifts the limit applies at once.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use toolrouter::server::hash_key;
+
+const LIMITED: &str = "policy-limited-key";
+const FREE: &str = "policy-free-key";
+const SNOW: &str = "schneetage_for_ecoweather";
+
+fn config(allow: &str) -> String {
+    format!(
+        "[server]\napi_key_hashes = [\"{}\", \"{}\"]\n\n[[access.policies]]\nname = \"weather-desk\"\n\
+         key_hashes = [\"{}\"]\nallow = [{allow}]\ndeny = [\"name:*delete*\"]\n",
+        hash_key(LIMITED),
+        hash_key(FREE),
+        hash_key(LIMITED)
+    )
+}
+
+fn run(python: &Path, args: &[&str]) {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/policy_check.py");
+    let out = Command::new(python).arg(script).args(args).output().expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("ok"),
+        "{args:?}: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `POST /v1/tools/call` of a non-weather API with `key`: its status.
+fn call_status(url: &str, key: &str, name: &str) -> u16 {
+    let body = json!({"name": name, "arguments": {}}).to_string();
+    common::http(url, "POST", "/v1/tools/call", Some(key), body.as_bytes()).0
+}
+
+fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+#[test]
+fn a_limited_key_sees_and_calls_only_its_tools_on_every_face() {
+    let Some(data) = common::toolbench_dir() else { return };
+    let Some(openai) = common::python_env("py-openai", "bin/python") else { return };
+    let Some(anthropic) = common::python_env("py-anthropic", "bin/python") else { return };
+    let Some(mcp) = common::python_env("py-mcp2", "bin/python") else { return };
+    let (_model, model_url) = common::scripted_model(&openai);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("toolrouter.toml");
+    std::fs::write(&file, config("\"category:Weather\", \"server:ecoweather\", \"source:client\"")).unwrap();
+    let log_path = dir.path().join("log");
+    let mut cmd = Command::new(common::binary());
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&file)
+        .env_remove("TOOLROUTER_CONFIG")
+        .env("TOOLROUTER_STATE_DIR", dir.path().join("state"))
+        .env("TOOLROUTER_RETRIEVAL_MODE", "lexical")
+        .env("TOOLROUTER_CATALOG_PATHS", data.join("tools"))
+        .env("TOOLROUTER_UPSTREAM_MODE", "replay")
+        .env("TOOLROUTER_UPSTREAM_REPLAY_DIR", data.join("cache/derived_from_trajectories"))
+        .env("TOOLROUTER_LLM_BASE_URL", format!("{model_url}/v1"))
+        .env("TOOLROUTER_LOG_LEVEL", "info");
+    let (server, url) = common::start(cmd, Stdio::from(std::fs::File::create(&log_path).unwrap()));
+    common::wait_ready(&url, Some(FREE));
+
+    run(&openai, &["openai", &url, LIMITED, FREE, &model_url]);
+    run(&anthropic, &["anthropic", &url, LIMITED, FREE]);
+    run(&mcp, &["mcp", &url, LIMITED, FREE]);
+
+    // A non-weather API the free key finds (the one the checks refused).
+    let body = json!({"query": "exchange rate of the euro, currency conversion", "k": 10}).to_string();
+    let (_, _, text) = common::http(&url, "POST", "/v1/tools/search", Some(FREE), body.as_bytes());
+    let found: Value = serde_json::from_str(&text).unwrap();
+    let allowed =
+        |d: &&Value| d["category"] == "Weather" || d["tool"].as_str().unwrap().eq_ignore_ascii_case("ecoweather");
+    let other =
+        found["data"].as_array().unwrap().iter().find(|d| !allowed(d)).unwrap()["name"].as_str().unwrap().to_string();
+    assert_eq!(call_status(&url, LIMITED, &other), 403);
+    let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+    let hangup = |n: usize| {
+        assert_eq!(unsafe { libc::kill(server.0.id() as i32, libc::SIGHUP) }, 0);
+        let ended = |log: &str| log.matches("configuration reloaded").count() + log.matches("not reloaded").count();
+        assert!(eventually(Duration::from_secs(20), || ended(&log()) >= n), "reload {n} never ended: {}", log());
+    };
+
+    // A rule that does not read: refused whole, the policy in use stays.
+    std::fs::write(&file, config("\"owner:me\"")).unwrap();
+    hangup(1);
+    assert!(log().contains("access.policies[0].allow") && log().contains("unknown rule kind `owner`"), "{}", log());
+    assert_eq!(call_status(&url, LIMITED, &other), 403, "the old policy stays");
+    assert_eq!(call_status(&url, LIMITED, SNOW), 400, "…and still lets weather APIs through (to their checks)");
+
+    // Lifting the limit applies at once.
+    std::fs::write(&file, config("\"category:*\", \"source:client\"")).unwrap();
+    hangup(2);
+    assert_ne!(call_status(&url, LIMITED, &other), 403, "the new policy allows it: {}", log());
+}
