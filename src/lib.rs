@@ -113,6 +113,7 @@
 //! input (proptest).
 
 pub mod args;
+pub(crate) mod audit;
 pub mod catalog;
 pub mod chat;
 pub mod cli;
@@ -132,6 +133,7 @@ pub(crate) mod metrics;
 pub(crate) mod outbound;
 pub mod planner;
 pub(crate) mod policy;
+pub mod quarantine;
 pub mod retrieval;
 pub mod server;
 pub(crate) mod telemetry;

@@ -88,7 +88,7 @@ impl Rule {
         }
     }
 
-    fn matches(&self, facts: &Facts) -> bool {
+    pub(crate) fn matches(&self, facts: &Facts) -> bool {
         match self {
             Rule::Source(g) => g.matches(facts.source),
             Rule::Server(g) => facts.servers.iter().any(|s| g.matches(s)),

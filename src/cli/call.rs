@@ -82,8 +82,14 @@ pub(super) fn call(a: &CallArgs, config: &Config) -> Result<ExitCode, CliError> 
     // No search index or embedding model: a call needs neither. Opening
     // fails on the upstream's configuration (replay table, URL, key).
     let engine = Engine::open_for_calls(&config, catalog).map_err(|e| CliError::Usage(format!("{e:#}")))?;
-    let request =
-        CallRequest { function: &a.function, arguments: &arguments, client: None, purpose: "", standalone: true };
+    let request = CallRequest {
+        function: &a.function,
+        arguments: &arguments,
+        client: None,
+        via: "cli",
+        purpose: "",
+        standalone: true,
+    };
     match super::runtime()?.block_on(engine.call(request)) {
         Called::Unknown(unknown) => Err(CliError::Usage(unknown.to_string())),
         // A command has no key, so no policy refuses it.

@@ -6,6 +6,7 @@
 //! config, malformed JSON, unknown function name). Results go to stdout,
 //! logs and errors to stderr.
 
+mod audit;
 mod bench;
 mod bench_mcp;
 mod bench_openai;
@@ -73,6 +74,8 @@ enum Command {
     /// API keys for `server.api_key_hashes`.
     #[command(subcommand)]
     Key(serve::KeyCommand),
+    /// The audit log: every tool call made or refused, oldest first.
+    Audit(audit::AuditArgs),
     /// Build and inspect the tool graph.
     #[command(subcommand)]
     Graph(graph::GraphCommand),
@@ -155,6 +158,7 @@ pub fn run() -> ExitCode {
         Command::Serve(args) => serve::serve(args, &config, reload_source(&cli)),
         Command::Mcp => serve::mcp(&config, reload_source(&cli)),
         Command::Key(command) => serve::key(command),
+        Command::Audit(args) => audit::run(args, &config),
         Command::Config(ConfigCommand::Show) => show_config(&config),
     };
     match outcome {

@@ -6,10 +6,33 @@
 use serde::{Deserialize, Serialize};
 
 /// `[access]`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AccessConfig {
+    /// Whether every tool call, made or refused, is written to the audit
+    /// log (`audit/` in the state directory).
+    pub audit: bool,
+    /// Whether the audit log also keeps each call's arguments and answer.
+    pub audit_content: bool,
+    /// Rules (as a policy's) naming tools the scan flagged that may be
+    /// offered and called all the same.
+    pub allow_flagged: Vec<String>,
+    /// Rules naming MCP tools whose changed definition is accepted (and
+    /// remembered as the one seen).
+    pub accept_changes: Vec<String>,
     pub policies: Vec<PolicyConfig>,
+}
+
+impl Default for AccessConfig {
+    fn default() -> Self {
+        AccessConfig {
+            audit: true,
+            audit_content: false,
+            allow_flagged: Vec::new(),
+            accept_changes: Vec::new(),
+            policies: Vec::new(),
+        }
+    }
 }
 
 /// One policy: the keys it governs and its rules.
@@ -32,6 +55,13 @@ impl AccessConfig {
     /// Every policy named once, its rules readable, its keys accepted
     /// keys, no key under two policies, as (key, problem).
     pub(super) fn validate(&self, accepted: &[String]) -> Result<(), (String, String)> {
+        for (key, rules) in
+            [("access.allow_flagged", &self.allow_flagged), ("access.accept_changes", &self.accept_changes)]
+        {
+            for rule in rules {
+                crate::policy::Rule::parse(rule).map_err(|problem| (key.to_string(), problem))?;
+            }
+        }
         let mut seen_keys: Vec<(String, usize)> = Vec::new();
         for (i, p) in self.policies.iter().enumerate() {
             let key = |k: &str| format!("access.policies[{i}].{k}");

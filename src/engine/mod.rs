@@ -11,23 +11,24 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use serde::Serialize;
-use serde_json::{Map, Value};
-use tracing::Instrument;
+use serde_json::Value;
 
-use crate::args::{self, Invalid, Options};
+use crate::args::Options;
 use crate::catalog::{Catalog, UnknownApi};
-use crate::compress::{Compressed, FieldChoices, compress};
+use crate::compress::FieldChoices;
 use crate::config::Config;
 use crate::downstream::{Downstream, Health};
 use crate::graph::store::{self, GraphStore};
-use crate::graph::{Neighbourhood, NodeKey, Params, RunCall, RunRecord, ToolGraph};
+use crate::graph::{Neighbourhood, NodeKey, Params, ToolGraph};
 use crate::planner::{
     Caller, Decider, DeterministicDecider, DryRun, LongTermMemory, MemoryWriter, PlanRun, Planner, Settings,
 };
 use crate::policy::{Policies, Policy};
+use crate::quarantine::{Exceptions, HeldTool, Quarantine};
 use crate::retrieval::{Embedder, Filters, Progress, Retriever, Signal};
-use crate::upstream::{CallError, Response, Upstream};
+use crate::upstream::Upstream;
 
+mod call;
 mod error;
 mod learning;
 pub(crate) mod llm_decider;
@@ -37,6 +38,7 @@ mod shared;
 pub(crate) mod solve;
 mod world;
 
+pub(crate) use call::{CallRequest, Called};
 pub(crate) use error::EngineError;
 pub(crate) use shared::SharingStats;
 pub(crate) use world::World;
@@ -100,57 +102,6 @@ pub(crate) struct Found {
     pub(crate) degraded: Option<String>,
 }
 
-/// What a call came to.
-#[derive(Debug)]
-pub(crate) enum Called {
-    /// No API has that function name (with the closest names).
-    Unknown(UnknownApi),
-    /// The arguments are not a JSON object or are too large: nothing checked or sent.
-    Refused(String),
-    /// The caller's policy does not allow the API: nothing checked or sent.
-    NotAllowed(NotAllowed),
-    /// The arguments do not fit the schema: every problem, nothing sent.
-    Invalid(Invalid),
-    /// The upstream call failed (classified, with its trace).
-    Failed(CallError),
-    Done {
-        /// The API's function name, as the catalog spells it.
-        function: String,
-        response: Box<Response>,
-        compressed: Compressed,
-        /// What the caller should know: unknown parameters passed through,
-        /// arguments not checked (the API's schema cannot be used).
-        warnings: Vec<args::Problem>,
-    },
-}
-
-/// A call the caller's policy refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct NotAllowed {
-    pub(crate) function: String,
-    pub(crate) policy: String,
-}
-
-impl std::fmt::Display for NotAllowed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "`{}` is not allowed for this key (policy `{}`)", self.function, self.policy)
-    }
-}
-
-/// A call for [`Engine::call`]: what every face (MCP, HTTP, execute runs) hands over.
-pub(crate) struct CallRequest<'a> {
-    /// The function name, in any spelling the catalog resolves.
-    pub(crate) function: &'a str,
-    pub(crate) arguments: &'a Value,
-    /// The client's key id (its own upstream rate, its policy).
-    pub(crate) client: Option<&'a str>,
-    /// The request the call serves: ranks the response's fields when compressing.
-    pub(crate) purpose: &'a str,
-    /// A call on its own, recorded in the graph's availability at once;
-    /// else a step of a run, recorded with the run ([`Engine::record_run`]).
-    pub(crate) standalone: bool,
-}
-
 /// The engine.
 pub struct Engine {
     pub(crate) config: Config,
@@ -189,6 +140,13 @@ pub struct Engine {
     building_index: std::sync::atomic::AtomicBool,
     /// Who may use which tools (`[access]`), swapped whole by a reload.
     policies: arc_swap::ArcSwap<Policies>,
+    /// Every call made or refused (`access.audit`; `None`: off).
+    audit: Option<crate::audit::AuditLog>,
+    /// The tools of the world's catalog held from every caller, reviewed
+    /// whenever the catalog or the exceptions change.
+    quarantine: RwLock<Arc<Quarantine>>,
+    /// `access.allow_flagged` and `access.accept_changes`, swapped by a reload.
+    exceptions: arc_swap::ArcSwap<Exceptions>,
 }
 
 /// What [`Engine::open_reporting`] does when the catalog has no stored
@@ -358,7 +316,19 @@ impl Engine {
             dense_build: Arc::default(),
             building_index: Default::default(),
             policies: arc_swap::ArcSwap::from_pointee(Policies::of(&config.access).map_err(anyhow::Error::msg)?),
+            quarantine: RwLock::default(),
+            exceptions: arc_swap::ArcSwap::from_pointee(
+                Exceptions::of(&config.access.allow_flagged, &config.access.accept_changes)
+                    .map_err(anyhow::Error::msg)?,
+            ),
+            audit: if config.access.audit {
+                let audit = crate::audit::AuditLog::open(&state);
+                Some(audit.map_err(|e| anyhow::anyhow!("starting the audit log's writer: {e}"))?)
+            } else {
+                None
+            },
         });
+        engine.review_tools();
         if let Some(sharing) = sharing {
             shared::start(&engine, sharing, position);
         }
@@ -409,7 +379,7 @@ impl Engine {
             return Err(EngineError::BadInput("the query is empty".into()));
         }
         let (engine, query) = (self.clone(), query.to_string());
-        let allowed = self.policy(client).map(|p| p.mask(&self.catalog()));
+        let allowed = self.allowed_mask(client, &self.catalog());
         let filters = Filters { category: category.map(str::to_string), tool: None, allowed };
         let follows = match after {
             Some(function) => self.graph().followers(function, &self.catalog()),
@@ -470,7 +440,7 @@ impl Engine {
             return Err(EngineError::BadInput("the query is empty".into()));
         }
         let (engine, query) = (self.clone(), query.to_string());
-        let allowed = self.policy(client).map(|p| p.mask(&self.catalog()));
+        let allowed = self.allowed_mask(client, &self.catalog());
         let runtime = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || {
             let mut settings = Settings::from(&engine.config);
@@ -508,89 +478,11 @@ impl Engine {
         .await
         .map_err(|e| EngineError::Internal(e.to_string()))??;
         let (graph, memory) = (self.graph(), self.memory());
-        let allowed = self.policy(client).map(|p| p.mask(&world.catalog));
+        let allowed = self.allowed_mask(client, &world.catalog);
         let planner = Planner::new(world.retriever()?, Some(&graph), Some(&memory), settings)
             .with_outputs(outputs)
             .with_allowed(allowed);
         Ok(planner.run_prepared(task, &prepared, started, decider, caller).await?)
-    }
-
-    /// The one call pipeline: resolves the name (unknown: the closest
-    /// names), checks the arguments' size and shape, validates them once
-    /// (`[args]`), calls the API (rate-limited, guarded), records a
-    /// standalone call's outcome (off the async workers: it fsyncs) and
-    /// compresses the response for the call's purpose.
-    pub(crate) async fn call(self: &Arc<Self>, request: CallRequest<'_>) -> Called {
-        let catalog = self.catalog();
-        let policy = self.policy(request.client);
-        let api = match catalog.find(request.function) {
-            Ok(api) => api,
-            Err(mut unknown) => {
-                // Never suggest what the caller may not use.
-                if let Some(policy) = &policy {
-                    unknown.close.retain(|c| catalog.find(c).is_ok_and(|api| policy.allows_api(&catalog, api)));
-                }
-                return Called::Unknown(unknown);
-            }
-        };
-        if let Some(policy) = policy.filter(|p| !p.allows_api(&catalog, api)) {
-            return Called::NotAllowed(NotAllowed { function: api.function_name.clone(), policy: policy.name.clone() });
-        }
-        if let Err(problem) = Engine::check_arguments(request.arguments) {
-            return Called::Refused(problem);
-        }
-        let valid = match args::validate(api, request.arguments, Options::from(&self.config.args)) {
-            Ok(v) => v,
-            Err(invalid) => return Called::Invalid(invalid),
-        };
-        let started = std::time::Instant::now();
-        let span = tool_span(&api.function_name, &valid.arguments);
-        let result = self.upstream.call(api, &valid.arguments, request.client).instrument(span.clone()).await;
-        let ms = started.elapsed().as_secs_f64() * 1e3;
-        let (outcome, attempts) = match &result {
-            Ok(r) => (r.outcome(), r.trace.attempts.len()),
-            Err(e) => (e.outcome(), e.trace.attempts.len()),
-        };
-        let class = outcome.class.map_or_else(|| "ok".to_string(), |c| c.name());
-        span.record("toolrouter.outcome", class.as_str());
-        if !outcome.ok {
-            span.record("otel.status_code", "error");
-            span.record("error.type", class.as_str());
-        }
-        crate::metrics::global().tool_call(&api.function_name, &class, attempts.saturating_sub(1) as u64, ms);
-        // A call toolrouter refused itself teaches the graph nothing of the API.
-        if request.standalone && result.as_ref().err().is_none_or(|e| e.asked) {
-            let run = RunRecord {
-                id: crate::graph::run_id("call"),
-                task: String::new(),
-                calls: vec![RunCall { function: outcome.function, ok: outcome.ok }],
-                success: outcome.ok,
-                standalone: true,
-                at_unix_ms: crate::metrics::unix_ms(),
-            };
-            let engine = self.clone();
-            if let Err(e) = tokio::task::spawn_blocking(move || engine.record_run(run)).await {
-                tracing::warn!("recording a call in the graph failed: {e}");
-            }
-        }
-        match result {
-            Err(e) => Called::Failed(e),
-            Ok(response) => {
-                let context =
-                    format!("{} {} {}", api.description, request.purpose, Value::Object(valid.arguments.clone()));
-                let compressed = compress(
-                    &response.body,
-                    &context,
-                    self.config.compress.budget,
-                    self.choices.get(&api.function_name),
-                );
-                if crate::telemetry::capture_content() {
-                    span.record("gen_ai.tool.call.result", compressed.text.as_str());
-                }
-                let (function, warnings) = (api.function_name.clone(), valid.warnings);
-                Called::Done { function, response: Box::new(response), compressed, warnings }
-            }
-        }
     }
 
     /// The policy governing `client` (`None`: it may use every tool).
@@ -599,12 +491,40 @@ impl Engine {
         if policies.is_empty() { None } else { policies.governing(client) }
     }
 
-    /// Whether `client` may use the catalog API named `function` (an
-    /// unknown name is not allowed).
+    /// Whether `client` may use the catalog API named `function`: not held,
+    /// and allowed by its policy (an unknown name is not allowed).
     pub(crate) fn allows(&self, client: Option<&str>, function: &str) -> bool {
         let catalog = self.catalog();
         let Ok(api) = catalog.find(function) else { return false };
-        self.policy(client).is_none_or(|p| p.allows_api(&catalog, api))
+        self.quarantine().held(&api.function_name).is_none()
+            && self.policy(client).is_none_or(|p| p.allows_api(&catalog, api))
+    }
+
+    /// Which of `catalog`'s APIs `client` may be shown, by id: its policy's
+    /// and the quarantine's masks together (`None`: every API).
+    pub(crate) fn allowed_mask(&self, client: Option<&str>, catalog: &Arc<Catalog>) -> Option<Arc<Vec<bool>>> {
+        let policy = self.policy(client).map(|p| p.mask(catalog));
+        match (policy, self.quarantine().mask(catalog)) {
+            (Some(p), Some(q)) => Some(Arc::new(p.iter().zip(q.iter()).map(|(a, b)| *a && *b).collect())),
+            (p, q) => p.or(q),
+        }
+    }
+
+    /// The tools held now.
+    pub(crate) fn quarantine(&self) -> Arc<Quarantine> {
+        self.quarantine.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Every tool held, with why (for `/readyz`).
+    pub(crate) fn held_tools(&self) -> Vec<HeldTool> {
+        self.quarantine().list()
+    }
+
+    /// Reviews the catalog's MCP and OpenAPI tools ([`Quarantine::review`]):
+    /// at start, after the catalog changes, after a reload.
+    pub(crate) fn review_tools(&self) {
+        let review = Quarantine::review(&self.catalog(), &self.config.state.dir(), &self.exceptions.load());
+        *self.quarantine.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(review);
     }
 
     /// Puts `policies` in force (a reload).
@@ -641,30 +561,6 @@ impl Engine {
         let graph = self.graph.read().unwrap_or_else(|e| e.into_inner());
         graph.weight(&NodeKey::Api(from.to_string()), &NodeKey::Api(to.to_string()))
     }
-
-    /// Checks that `arguments` is an object of acceptable size.
-    fn check_arguments(arguments: &Value) -> Result<&Map<String, Value>, String> {
-        let size = arguments.to_string().len();
-        if size > MAX_ARGUMENTS_BYTES {
-            return Err(format!("the arguments are {size} bytes; the limit is {MAX_ARGUMENTS_BYTES}"));
-        }
-        arguments.as_object().ok_or_else(|| format!("the arguments must be a JSON object, got {arguments}"))
-    }
-}
-
-/// The telemetry span of one tool call (`execute_tool {name}`, OpenTelemetry's
-/// GenAI conventions), its arguments only with `telemetry.capture_content`.
-fn tool_span(function: &str, arguments: &Map<String, Value>) -> tracing::Span {
-    let span = tracing::info_span!(target: crate::telemetry::TARGET, "tool call",
-        "otel.name" = format!("execute_tool {function}"), "otel.kind" = "client",
-        "otel.status_code" = tracing::field::Empty, "gen_ai.operation.name" = "execute_tool",
-        "gen_ai.tool.name" = function, "gen_ai.tool.type" = "function",
-        "toolrouter.outcome" = tracing::field::Empty, "error.type" = tracing::field::Empty,
-        "gen_ai.tool.call.arguments" = tracing::field::Empty, "gen_ai.tool.call.result" = tracing::field::Empty);
-    if crate::telemetry::capture_content() && !span.is_disabled() {
-        span.record("gen_ai.tool.call.arguments", Value::Object(arguments.clone()).to_string());
-    }
-    span
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 use crate::config::Config;
 use crate::downstream;
 use crate::policy::Policies;
+use crate::quarantine::Exceptions;
 use crate::upstream::Credentials;
 
 use super::Engine;
@@ -41,6 +42,13 @@ impl Engine {
         match Policies::of(&config.access) {
             Ok(policies) => self.set_policies(policies),
             Err(e) => tracing::error!("the policies were not reloaded, the ones in use stay: {e}"),
+        }
+        match Exceptions::of(&config.access.allow_flagged, &config.access.accept_changes) {
+            Ok(exceptions) => {
+                self.exceptions.store(std::sync::Arc::new(exceptions));
+                self.review_tools();
+            }
+            Err(e) => tracing::error!("access.allow_flagged / accept_changes were not reloaded: {e}"),
         }
         Reconfigured { limits, servers }
     }

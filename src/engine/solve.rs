@@ -282,6 +282,7 @@ impl Caller for Calls<'_> {
             function: &api.function_name,
             arguments: &arguments,
             client: self.client,
+            via: "execute",
             purpose: self.request,
             standalone: false,
         };

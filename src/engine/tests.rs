@@ -13,7 +13,14 @@ async fn an_engine_for_calls_has_the_call_pipeline_and_no_search() {
     config.state.dir = state.path().to_path_buf();
     let catalog = Arc::new(Catalog::load(&crate::catalog::Sources::default()).unwrap());
     let engine = Engine::open_for_calls(&config, catalog).unwrap();
-    let call = |function, arguments| CallRequest { function, arguments, client: None, purpose: "", standalone: true };
+    let call = |function, arguments| CallRequest {
+        function,
+        arguments,
+        client: None,
+        via: "cli",
+        purpose: "",
+        standalone: true,
+    };
     let (wrong, array) = (json!({"year": "soon"}), json!([1]));
     match engine.call(call("holidays", &wrong)).await {
         Called::Unknown(unknown) => assert!(unknown.close.iter().any(|c| c == "public_holidays_for_nager_date")),

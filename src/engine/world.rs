@@ -161,6 +161,7 @@ impl Engine {
         };
         let apis = catalog.apis().len();
         *self.world.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(World { catalog, retriever, mcp: tools });
+        self.review_tools();
         self.tools_changed.send_modify(|n| *n += 1);
         tracing::info!(
             apis,

@@ -100,5 +100,12 @@ pub(crate) async fn readiness(engine: &Engine) -> String {
             "{e}; each replica enforces its share of the limits (cluster.replicas); {waiting} runs wait to be shared"
         ));
     }
+    // Held tools are named with why: their text is the server's, shown as data (quoted, cut short).
+    down.extend(
+        engine
+            .held_tools()
+            .into_iter()
+            .map(|h| format!("the tool `{}` is held: {}", h.function, crate::text::clip(&h.reasons.join("; "), 300))),
+    );
     if down.is_empty() { "ready".to_string() } else { format!("ready, degraded: {}", down.join("; ")) }
 }

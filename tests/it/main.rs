@@ -25,6 +25,7 @@ mod openapi_schemathesis;
 mod outage;
 mod planning;
 mod policies;
+mod quarantine;
 mod reload;
 mod replay_all;
 mod replay_cli;

@@ -4,7 +4,8 @@
 //! replay upstream and the scripted model (`tests/python/policy_check.py`
 //! with the `openai`, `anthropic` and `mcp` SDKs); then reloads: a policy
 //! that does not check is refused whole (the old one stays), one that
-//! lifts the limit applies at once.
+//! lifts the limit applies at once; the audit log, read after the server
+//! is killed, has every call made or refused.
 
 use crate::common;
 
@@ -113,4 +114,36 @@ fn a_limited_key_sees_and_calls_only_its_tools_on_every_face() {
     std::fs::write(&file, config("\"category:*\", \"source:client\"")).unwrap();
     hangup(2);
     assert_ne!(call_status(&url, LIMITED, &other), 403, "the new policy allows it: {}", log());
+
+    // The audit log has every call, made or refused, read by another
+    // process after the server was killed (no clean shutdown).
+    drop(server);
+    let audit = || {
+        let out = Command::new(common::binary())
+            .args(["audit", "--json"])
+            .env_remove("TOOLROUTER_CONFIG")
+            .env("TOOLROUTER_STATE_DIR", dir.path().join("state"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let entries: Vec<Value> =
+            String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        entries
+    };
+    let entries = audit();
+    let limited = toolrouter::server::hash_key(LIMITED)[..12].to_string();
+    let of = |via: &str| entries.iter().filter(|e| e["via"] == via).collect::<Vec<_>>();
+    // tools_call: the check's refused and allowed calls, then the four above.
+    let calls = of("tools_call");
+    assert_eq!(calls.len(), 6, "{calls:#?}");
+    assert!(calls.iter().all(|e| e["client"] == limited.as_str() && e.get("arguments").is_none()), "{calls:#?}");
+    let by_policy = |e: &&&Value| {
+        e["reason"].as_str().is_some_and(|r| r.contains("not allowed (policy `weather-desk` of this key)"))
+    };
+    assert_eq!(calls.iter().filter(by_policy).count(), 3, "{calls:#?}");
+    assert!(calls.iter().any(|e| e["tool"] == SNOW && e["reason"] == "invalid arguments"), "{calls:#?}");
+    assert!(calls.iter().any(|e| e["tool"] == SNOW && e["decision"] == "allowed" && e["outcome"] == "ok"));
+    let mcp = of("mcp");
+    assert_eq!(mcp.len(), 2, "call_api refused, then a weather API called: {mcp:#?}");
+    assert!(mcp[0]["decision"] == "refused" && mcp[1]["tool"] == SNOW && mcp[1]["status"] == 200, "{mcp:#?}");
 }

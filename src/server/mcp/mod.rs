@@ -208,7 +208,7 @@ impl Ready {
     /// Calls `name` with `arguments` (from `call_api` or a session tool).
     async fn call(&self, name: &str, arguments: &Value, client: Option<&str>) -> CallToolResult {
         let purpose = self.session.tasks();
-        let call = CallRequest { function: name, arguments, client, purpose: &purpose, standalone: false };
+        let call = CallRequest { function: name, arguments, client, via: "mcp", purpose: &purpose, standalone: false };
         match self.engine.call(call).await {
             Called::Unknown(unknown) => {
                 let hint = if unknown.close.is_empty() { "; find APIs with search_tools" } else { "" };

@@ -37,8 +37,14 @@ pub(crate) async fn tools_call(
     };
     let arguments = request.get("arguments").cloned().unwrap_or_else(|| json!({}));
     let client = client.map(|c| c.0.0);
-    let call =
-        CallRequest { function: name, arguments: &arguments, client: client.as_deref(), purpose: "", standalone: true };
+    let call = CallRequest {
+        function: name,
+        arguments: &arguments,
+        client: client.as_deref(),
+        via: "tools_call",
+        purpose: "",
+        standalone: true,
+    };
     match engine.call(call).await {
         Called::Unknown(unknown) => ApiError::not_found("unknown_tool", unknown.to_string(), Some("name"))
             .with("suggestions", json!(unknown.close))
