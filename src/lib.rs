@@ -54,8 +54,15 @@
 //!   with backtracking, budgets, reflection, memory, argument completion
 //!   and repair; `Decider` and `Caller` traits (a deterministic decider
 //!   and a dry run here; the LLM decider is the engine's).
+//! * [`rule`]: a rule naming tools (`source:`, `server:`, `category:`,
+//!   `name:` globs, `read-only`, `destructive`) and what it matches them by.
 //! * [`policy`]: who may use which tools: `[[access.policies]]`' rules
-//!   (source, server, category, name, read-only, destructive) per API key.
+//!   per API key, as a mask over the catalog.
+//! * [`quarantine`]: tools held before they reach a model: MCP and OpenAPI
+//!   tools scanned for hidden text, instructions and secrets' paths, MCP
+//!   tools changed since first seen.
+//! * [`audit`]: the audit log of every tool call made or refused, fsync'd
+//!   in groups by one thread.
 //! * [`compress`]: shortens responses to a character budget for a model,
 //!   always as valid JSON.
 //!
@@ -135,6 +142,7 @@ pub mod planner;
 pub(crate) mod policy;
 pub mod quarantine;
 pub mod retrieval;
+pub(crate) mod rule;
 pub mod server;
 pub(crate) mod telemetry;
 pub(crate) mod text;

@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::catalog::{Api, Catalog, Origin};
-use crate::policy::{Facts, Rule};
+use crate::rule::{Facts, Rule};
 
 /// Why a tool is held.
 #[derive(Debug, Clone, PartialEq, Serialize)]

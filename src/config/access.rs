@@ -59,7 +59,7 @@ impl AccessConfig {
             [("access.allow_flagged", &self.allow_flagged), ("access.accept_changes", &self.accept_changes)]
         {
             for rule in rules {
-                crate::policy::Rule::parse(rule).map_err(|problem| (key.to_string(), problem))?;
+                crate::rule::Rule::parse(rule).map_err(|problem| (key.to_string(), problem))?;
             }
         }
         let mut seen_keys: Vec<(String, usize)> = Vec::new();
@@ -73,7 +73,7 @@ impl AccessConfig {
             }
             for (list, rules) in [("allow", &p.allow), ("deny", &p.deny)] {
                 for rule in rules {
-                    crate::policy::Rule::parse(rule).map_err(|problem| (key(list), problem))?;
+                    crate::rule::Rule::parse(rule).map_err(|problem| (key(list), problem))?;
                 }
             }
             for hash in &p.key_hashes {
