@@ -154,3 +154,15 @@ pub fn wait_ready(url: &str, key: Option<&str>) {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
+
+/// Polls `check` every 20 ms until it holds or `limit` has passed; whether it held.
+pub fn eventually(limit: std::time::Duration, mut check: impl FnMut() -> bool) -> bool {
+    let started = std::time::Instant::now();
+    while started.elapsed() < limit {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    false
+}

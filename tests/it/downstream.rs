@@ -9,6 +9,7 @@
 //! the public servers; without them the test says SKIPPED.
 
 use crate::common;
+use common::eventually;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -93,18 +94,6 @@ fn call(url: &str, name: &str, arguments: Value) -> (u16, Value) {
 
 fn get(url: &str, path: &str) -> String {
     common::http(url, "GET", path, None, b"").2
-}
-
-/// Polls `check` every 20 ms for up to `limit`.
-fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let started = Instant::now();
-    while started.elapsed() < limit {
-        if check() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
 }
 
 #[test]

@@ -8,10 +8,11 @@
 //! is killed, has every call made or refused.
 
 use crate::common;
+use common::eventually;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolrouter::server::hash_key;
@@ -45,17 +46,6 @@ fn run(python: &Path, args: &[&str]) {
 fn call_status(url: &str, key: &str, name: &str) -> u16 {
     let body = json!({"name": name, "arguments": {}}).to_string();
     common::http(url, "POST", "/v1/tools/call", Some(key), body.as_bytes()).0
-}
-
-fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let started = Instant::now();
-    while started.elapsed() < limit {
-        if check() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    false
 }
 
 #[test]

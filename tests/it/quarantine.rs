@@ -8,10 +8,11 @@
 //! populations of ordinary tools: ToolBench's APIs and BFCL's functions.
 
 use crate::common;
+use common::eventually;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -38,17 +39,6 @@ fn found(url: &str, query: &str) -> Vec<String> {
         .as_array()
         .map(|d| d.iter().map(|h| h["name"].as_str().unwrap_or("").to_string()).collect())
         .unwrap_or_default()
-}
-
-fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let started = Instant::now();
-    while started.elapsed() < limit {
-        if check() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
 }
 
 #[test]

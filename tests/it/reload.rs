@@ -6,10 +6,11 @@
 //! stays.
 
 use crate::common;
+use common::eventually;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolrouter::server::hash_key;
@@ -81,18 +82,6 @@ impl Served {
         let (status, _, text) = common::http(&self.url, "POST", "/v1/tools/call", None, body.as_bytes());
         (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
     }
-}
-
-/// Polls `check` every 50 ms for up to `limit`.
-fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let started = Instant::now();
-    while started.elapsed() < limit {
-        if check() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
 }
 
 fn keys(keys: &[&str]) -> String {
