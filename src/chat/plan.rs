@@ -1,7 +1,8 @@
 //! Plan mode: the catalog APIs for the conversation's latest request —
 //! the planner's steps first, then the best retrieval hits — offered to the
 //! model as tools (with the catalog's schemas, so its calls are checked
-//! like a client's).
+//! like a client's). A destructive one says so at the head of its
+//! description, and its step in the report has `"effect": "destructive"`.
 
 use std::sync::Arc;
 
@@ -10,6 +11,7 @@ use serde_json::{Value, json};
 use super::error::ChatError;
 use super::request::ChatRequest;
 use super::tools::{ClientTool, catalog_tool};
+use crate::catalog::Effect;
 use crate::engine::Engine;
 use crate::llm::wire::Message;
 
@@ -44,12 +46,53 @@ pub(crate) async fn offer(
     let tools = names
         .iter()
         .filter_map(|n| catalog.find(n).ok())
-        .map(|api| Arc::new(catalog_tool(catalog.function_definition(api), api, options)))
+        .map(|api| Arc::new(catalog_tool(marked(catalog.function_definition(api), api.effect()), api, options)))
         .collect();
     let steps: Vec<Value> = run
         .steps
         .iter()
-        .map(|s| json!({"name": s.function, "reason": s.reason, "arguments": s.arguments, "missing": s.missing}))
+        .map(|s| {
+            let effect = catalog.find(&s.function).map(|api| api.effect()).ok();
+            json!({"name": s.function, "reason": s.reason, "arguments": s.arguments, "missing": s.missing,
+                "effect": effect})
+        })
         .collect();
     Ok((tools, json!(steps)))
+}
+
+/// What a model reads first of a destructive API, so that it (and the
+/// person it asks) knows before calling.
+const DESTRUCTIVE: &str = "[Destructive: this call may change or delete data.] ";
+
+/// `definition` with its description marked when the API is destructive.
+fn marked(mut definition: Value, effect: Effect) -> Value {
+    if effect == Effect::Destructive
+        && let Some(description) = definition["function"]["description"].as_str()
+    {
+        definition["function"]["description"] = Value::String(format!("{DESTRUCTIVE}{description}"));
+    }
+    definition
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every API of the embedded catalog, as it is (GET: untouched) and as
+    /// if each of the unsafe methods served it (marked).
+    #[test]
+    fn every_destructive_api_is_marked_and_no_other() {
+        use crate::catalog::Method;
+        let catalog = crate::catalog::Catalog::load(&crate::catalog::Sources::default()).unwrap();
+        for api in catalog.apis() {
+            let definition = catalog.function_definition(api);
+            assert_eq!(marked(definition.clone(), api.effect()), definition, "{}", api.function_name);
+            for method in [Method::Post, Method::Put, Method::Patch, Method::Delete] {
+                let unsafe_api = crate::catalog::Api { method, ..api.clone() };
+                let offered = marked(definition.clone(), unsafe_api.effect());
+                let description = definition["function"]["description"].as_str().unwrap();
+                assert_eq!(offered["function"]["description"], format!("{DESTRUCTIVE}{description}"));
+            }
+        }
+    }
 }

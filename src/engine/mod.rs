@@ -78,6 +78,8 @@ pub struct SearchHit {
     pub remembered: bool,
     /// The tool graph's weight from the caller's last call to it (0: no edge, or no last call).
     pub follows: f32,
+    /// What calling it does.
+    pub effect: crate::catalog::Effect,
 }
 
 /// What a catalog search is for ([`Engine::search_explained`]).
@@ -422,6 +424,7 @@ impl Engine {
                     dense: h.dense,
                     remembered: remembered.contains(&h.api),
                     follows: follows.iter().find(|(api, _)| *api == h.api).map_or(0.0, |(_, w)| *w),
+                    effect: api.effect(),
                 }
             })
             .collect();

@@ -75,11 +75,9 @@ fn poisoned_and_changed_downstream_tools_are_held() {
         readyz()
     );
     assert!(readyz().contains("changed since it was first seen"), "{}", readyz());
-    assert!(
-        log().contains("keeps it forever") && log().contains("Takes a note."),
-        "the difference is logged: {}",
-        log()
-    );
+    // The log is written by a thread of its own: the line comes shortly after.
+    let logged = || log().contains("keeps it forever") && log().contains("Takes a note.");
+    assert!(eventually(Duration::from_secs(10), logged), "the difference is logged: {}", log());
     let (status, text) = call(&url, "fixture__notes", json!({}));
     assert!(status == 403 && text.contains("held until the operator allows it"), "{status} {text}");
     assert!(!found(&url, "takes a note").contains(&"fixture__notes".to_string()), "never offered");

@@ -105,6 +105,9 @@ async def exercise(session, changed):
     check(pages == -(-len(names) // page_size), f"{len(names)} tools in {pages} pages of {page_size}")
     snow_tool = next(t for t in tools if t.name == SNOW)
     check("lat" in attr(snow_tool, "inputSchema")["properties"], f"its input schema: {attr(snow_tool, 'inputSchema')}")
+    hints = attr(snow_tool, "annotations")
+    check(hints is not None and attr(hints, "readOnlyHint") is True, f"a GET API is annotated read-only: {hints}")
+    check(snow["effect"] == "read_only", f"search says what a call does: {snow}")
 
     direct = await session.call_tool(SNOW, SNOW_ARGS)
     check(not attr(direct, "isError"), f"the dynamic tool answers: {text_of(direct)}")

@@ -101,6 +101,11 @@ def openai_face(url, limited, free, model_url):
         messages=[{"role": "user", "content": "repair-to-text Open-Meteo weather forecast for Berlin, latitude and longitude, "
                                               "and the euro to dollar exchange rate"}])
     check(plan.choices, "plan mode answers")
+    steps = plan.model_dump()["toolrouter"]["plan"]
+    for step in steps:
+        method = detail(url, free, step["name"])["method"]
+        effect = "read_only" if method in ("GET", "HEAD", "OPTIONS") else "destructive"
+        check(step["effect"] == effect, f"plan mode says what a call does: {step['name']} {method} {step['effect']}")
     offered = httpx.get(f"{model_url}/seen", timeout=10).json()[-1]["tools"]
     check(offered, "plan mode offers catalog tools")
     details = [detail(url, free, name) for name in offered]

@@ -141,6 +141,7 @@ impl Ready {
             .map(|f| {
                 json!({"name": f.function, "tool": f.tool, "category": f.category, "description": f.description,
                     "score": f.score, "availability": f.alpha, "input_schema": f.input_schema,
+                    "effect": f.effect,
                     "why": {"lexical": f.lexical, "dense": f.dense, "remembered": f.remembered, "follows": f.follows}})
             })
             .collect();

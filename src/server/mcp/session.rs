@@ -5,7 +5,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use rmcp::model::Tool;
+use rmcp::model::{Tool, ToolAnnotations};
+
+use crate::catalog::Effect;
 
 use crate::engine::Engine;
 use crate::graph::{RunCall, RunRecord};
@@ -71,6 +73,7 @@ impl Session {
                     _ => serde_json::Map::new(),
                 };
                 Tool::new(api.function_name.clone(), description, Arc::new(schema))
+                    .with_annotations(hints(api.effect()))
             })
             .collect()
     }
@@ -126,6 +129,17 @@ impl Session {
             Err(_) => drop(engine.record_run(run)),
         }
     }
+}
+
+/// The MCP annotations that say what a call does (a client may ask its
+/// user before a destructive one).
+fn hints(effect: Effect) -> ToolAnnotations {
+    let mut hints = ToolAnnotations::new();
+    hints.read_only_hint = Some(effect == Effect::ReadOnly);
+    if effect != Effect::ReadOnly {
+        hints.destructive_hint = Some(effect == Effect::Destructive);
+    }
+    hints
 }
 
 /// Moves `functions` to the recent end of `tools` (adding the new ones),
