@@ -127,6 +127,7 @@ pub mod cli;
 pub mod cluster;
 pub(crate) mod compress;
 pub mod config;
+pub(crate) mod consent;
 pub(crate) mod downstream;
 pub mod engine;
 pub mod eval;

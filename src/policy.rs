@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use crate::catalog::{Api, Catalog};
 use crate::config::AccessConfig;
-pub(crate) use crate::rule::{Facts, Rule};
+pub(crate) use crate::rule::{Effects, Facts, Rule};
 
 /// The catalog APIs a policy allows, by id, and the catalog they are of.
 type Mask = (Weak<Catalog>, Arc<Vec<bool>>);
@@ -32,6 +32,8 @@ pub(crate) struct Policy {
     pub(crate) name: String,
     allow: Vec<Rule>,
     deny: Vec<Rule>,
+    /// Execute mode makes this key's destructive calls without asking.
+    pub(crate) unattended: bool,
     /// The catalog APIs allowed, for the catalog it was computed on.
     mask: Mutex<Option<Mask>>,
 }
@@ -41,7 +43,8 @@ impl Policy {
     /// names the rule all the same).
     pub(crate) fn new(name: &str, allow: &[String], deny: &[String]) -> Result<Policy, String> {
         let read = |rules: &[String]| rules.iter().map(|r| Rule::parse(r)).collect::<Result<Vec<_>, _>>();
-        Ok(Policy { name: name.to_string(), allow: read(allow)?, deny: read(deny)?, mask: Mutex::new(None) })
+        let (allow, deny) = (read(allow)?, read(deny)?);
+        Ok(Policy { name: name.to_string(), allow, deny, unattended: false, mask: Mutex::new(None) })
     }
 
     /// Whether a tool with `facts` is allowed.
@@ -51,20 +54,23 @@ impl Policy {
     }
 
     /// Whether a catalog API is allowed.
-    pub(crate) fn allows_api(&self, catalog: &Catalog, api: &Api) -> bool {
-        self.allows(&Facts::of(catalog, api))
+    pub(crate) fn allows_api(&self, catalog: &Catalog, api: &Api, effects: &Effects) -> bool {
+        self.allows(&effects.apply(Facts::of(catalog, api)))
     }
 
     /// Which of `catalog`'s APIs are allowed, by id: computed once per
     /// catalog (a reload or a downstream server's change makes a new one).
-    pub(crate) fn mask(&self, catalog: &Arc<Catalog>) -> Arc<Vec<bool>> {
+    /// (`effects` are the configuration's, which a reload replaces along
+    /// with the policies: a policy's mask is never of older ones.)
+    pub(crate) fn mask(&self, catalog: &Arc<Catalog>, effects: &Effects) -> Arc<Vec<bool>> {
         let mut cached = self.mask.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((of, mask)) = cached.as_ref()
             && of.upgrade().is_some_and(|c| Arc::ptr_eq(&c, catalog))
         {
             return mask.clone();
         }
-        let mask: Arc<Vec<bool>> = Arc::new(catalog.apis().iter().map(|api| self.allows_api(catalog, api)).collect());
+        let mask: Arc<Vec<bool>> =
+            Arc::new(catalog.apis().iter().map(|api| self.allows_api(catalog, api, effects)).collect());
         *cached = Some((Arc::downgrade(catalog), mask.clone()));
         mask
     }
@@ -82,7 +88,7 @@ impl Policies {
     pub(crate) fn of(config: &AccessConfig) -> Result<Policies, String> {
         let mut by_client = HashMap::new();
         for p in &config.policies {
-            let policy = Arc::new(Policy::new(&p.name, &p.allow, &p.deny)?);
+            let policy = Arc::new(Policy { unattended: p.unattended, ..Policy::new(&p.name, &p.allow, &p.deny)? });
             for hash in &p.key_hashes {
                 by_client.insert(Policies::client_id(hash), policy.clone());
             }
@@ -120,7 +126,7 @@ mod tests {
     fn allow_then_deny_decide_over_the_embedded_catalog() {
         let catalog = Arc::new(Catalog::load(&crate::catalog::Sources::default()).unwrap());
         let weather = policy(&["category:weather"], &[]);
-        let mask = weather.mask(&catalog);
+        let mask = weather.mask(&catalog, &Effects::default());
         assert_eq!(mask.len(), catalog.apis().len());
         let allowed: Vec<&str> =
             catalog.apis().iter().filter(|a| mask[a.id.0 as usize]).map(|a| a.function_name.as_str()).collect();
@@ -129,12 +135,12 @@ mod tests {
             let category = &catalog.tool(api.tool).category;
             assert_eq!(mask[api.id.0 as usize], category.eq_ignore_ascii_case("weather"), "{}", api.function_name);
         }
-        assert!(Arc::ptr_eq(&mask, &weather.mask(&catalog)), "computed once per catalog");
+        assert!(Arc::ptr_eq(&mask, &weather.mask(&catalog, &Effects::default())), "computed once per catalog");
 
         let no_writes = policy(&[], &["destructive"]);
         for api in catalog.apis() {
             assert_eq!(
-                no_writes.allows_api(&catalog, api),
+                no_writes.allows_api(&catalog, api, &Effects::default()),
                 api.effect() != Effect::Destructive,
                 "{}",
                 api.function_name
@@ -143,6 +149,6 @@ mod tests {
         let client_only = policy(&["source:client"], &["name:*delete*"]);
         assert!(client_only.allows(&Facts::client("get_weather")));
         assert!(!client_only.allows(&Facts::client("delete_repo")));
-        assert!(catalog.apis().iter().all(|a| !client_only.allows_api(&catalog, a)));
+        assert!(catalog.apis().iter().all(|a| !client_only.allows_api(&catalog, a, &Effects::default())));
     }
 }

@@ -120,6 +120,38 @@ impl<'a> Facts<'a> {
     }
 }
 
+/// What the configuration says calls do, over what the catalog says
+/// (`access.read_only`, `access.destructive`; the latter wins).
+#[derive(Debug, Default)]
+pub(crate) struct Effects {
+    read_only: Vec<Rule>,
+    destructive: Vec<Rule>,
+}
+
+impl Effects {
+    pub(crate) fn of(read_only: &[String], destructive: &[String]) -> Result<Effects, String> {
+        let read = |rules: &[String]| rules.iter().map(|r| Rule::parse(r)).collect::<Result<Vec<_>, _>>();
+        Ok(Effects { read_only: read(read_only)?, destructive: read(destructive)? })
+    }
+
+    /// `facts` with their effect as the configuration has it.
+    pub(crate) fn apply<'a>(&self, mut facts: Facts<'a>) -> Facts<'a> {
+        // Matched on what the catalog knows but the effect itself.
+        let plain = Facts { effect: None, ..facts.clone() };
+        if self.destructive.iter().any(|r| r.matches(&plain)) {
+            facts.effect = Some(Effect::Destructive);
+        } else if self.read_only.iter().any(|r| r.matches(&plain)) {
+            facts.effect = Some(Effect::ReadOnly);
+        }
+        facts
+    }
+
+    /// What calling `api` does.
+    pub(crate) fn effect(&self, catalog: &Catalog, api: &Api) -> Effect {
+        self.apply(Facts::of(catalog, api)).effect.unwrap_or(Effect::Destructive)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

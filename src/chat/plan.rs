@@ -46,13 +46,15 @@ pub(crate) async fn offer(
     let tools = names
         .iter()
         .filter_map(|n| catalog.find(n).ok())
-        .map(|api| Arc::new(catalog_tool(marked(catalog.function_definition(api), api.effect()), api, options)))
+        .map(|api| {
+            Arc::new(catalog_tool(marked(catalog.function_definition(api), engine.effect(&catalog, api)), api, options))
+        })
         .collect();
     let steps: Vec<Value> = run
         .steps
         .iter()
         .map(|s| {
-            let effect = catalog.find(&s.function).map(|api| api.effect()).ok();
+            let effect = catalog.find(&s.function).map(|api| engine.effect(&catalog, api)).ok();
             json!({"name": s.function, "reason": s.reason, "arguments": s.arguments, "missing": s.missing,
                 "effect": effect})
         })

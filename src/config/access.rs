@@ -5,6 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
+/// `access.consent_timeout_s`.
+pub const DEFAULT_CONSENT_TIMEOUT_S: u64 = 300;
+
 /// `[access]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -20,7 +23,27 @@ pub struct AccessConfig {
     /// Rules naming MCP tools whose changed definition is accepted (and
     /// remembered as the one seen).
     pub accept_changes: Vec<String>,
+    /// Whether execute mode asks before a destructive call.
+    pub consent: ConsentMode,
+    /// A pending call not confirmed within this many seconds is refused.
+    pub consent_timeout_s: u64,
+    /// Rules naming APIs that only read, whatever their HTTP method or annotations.
+    pub read_only: Vec<String>,
+    /// Rules naming APIs that are destructive, whatever their method or annotations.
+    pub destructive: Vec<String>,
     pub policies: Vec<PolicyConfig>,
+}
+
+/// `access.consent`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConsentMode {
+    /// Execute mode stops before a destructive call and asks, unless the
+    /// caller's policy is `unattended`.
+    #[default]
+    Destructive,
+    /// Never asks.
+    Off,
 }
 
 impl Default for AccessConfig {
@@ -30,6 +53,10 @@ impl Default for AccessConfig {
             audit_content: false,
             allow_flagged: Vec::new(),
             accept_changes: Vec::new(),
+            consent: ConsentMode::Destructive,
+            consent_timeout_s: DEFAULT_CONSENT_TIMEOUT_S,
+            read_only: Vec::new(),
+            destructive: Vec::new(),
             policies: Vec::new(),
         }
     }
@@ -49,15 +76,25 @@ pub struct PolicyConfig {
     pub allow: Vec<String>,
     /// Rules no tool may match (they win over `allow`).
     pub deny: Vec<String>,
+    /// Execute mode makes the destructive calls of these keys without
+    /// asking (`access.consent`).
+    pub unattended: bool,
 }
 
 impl AccessConfig {
     /// Every policy named once, its rules readable, its keys accepted
     /// keys, no key under two policies, as (key, problem).
     pub(super) fn validate(&self, accepted: &[String]) -> Result<(), (String, String)> {
-        for (key, rules) in
-            [("access.allow_flagged", &self.allow_flagged), ("access.accept_changes", &self.accept_changes)]
-        {
+        if self.consent_timeout_s == 0 {
+            return Err(("access.consent_timeout_s".into(), "must be at least 1".into()));
+        }
+        let lists = [
+            ("access.allow_flagged", &self.allow_flagged),
+            ("access.accept_changes", &self.accept_changes),
+            ("access.read_only", &self.read_only),
+            ("access.destructive", &self.destructive),
+        ];
+        for (key, rules) in lists {
             for rule in rules {
                 crate::rule::Rule::parse(rule).map_err(|problem| (key.to_string(), problem))?;
             }

@@ -303,6 +303,18 @@ fn policies_are_checked_rule_by_rule_and_key_by_key() {
         let err = r.unwrap_err().to_string();
         assert!(err.contains(&format!("`{key}`")) && err.contains(says), "{text}: {err}");
     }
+    for (text, key, says) in [
+        ("[access]\nconsent_timeout_s = 0\n", "access.consent_timeout_s", "at least 1"),
+        ("[access]\nread_only = [\"kind:x\"]\n", "access.read_only", "unknown rule kind `kind`"),
+        ("[access]\ndestructive = [\"name:\"]\n", "access.destructive", "empty"),
+        ("[access]\nallow_flagged = [\"sometimes\"]\n", "access.allow_flagged", "unknown rule"),
+    ] {
+        let (_, r) = load_text(text, &[]);
+        let err = r.unwrap_err().to_string();
+        assert!(err.contains(&format!("`{key}`")) && err.contains(says), "{text}: {err}");
+    }
+    let (_, r) = load_text("[access]\nconsent = \"sometimes\"\n", &[]);
+    assert!(r.unwrap_err().to_string().contains("sometimes"), "an unknown consent mode is refused");
     let (_, r) = load_text(&format!("{keys}[[access.policies]]\nname = \"p\"\nallowed = []\n"), &[]);
     assert!(r.unwrap_err().to_string().contains("allowed"), "an unknown field is refused");
 }

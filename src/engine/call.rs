@@ -102,7 +102,10 @@ impl Engine {
             Err(mut unknown) => {
                 // Never suggest what the caller may not use.
                 if let Some(policy) = &policy {
-                    unknown.close.retain(|c| catalog.find(c).is_ok_and(|api| policy.allows_api(&catalog, api)));
+                    let effects = self.effects_now();
+                    unknown
+                        .close
+                        .retain(|c| catalog.find(c).is_ok_and(|api| policy.allows_api(&catalog, api, &effects)));
                 }
                 return Called::Unknown(unknown);
             }
@@ -111,7 +114,7 @@ impl Engine {
             let why = format!("held until the operator allows it: {}", held.reasons.join("; "));
             return Called::NotAllowed(NotAllowed { function: api.function_name.clone(), why });
         }
-        if let Some(policy) = policy.filter(|p| !p.allows_api(&catalog, api)) {
+        if let Some(policy) = policy.filter(|p| !p.allows_api(&catalog, api, &self.effects_now())) {
             let why = format!("policy `{}` of this key", policy.name);
             return Called::NotAllowed(NotAllowed { function: api.function_name.clone(), why });
         }

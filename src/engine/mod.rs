@@ -17,13 +17,14 @@ use crate::args::Options;
 use crate::catalog::{Catalog, UnknownApi};
 use crate::compress::FieldChoices;
 use crate::config::Config;
+use crate::consent::Consents;
 use crate::downstream::{Downstream, Health};
 use crate::graph::store::{self, GraphStore};
 use crate::graph::{Neighbourhood, NodeKey, Params, ToolGraph};
 use crate::planner::{
     Caller, Decider, DeterministicDecider, DryRun, LongTermMemory, MemoryWriter, PlanRun, Planner, Settings,
 };
-use crate::policy::{Policies, Policy};
+use crate::policy::{Effects, Policies, Policy};
 use crate::quarantine::{Exceptions, HeldTool, Quarantine};
 use crate::retrieval::{Embedder, Filters, Progress, Retriever, Signal};
 use crate::upstream::Upstream;
@@ -149,6 +150,12 @@ pub struct Engine {
     quarantine: RwLock<Arc<Quarantine>>,
     /// `access.allow_flagged` and `access.accept_changes`, swapped by a reload.
     exceptions: arc_swap::ArcSwap<Exceptions>,
+    /// `access.read_only` and `access.destructive`, swapped by a reload.
+    effects: arc_swap::ArcSwap<Effects>,
+    /// Execute mode's calls waiting for the user's consent ([`crate::consent`]).
+    pub(crate) consents: Consents,
+    /// `access.consent`, swapped by a reload.
+    consent: arc_swap::ArcSwap<crate::config::ConsentMode>,
 }
 
 /// What [`Engine::open_reporting`] does when the catalog has no stored
@@ -319,6 +326,11 @@ impl Engine {
             building_index: Default::default(),
             policies: arc_swap::ArcSwap::from_pointee(Policies::of(&config.access).map_err(anyhow::Error::msg)?),
             quarantine: RwLock::default(),
+            effects: arc_swap::ArcSwap::from_pointee(
+                Effects::of(&config.access.read_only, &config.access.destructive).map_err(anyhow::Error::msg)?,
+            ),
+            consents: Consents::new(std::time::Duration::from_secs(config.access.consent_timeout_s)),
+            consent: arc_swap::ArcSwap::from_pointee(config.access.consent),
             exceptions: arc_swap::ArcSwap::from_pointee(
                 Exceptions::of(&config.access.allow_flagged, &config.access.accept_changes)
                     .map_err(anyhow::Error::msg)?,
@@ -424,7 +436,7 @@ impl Engine {
                     dense: h.dense,
                     remembered: remembered.contains(&h.api),
                     follows: follows.iter().find(|(api, _)| *api == h.api).map_or(0.0, |(_, w)| *w),
-                    effect: api.effect(),
+                    effect: self.effect(&catalog, api),
                 }
             })
             .collect();
@@ -500,17 +512,44 @@ impl Engine {
         let catalog = self.catalog();
         let Ok(api) = catalog.find(function) else { return false };
         self.quarantine().held(&api.function_name).is_none()
-            && self.policy(client).is_none_or(|p| p.allows_api(&catalog, api))
+            && self.policy(client).is_none_or(|p| p.allows_api(&catalog, api, &self.effects.load()))
     }
 
     /// Which of `catalog`'s APIs `client` may be shown, by id: its policy's
     /// and the quarantine's masks together (`None`: every API).
     pub(crate) fn allowed_mask(&self, client: Option<&str>, catalog: &Arc<Catalog>) -> Option<Arc<Vec<bool>>> {
-        let policy = self.policy(client).map(|p| p.mask(catalog));
+        let policy = self.policy(client).map(|p| p.mask(catalog, &self.effects.load()));
         match (policy, self.quarantine().mask(catalog)) {
             (Some(p), Some(q)) => Some(Arc::new(p.iter().zip(q.iter()).map(|(a, b)| *a && *b).collect())),
             (p, q) => p.or(q),
         }
+    }
+
+    /// What calling `api` does: the configuration's `access.read_only` /
+    /// `access.destructive`, else the catalog's [`Api::effect`].
+    pub(crate) fn effect(&self, catalog: &Catalog, api: &crate::catalog::Api) -> crate::catalog::Effect {
+        self.effects.load().effect(catalog, api)
+    }
+
+    /// `access.read_only` and `access.destructive` as they are now.
+    pub(crate) fn effects_now(&self) -> Arc<Effects> {
+        self.effects.load_full()
+    }
+
+    /// Whether a run of `client` must ask before calling `api`.
+    pub(crate) fn needs_consent(&self, client: Option<&str>, catalog: &Catalog, api: &crate::catalog::Api) -> bool {
+        **self.consent.load() == crate::config::ConsentMode::Destructive
+            && self.effect(catalog, api) == crate::catalog::Effect::Destructive
+            && !self.policy(client).is_some_and(|p| p.unattended)
+    }
+
+    /// Puts `access`'s effects and consent in force (a reload).
+    pub(crate) fn set_effects(&self, access: &crate::config::AccessConfig) {
+        match Effects::of(&access.read_only, &access.destructive) {
+            Ok(effects) => self.effects.store(Arc::new(effects)),
+            Err(e) => tracing::error!("access.read_only / destructive were not reloaded: {e}"),
+        }
+        self.consent.store(Arc::new(access.consent));
     }
 
     /// The tools held now.

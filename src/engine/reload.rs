@@ -39,6 +39,7 @@ impl Engine {
                 downstream::Reconfigured::default()
             }
         };
+        self.set_effects(&config.access);
         match Policies::of(&config.access) {
             Ok(policies) => self.set_policies(policies),
             Err(e) => tracing::error!("the policies were not reloaded, the ones in use stay: {e}"),

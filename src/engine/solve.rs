@@ -26,6 +26,7 @@ use serde_json::{Map, Value};
 
 use super::llm_decider::{self, LlmDecider};
 use crate::catalog::Api;
+use crate::consent::{Consent, Verdict};
 use crate::engine::{CallRequest, Called, Engine};
 use crate::graph::{RunCall, RunRecord};
 use crate::llm::wire::{Completion, CompletionRequest, Message, RequestBody};
@@ -70,6 +71,9 @@ pub(crate) enum Status {
     Answered,
     /// The answer asks the user for values nothing else supplies.
     NeedsInput,
+    /// The run stopped before a destructive call: the answer lists the
+    /// calls waiting for the user's consent (`pending_consent`).
+    NeedsConsent,
     /// No API call succeeded: the answer is the model's account of what
     /// could not be done (or its reply without any API), not a result.
     Infeasible,
@@ -98,6 +102,9 @@ pub(crate) struct Subtask {
     pub(crate) calls: Vec<RunCall>,
     /// The run's sequence number in the graph's log.
     pub(crate) recorded: Option<u64>,
+    /// Destructive calls the run stopped at, waiting for the user's consent.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) pending: Vec<Consent>,
     pub(crate) error: Option<String>,
 }
 
@@ -107,6 +114,8 @@ pub(crate) struct Solution {
     pub(crate) status: Status,
     pub(crate) answer: String,
     pub(crate) needs: Vec<Need>,
+    /// Destructive calls waiting for the user's consent (`POST /v1/consents/{id}`).
+    pub(crate) pending_consent: Vec<Consent>,
     pub(crate) subtasks: Vec<Subtask>,
     pub(crate) usage: Usage,
     pub(crate) model_requests: usize,
@@ -157,7 +166,10 @@ pub(crate) async fn solve(
     // Answered only when some API call succeeded and stood on a run's path.
     let called = subtasks.iter().any(|s| s.run.as_ref().is_some_and(|r| !r.steps.is_empty()));
     let done = if called { Status::Answered } else { Status::Infeasible };
-    let (status, answer) = if !needs.is_empty() {
+    let pending_consent: Vec<Consent> = subtasks.iter().flat_map(|s| s.pending.iter().cloned()).collect();
+    let (status, answer) = if !pending_consent.is_empty() {
+        (Status::NeedsConsent, consent_question(&pending_consent))
+    } else if !needs.is_empty() {
         (Status::NeedsInput, question(&needs))
     } else if let [only] = subtasks.as_slice()
         && let Some(answer) = only.answer.clone().filter(|a| !a.trim().is_empty())
@@ -173,6 +185,7 @@ pub(crate) async fn solve(
         status,
         answer,
         needs,
+        pending_consent,
         subtasks,
         usage,
         model_requests,
@@ -182,7 +195,17 @@ pub(crate) async fn solve(
 
 impl Subtask {
     fn new(task: String, after: Vec<usize>) -> Subtask {
-        Subtask { task, after, wave: 0, run: None, answer: None, calls: Vec::new(), recorded: None, error: None }
+        Subtask {
+            task,
+            after,
+            wave: 0,
+            run: None,
+            answer: None,
+            calls: Vec::new(),
+            recorded: None,
+            pending: Vec::new(),
+            error: None,
+        }
     }
 
     fn done(&self) -> bool {
@@ -224,14 +247,21 @@ async fn run_subtask(
         opening.push(Message::new("user", part));
     }
     let decider = LlmDecider::new(llm.clone(), engine.catalog(), request.model.clone(), opening, deadline);
-    let caller =
-        Calls { engine, client: request.client.as_deref(), request: &sub.task, deadline, made: Mutex::default() };
+    let caller = Calls {
+        engine,
+        client: request.client.as_deref(),
+        request: &sub.task,
+        deadline,
+        made: Mutex::default(),
+        pending: Mutex::default(),
+    };
     let mut settings = Settings::from(&engine.config);
     settings.budget.deadline = deadline.saturating_duration_since(Instant::now());
     settings.repair_attempts = request.repair_attempts;
     let result = engine.run(&sub.task, settings, outputs, (&decider, &caller), request.client.as_deref()).await;
     let report = decider.into_report();
     sub.calls = caller.made.into_inner().unwrap_or_else(|e| e.into_inner());
+    sub.pending = caller.pending.into_inner().unwrap_or_else(|e| e.into_inner());
     sub.answer = report.answer.clone();
     match result {
         Ok(run) => {
@@ -271,12 +301,41 @@ struct Calls<'a> {
     /// The run's deadline: a call still going then is given up.
     deadline: Instant,
     made: Mutex<Vec<RunCall>>,
+    /// The destructive calls it stopped at (then it calls nothing more).
+    pending: Mutex<Vec<Consent>>,
+}
+
+impl Calls<'_> {
+    /// Whether this call may be made now: `Err` with the step's outcome
+    /// when it waits for the user's consent (or was refused), or when the
+    /// run already waits for one.
+    fn consented(&self, api: &Api, arguments: &Value) -> Result<(), String> {
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        if !pending.is_empty() {
+            return Err("not called: the run waits for the user's consent to an earlier call".into());
+        }
+        if !self.engine.needs_consent(self.client, &self.engine.catalog(), api) {
+            return Ok(());
+        }
+        match self.engine.consents.verdict(self.client, &api.function_name, arguments) {
+            Verdict::Go => Ok(()),
+            Verdict::Refused => Err("not called: the user refused this destructive call".into()),
+            Verdict::Ask(consent) => {
+                let why = format!("not called: a destructive call waits for the user's consent ({})", consent.id);
+                pending.push(consent);
+                Err(why)
+            }
+        }
+    }
 }
 
 impl Caller for Calls<'_> {
     async fn call(&self, api: &Api, arguments: &Map<String, Value>) -> StepOutcome {
         let started = Instant::now();
         let arguments = Value::Object(arguments.clone());
+        if let Err(status) = self.consented(api, &arguments) {
+            return StepOutcome { ok: false, status, response: None, elapsed_ms: crate::units::ms(started.elapsed()) };
+        }
         let left = self.deadline.saturating_duration_since(Instant::now());
         let request = CallRequest {
             function: &api.function_name,
@@ -389,6 +448,18 @@ fn needs(engine: &Engine, subtasks: &[Subtask]) -> Vec<Need> {
 }
 
 /// The question that asks the user for `needs`.
+/// The answer of a run that stopped before destructive calls.
+fn consent_question(pending: &[Consent]) -> String {
+    let items: Vec<String> = pending
+        .iter()
+        .map(|c| format!("- `{}` with {} (consent id `{}`)", c.function, clip(&c.arguments.to_string(), 500), c.id))
+        .collect();
+    format!(
+        "Before going on I need your consent: this may change or delete data.\n{}\nConfirm (or refuse) each, then send the request again.",
+        items.join("\n")
+    )
+}
+
 fn question(needs: &[Need]) -> String {
     let items: Vec<String> = needs
         .iter()

@@ -23,7 +23,8 @@ const SNOW: &str = "schneetage_for_ecoweather";
 
 fn config(allow: &str) -> String {
     format!(
-        "[server]\napi_key_hashes = [\"{}\", \"{}\"]\n\n[[access.policies]]\nname = \"weather-desk\"\n\
+        "[server]\napi_key_hashes = [\"{}\", \"{}\"]\n\n[access]\nconsent_timeout_s = 2\n\
+         destructive = [\"name:{SNOW}\"]\n\n[[access.policies]]\nname = \"weather-desk\"\n\
          key_hashes = [\"{}\"]\nallow = [{allow}]\ndeny = [\"name:*delete*\"]\n",
         hash_key(LIMITED),
         hash_key(FREE),
@@ -76,6 +77,7 @@ fn a_limited_key_sees_and_calls_only_its_tools_on_every_face() {
     run(&openai, &["openai", &url, LIMITED, FREE, &model_url]);
     run(&anthropic, &["anthropic", &url, LIMITED, FREE]);
     run(&mcp, &["mcp", &url, LIMITED, FREE]);
+    run(&openai, &["consent", &url, LIMITED, FREE]);
 
     // A non-weather API the free key finds (the one the checks refused).
     let body = json!({"query": "exchange rate of the euro, currency conversion", "k": 10}).to_string();

@@ -6,6 +6,10 @@ every face; a key no policy names sees everything.
     python policy_check.py openai URL LIMITED_KEY FREE_KEY MODEL_URL   # openai SDK, HTTP endpoints
     python policy_check.py anthropic URL LIMITED_KEY FREE_KEY          # anthropic SDK
     python policy_check.py mcp URL LIMITED_KEY FREE_KEY                # mcp SDK over streamable HTTP
+    python policy_check.py consent URL LIMITED_KEY FREE_KEY            # execute mode's consent, openai SDK
+
+The server's config makes the snow-days API destructive (`access.destructive`)
+with a consent timeout of 2 s.
 
 Exits non-zero with a message on the first failed check.
 """
@@ -104,7 +108,7 @@ def openai_face(url, limited, free, model_url):
     steps = plan.model_dump()["toolrouter"]["plan"]
     for step in steps:
         method = detail(url, free, step["name"])["method"]
-        effect = "read_only" if method in ("GET", "HEAD", "OPTIONS") else "destructive"
+        effect = "read_only" if method in ("GET", "HEAD", "OPTIONS") and step["name"] != SNOW else "destructive"
         check(step["effect"] == effect, f"plan mode says what a call does: {step['name']} {method} {step['effect']}")
     offered = httpx.get(f"{model_url}/seen", timeout=10).json()[-1]["tools"]
     check(offered, "plan mode offers catalog tools")
@@ -171,12 +175,76 @@ async def mcp_face(url, limited, free):
     print("mcp ok")
 
 
+def consent_face(url, limited, free):
+    import time
+
+    import openai
+
+    client = openai.OpenAI(base_url=f"{url}/v1", api_key=free, max_retries=0, timeout=60)
+    headers = {"Authorization": f"Bearer {free}"}
+
+    def execute(text):
+        r = client.chat.completions.with_raw_response.create(
+            model="scripted", messages=[{"role": "user", "content": text}],
+            extra_body={"toolrouter": {"mode": "execute", "decompose": False}})
+        body = r.parse()
+        return body.choices[0].message.content, body.model_dump()["toolrouter"]
+
+    def consent(cid, key=free, allow=None):
+        auth = {"Authorization": f"Bearer {key}"}
+        if allow is None:
+            return httpx.get(f"{url}/v1/consents/{cid}", headers=auth, timeout=30)
+        return httpx.post(f"{url}/v1/consents/{cid}", json={"allow": allow}, headers=auth, timeout=30)
+
+    ask = "How many ecoweather Schneetage snow days at lat 789.012 lon 123.456 since 2022-09-01?"
+    content, report = execute(ask)
+    check(report["status"] == "needs_consent", f"a destructive call stops the run: {report['status']} {content}")
+    pending = report["trace"]["pending_consent"]
+    check(len(pending) == 1 and pending[0]["function"] == SNOW and pending[0]["state"] == "pending", f"{pending}")
+    cid = pending[0]["id"]
+    check(cid in content and "consent" in content, f"the answer asks: {content}")
+    check(consent(cid).json()["state"] == "pending", "GET shows it pending")
+    check(consent(cid, key=limited).status_code == 404, "another key never sees it")
+    check(consent(cid, allow=True).json()["state"] == "allowed", "confirmed")
+    again = consent(cid, allow=False)
+    check(again.status_code == 409 and again.json()["error"]["code"] == "consent_decided", f"decided once: {again.text}")
+    content, report = execute(ask)
+    check(report["status"] == "answered" and "days with snow" in content, f"run on consent: {report['status']} {content}")
+    check(consent(cid).json()["state"] == "used", "a consent is used once")
+
+    # The same call again (the scripted model calls it with the same
+    # arguments): asked anew, refused, not made; the refusal holds.
+    _, report = execute(ask)
+    rid = report["trace"]["pending_consent"][0]["id"]
+    check(rid != cid, "a used consent is not used again")
+    check(consent(rid, allow=False).json()["state"] == "refused", "refused")
+    content, report = execute(ask)
+    check(report["status"] != "answered" and "days with snow" not in content, f"not made when refused: {report['status']} {content}")
+    check(not report["trace"]["pending_consent"], "a refused call is not asked again at once")
+
+    # Once the refusal has lapsed (its timeout, twice), asked anew; not
+    # answered in time, refused.
+    time.sleep(4.5)
+    _, report = execute(ask)
+    lid = report["trace"]["pending_consent"][0]["id"]
+    time.sleep(2.5)
+    check(consent(lid).json()["state"] == "refused", "refused after the timeout")
+    check(consent(lid, allow=True).status_code == 409, "too late to confirm")
+    content, report = execute(ask)
+    check(report["status"] != "answered" and "days with snow" not in content, f"not made after the timeout: {content}")
+    bad = httpx.post(f"{url}/v1/consents/{lid}", json={"allow": "yes"}, headers=headers, timeout=30)
+    check(bad.status_code == 400, f"a bad body is a 400: {bad.text}")
+    print("consent ok")
+
+
 def main():
     face, url = sys.argv[1], sys.argv[2]
     if face == "openai":
         openai_face(url, sys.argv[3], sys.argv[4], sys.argv[5])
     elif face == "anthropic":
         anthropic_face(url, sys.argv[3], sys.argv[4])
+    elif face == "consent":
+        consent_face(url, sys.argv[3], sys.argv[4])
     elif face == "mcp":
         asyncio.run(mcp_face(url, sys.argv[3], sys.argv[4]))
     else:

@@ -8,6 +8,7 @@
 //! ([`crate::server::error`]).
 
 pub(crate) mod chat;
+mod consents;
 pub(crate) mod graph;
 pub(crate) mod models;
 pub(crate) mod responses;
@@ -39,6 +40,7 @@ pub(crate) fn routes(app: &App) -> axum::Router<Arc<App>> {
         .route("/v1/tools/call", post(tools_call::tools_call))
         .route("/v1/tools/search", post(tools_search::tools_search))
         .route("/v1/traces/{id}", get(traces::trace))
+        .route("/v1/consents/{id}", get(consents::consent).post(consents::decide))
         .route("/v1/graph", get(graph::graph_summary))
         .route("/v1/graph/apis/{function}", get(graph::graph_api))
 }

@@ -85,7 +85,7 @@ pub(crate) async fn tools_search(
                 "tool": hit.tool,
                 "category": hit.category,
                 "definition": catalog.function_definition(api),
-                "effect": api.effect(),
+                "effect": engine.effect(&catalog, api),
                 "why": {"lexical": hit.lexical, "dense": hit.dense, "remembered": hit.remembered, "follows": hit.follows},
             }))
         })
