@@ -174,6 +174,27 @@ impl Engine {
         }
     }
 
+    /// Writes to the audit log a call a face refused before it reached
+    /// [`Engine::call`] (its user said no).
+    pub(crate) async fn record_refusal(&self, request: &CallRequest<'_>, reason: &str) {
+        let entry = AuditEntry {
+            at_unix_ms: crate::metrics::unix_ms(),
+            client: request.client.map(str::to_string),
+            via: request.via.to_string(),
+            tool: request.function.to_string(),
+            decision: Decision::Refused,
+            reason: Some(reason.to_string()),
+            outcome: None,
+            status: None,
+            duration_ms: 0.0,
+            arguments: self.config.access.audit_content.then(|| request.arguments.clone()),
+            answer: None,
+        };
+        if let Some(audit) = &self.audit {
+            audit.record(entry).await;
+        }
+    }
+
     /// Checks that `arguments` is an object of acceptable size.
     fn check_arguments(arguments: &Value) -> Result<&Map<String, Value>, String> {
         let size = arguments.to_string().len();

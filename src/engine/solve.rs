@@ -333,9 +333,6 @@ impl Caller for Calls<'_> {
     async fn call(&self, api: &Api, arguments: &Map<String, Value>) -> StepOutcome {
         let started = Instant::now();
         let arguments = Value::Object(arguments.clone());
-        if let Err(status) = self.consented(api, &arguments) {
-            return StepOutcome { ok: false, status, response: None, elapsed_ms: crate::units::ms(started.elapsed()) };
-        }
         let left = self.deadline.saturating_duration_since(Instant::now());
         let request = CallRequest {
             function: &api.function_name,
@@ -345,6 +342,10 @@ impl Caller for Calls<'_> {
             purpose: self.request,
             standalone: false,
         };
+        if let Err(status) = self.consented(api, &arguments) {
+            self.engine.record_refusal(&request, &status).await;
+            return StepOutcome { ok: false, status, response: None, elapsed_ms: crate::units::ms(started.elapsed()) };
+        }
         let call = self.engine.call(request);
         // Cut off by the run's own deadline: nothing learned of the API.
         let Ok(called) = tokio::time::timeout(left, call).await else {

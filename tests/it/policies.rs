@@ -78,6 +78,7 @@ fn a_limited_key_sees_and_calls_only_its_tools_on_every_face() {
     run(&anthropic, &["anthropic", &url, LIMITED, FREE]);
     run(&mcp, &["mcp", &url, LIMITED, FREE]);
     run(&openai, &["consent", &url, LIMITED, FREE]);
+    run(&mcp, &["mcp-consent", &url, LIMITED, FREE]);
 
     // A non-weather API the free key finds (the one the checks refused).
     let body = json!({"query": "exchange rate of the euro, currency conversion", "k": 10}).to_string();
@@ -135,7 +136,21 @@ fn a_limited_key_sees_and_calls_only_its_tools_on_every_face() {
     assert_eq!(calls.iter().filter(by_policy).count(), 3, "{calls:#?}");
     assert!(calls.iter().any(|e| e["tool"] == SNOW && e["reason"] == "invalid arguments"), "{calls:#?}");
     assert!(calls.iter().any(|e| e["tool"] == SNOW && e["decision"] == "allowed" && e["outcome"] == "ok"));
-    let mcp = of("mcp");
+    let mcp: Vec<_> = of("mcp").into_iter().filter(|e| e["client"] == limited.as_str()).collect();
     assert_eq!(mcp.len(), 2, "call_api refused, then a weather API called: {mcp:#?}");
     assert!(mcp[0]["decision"] == "refused" && mcp[1]["tool"] == SNOW && mcp[1]["status"] == 200, "{mcp:#?}");
+    // The free key's MCP calls of the snow API (destructive here): three the user
+    // did not allow, then one allowed and one by a client that cannot be asked.
+    let asked: Vec<_> = of("mcp").into_iter().filter(|e| e["client"] != limited.as_str()).collect();
+    let by_user = |e: &&&Value| e["reason"].as_str().is_some_and(|r| r.contains("the user"));
+    assert_eq!((asked.len(), asked.iter().filter(by_user).count()), (5, 3), "{asked:#?}");
+    assert!(asked[3..].iter().all(|e| e["decision"] == "allowed" && e["outcome"] == "ok"), "{asked:#?}");
+    // Execute mode: every stop for consent is a refusal, the one call the user allowed ran.
+    let executed = of("execute");
+    let made: Vec<_> = executed.iter().filter(|e| e["decision"] == "allowed").collect();
+    assert!(made.len() == 1 && made[0]["tool"] == SNOW && made[0]["outcome"] == "ok", "{executed:#?}");
+    let stops = executed
+        .iter()
+        .filter(|e| e["reason"].as_str().is_some_and(|r| r.contains("consent") || r.contains("refused")));
+    assert!(stops.count() >= 4 && executed.len() >= 5, "{executed:#?}");
 }

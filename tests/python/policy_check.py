@@ -7,6 +7,7 @@ every face; a key no policy names sees everything.
     python policy_check.py anthropic URL LIMITED_KEY FREE_KEY          # anthropic SDK
     python policy_check.py mcp URL LIMITED_KEY FREE_KEY                # mcp SDK over streamable HTTP
     python policy_check.py consent URL LIMITED_KEY FREE_KEY            # execute mode's consent, openai SDK
+    python policy_check.py mcp-consent URL LIMITED_KEY FREE_KEY        # consent through MCP elicitation
 
 The server's config makes the snow-days API destructive (`access.destructive`)
 with a consent timeout of 2 s.
@@ -237,12 +238,52 @@ def consent_face(url, limited, free):
     print("consent ok")
 
 
+async def mcp_consent_face(url, free):
+    import httpx2
+    import mcp.types as types
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    asked = []
+
+    def answering(result):
+        async def callback(context, params):
+            asked.append(params.message)
+            return result
+        return callback
+
+    async def call_snow(callback):
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {free}"}, timeout=60)
+        async with streamable_http_client(f"{url}/mcp", http_client=http) as (read, write, *_):
+            kwargs = {"elicitation_callback": callback} if callback else {}
+            async with ClientSession(read, write, **kwargs) as session:
+                await session.initialize()
+                result = await session.call_tool("call_api", {"name": SNOW, "arguments": SNOW_ARGS})
+                return result.is_error, "".join(getattr(c, "text", "") for c in result.content)
+
+    error, text = await call_snow(answering(types.ElicitResult(action="decline")))
+    check(error and "refused the call" in text, f"declined: {text}")
+    check(asked and SNOW in asked[-1] and "change or delete" in asked[-1], f"the user is told what: {asked}")
+    error, text = await call_snow(answering(types.ElicitResult(action="accept", content={"allow": False})))
+    check(error and "did not allow" in text, f"not allowed: {text}")
+    error, text = await call_snow(answering(types.ElicitResult(action="cancel")))
+    check(error and "dismissed" in text, f"dismissed: {text}")
+    error, text = await call_snow(answering(types.ElicitResult(action="accept", content={"allow": True})))
+    check(not error and "days with snow" in text, f"allowed: {text}")
+    before = len(asked)
+    error, text = await call_snow(None)
+    check(not error and "days with snow" in text and len(asked) == before, "a client that cannot be asked decides")
+    print("mcp-consent ok")
+
+
 def main():
     face, url = sys.argv[1], sys.argv[2]
     if face == "openai":
         openai_face(url, sys.argv[3], sys.argv[4], sys.argv[5])
     elif face == "anthropic":
         anthropic_face(url, sys.argv[3], sys.argv[4])
+    elif face == "mcp-consent":
+        asyncio.run(mcp_consent_face(url, sys.argv[4]))
     elif face == "consent":
         consent_face(url, sys.argv[3], sys.argv[4])
     elif face == "mcp":

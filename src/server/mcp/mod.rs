@@ -24,6 +24,7 @@
 //! grows, and any API `search_tools` or `plan` found is called by its
 //! function name (directly, or through `call_api`).
 
+mod consent;
 pub(crate) mod http;
 pub(crate) mod session;
 mod tools;
@@ -36,7 +37,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
     PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
@@ -207,9 +208,20 @@ impl Ready {
     }
 
     /// Calls `name` with `arguments` (from `call_api` or a session tool).
-    async fn call(&self, name: &str, arguments: &Value, client: Option<&str>) -> CallToolResult {
+    /// A destructive call waits for the user's consent, where the client can be asked ([`consent`]).
+    async fn call(
+        &self,
+        name: &str,
+        arguments: &Value,
+        client: Option<&str>,
+        peer: &Peer<RoleServer>,
+    ) -> CallToolResult {
         let purpose = self.session.tasks();
         let call = CallRequest { function: name, arguments, client, via: "mcp", purpose: &purpose, standalone: false };
+        if let Err(why) = consent::ask(&self.engine, peer, name, arguments, client).await {
+            self.engine.record_refusal(&call, &why).await;
+            return text_result(why, None, true);
+        }
         match self.engine.call(call).await {
             Called::Unknown(unknown) => {
                 let hint = if unknown.close.is_empty() { "; find APIs with search_tools" } else { "" };
@@ -346,14 +358,14 @@ impl ServerHandler for McpServer {
                 match name {
                     Ok(name) => {
                         let arguments = args.get("arguments").cloned().unwrap_or_else(|| json!({}));
-                        ready.call(&name, &arguments, client.as_deref()).await
+                        ready.call(&name, &arguments, client.as_deref(), &context.peer).await
                     }
                     Err(e) => bad_arguments(tool, e),
                 }
             }
             name if session.has_tool(name) || (is_stateless(&context) && engine.catalog().find(name).is_ok()) => {
                 let name = name.to_string();
-                ready.call(&name, &Value::Object(args), client.as_deref()).await
+                ready.call(&name, &Value::Object(args), client.as_deref(), &context.peer).await
             }
             name => {
                 let hint = if engine.allows(client.as_deref(), name) {
