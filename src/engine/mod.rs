@@ -24,11 +24,12 @@ use crate::graph::{Neighbourhood, NodeKey, Params, ToolGraph};
 use crate::planner::{
     Caller, Decider, DeterministicDecider, DryRun, LongTermMemory, MemoryWriter, PlanRun, Planner, Settings,
 };
-use crate::policy::{Effects, Policies, Policy};
-use crate::quarantine::{Exceptions, HeldTool, Quarantine};
+use crate::policy::{Effects, Policies};
+use crate::quarantine::{Exceptions, Quarantine};
 use crate::retrieval::{Embedder, Filters, Progress, Retriever, Signal};
 use crate::upstream::Upstream;
 
+mod access;
 mod call;
 mod error;
 mod learning;
@@ -498,80 +499,6 @@ impl Engine {
             .with_outputs(outputs)
             .with_allowed(allowed);
         Ok(planner.run_prepared(task, &prepared, started, decider, caller).await?)
-    }
-
-    /// The policy governing `client` (`None`: it may use every tool).
-    pub(crate) fn policy(&self, client: Option<&str>) -> Option<Arc<Policy>> {
-        let policies = self.policies.load();
-        if policies.is_empty() { None } else { policies.governing(client) }
-    }
-
-    /// Whether `client` may use the catalog API named `function`: not held,
-    /// and allowed by its policy (an unknown name is not allowed).
-    pub(crate) fn allows(&self, client: Option<&str>, function: &str) -> bool {
-        let catalog = self.catalog();
-        let Ok(api) = catalog.find(function) else { return false };
-        self.quarantine().held(&api.function_name).is_none()
-            && self.policy(client).is_none_or(|p| p.allows_api(&catalog, api, &self.effects.load()))
-    }
-
-    /// Which of `catalog`'s APIs `client` may be shown, by id: its policy's
-    /// and the quarantine's masks together (`None`: every API).
-    pub(crate) fn allowed_mask(&self, client: Option<&str>, catalog: &Arc<Catalog>) -> Option<Arc<Vec<bool>>> {
-        let policy = self.policy(client).map(|p| p.mask(catalog, &self.effects.load()));
-        match (policy, self.quarantine().mask(catalog)) {
-            (Some(p), Some(q)) => Some(Arc::new(p.iter().zip(q.iter()).map(|(a, b)| *a && *b).collect())),
-            (p, q) => p.or(q),
-        }
-    }
-
-    /// What calling `api` does: the configuration's `access.read_only` /
-    /// `access.destructive`, else the catalog's [`Api::effect`].
-    pub(crate) fn effect(&self, catalog: &Catalog, api: &crate::catalog::Api) -> crate::catalog::Effect {
-        self.effects.load().effect(catalog, api)
-    }
-
-    /// `access.read_only` and `access.destructive` as they are now.
-    pub(crate) fn effects_now(&self) -> Arc<Effects> {
-        self.effects.load_full()
-    }
-
-    /// Whether a run of `client` must ask before calling `api`.
-    pub(crate) fn needs_consent(&self, client: Option<&str>, catalog: &Catalog, api: &crate::catalog::Api) -> bool {
-        **self.consent.load() == crate::config::ConsentMode::Destructive
-            && self.effect(catalog, api) == crate::catalog::Effect::Destructive
-            && !self.policy(client).is_some_and(|p| p.unattended)
-    }
-
-    /// Puts `access`'s effects and consent in force (a reload).
-    pub(crate) fn set_effects(&self, access: &crate::config::AccessConfig) {
-        match Effects::of(&access.read_only, &access.destructive) {
-            Ok(effects) => self.effects.store(Arc::new(effects)),
-            Err(e) => tracing::error!("access.read_only / destructive were not reloaded: {e}"),
-        }
-        self.consent.store(Arc::new(access.consent));
-    }
-
-    /// The tools held now.
-    pub(crate) fn quarantine(&self) -> Arc<Quarantine> {
-        self.quarantine.read().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    /// Every tool held, with why (for `/readyz`).
-    pub(crate) fn held_tools(&self) -> Vec<HeldTool> {
-        self.quarantine().list()
-    }
-
-    /// Reviews the catalog's MCP and OpenAPI tools ([`Quarantine::review`]):
-    /// at start, after the catalog changes, after a reload.
-    pub(crate) fn review_tools(&self) {
-        let review = Quarantine::review(&self.catalog(), &self.config.state.dir(), &self.exceptions.load());
-        *self.quarantine.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(review);
-    }
-
-    /// Puts `policies` in force (a reload).
-    pub(crate) fn set_policies(&self, policies: Policies) {
-        self.policies.store(Arc::new(policies));
     }
 
     /// The long-term memory as it is now.
