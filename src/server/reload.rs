@@ -7,7 +7,10 @@
 //!   (`server.api_key_hashes`, `admin_key_hashes`, `client_rate`,
 //!   `client_burst`: the app's [`super::gate::Gate`], swapped whole);
 //! * the engine's share ([`crate::engine::Engine::reconfigure`]): the
-//!   policies (`access.policies`), the upstream credentials and the RapidAPI key (their secrets read again,
+//!   policies (`access.policies`), the held tools' exceptions
+//!   (`access.allow_flagged`, `accept_changes`), what calls do and whether
+//!   they need consent (`access.read_only`, `destructive`, `consent`), the
+//!   upstream credentials and the RapidAPI key (their secrets read again,
 //!   even when the config names the same files), the upstream rate limits,
 //!   and the downstream MCP servers (started, stopped, restarted; the
 //!   catalog follows their tools);
@@ -41,8 +44,13 @@ pub(crate) type Source = Arc<dyn Fn() -> Result<Config, String> + Send + Sync>;
 
 /// The keys a reload applies in place in every face; any other changed key
 /// needs a restart.
-const ENGINE_KEYS: [&str; 13] = [
+const ENGINE_KEYS: [&str; 18] = [
     "access.policies",
+    "access.allow_flagged",
+    "access.accept_changes",
+    "access.read_only",
+    "access.destructive",
+    "access.consent",
     "catalog.paths",
     "catalog.include_embedded",
     "catalog.query_files",

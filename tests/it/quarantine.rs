@@ -100,6 +100,7 @@ fn poisoned_and_changed_downstream_tools_are_held() {
     assert_eq!(unsafe { libc::kill(server.0.id() as i32, libc::SIGHUP) }, 0);
     assert!(eventually(Duration::from_secs(20), || log().contains("configuration reloaded")), "{}", log());
     assert!(eventually(Duration::from_secs(10), || call(&url, "fixture__notes", json!({})).0 == 200), "{}", log());
+    assert!(!log().contains("access.accept_changes changed: restart to apply"), "applied in place: {}", log());
     assert!(!readyz().contains("fixture__notes") && readyz().contains("fixture__helper"), "{}", readyz());
 }
 
