@@ -70,6 +70,21 @@ pub(crate) fn retry_after(value: &str) -> Option<Duration> {
     Some(wait.min(MAX_RETRY_AFTER))
 }
 
+/// An error's text with its causes (`client error (Connect): tcp connect
+/// error: Connection refused`), each said once.
+pub(crate) fn cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text = format!("{text}: {s_text}");
+        }
+        source = s.source();
+    }
+    text
+}
+
 /// Why a body could not be read whole.
 #[derive(Debug)]
 pub(crate) enum ReadError<E> {

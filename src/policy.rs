@@ -77,23 +77,48 @@ impl Policy {
 }
 
 /// The policies in force, by the client id each key hash gives
-/// ([`Policies::client_id`]).
+/// ([`Policies::client_id`]) and by name (for OAuth tokens, whose client
+/// ids name theirs: [`Policies::token_client`]).
 #[derive(Debug, Default)]
 pub(crate) struct Policies {
     by_client: HashMap<String, Arc<Policy>>,
+    by_name: HashMap<String, Arc<Policy>>,
 }
+
+/// How the client ids of OAuth tokens' holders begin.
+const TOKEN_CLIENT: &str = "oauth:";
 
 impl Policies {
     /// The policies of `[access]`.
     pub(crate) fn of(config: &AccessConfig) -> Result<Policies, String> {
-        let mut by_client = HashMap::new();
+        let (mut by_client, mut by_name) = (HashMap::new(), HashMap::new());
         for p in &config.policies {
             let policy = Arc::new(Policy { unattended: p.unattended, ..Policy::new(&p.name, &p.allow, &p.deny)? });
             for hash in &p.key_hashes {
                 by_client.insert(Policies::client_id(hash), policy.clone());
             }
+            by_name.insert(p.name.clone(), policy);
         }
-        Ok(Policies { by_client })
+        Ok(Policies { by_client, by_name })
+    }
+
+    /// The name of the policy a token with `scopes` is under: the first in
+    /// `config`'s order one of whose scopes it carries.
+    pub(crate) fn scoped<'a>(config: &'a AccessConfig, scopes: &[String]) -> Option<&'a str> {
+        config.policies.iter().find(|p| p.scopes.iter().any(|s| scopes.contains(s))).map(|p| p.name.as_str())
+    }
+
+    /// The client id of an OAuth token's holder: `oauth:`, 12 hex digits
+    /// of its issuer and subject, and `:POLICY` when its scopes put it
+    /// under one ([`Policies::scoped`]). Never a key's (those are hex alone).
+    pub(crate) fn token_client(issuer: &str, subject: &str, policy: Option<&str>) -> String {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(format!("{issuer}\n{subject}").as_bytes());
+        let hex: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
+        match policy {
+            Some(name) => format!("{TOKEN_CLIENT}{hex}:{name}"),
+            None => format!("{TOKEN_CLIENT}{hex}"),
+        }
     }
 
     /// The client id a key's hash stands for in requests: its first 12
@@ -104,11 +129,16 @@ impl Policies {
 
     /// The policy governing `client` (`None`: every tool is allowed).
     pub(crate) fn governing(&self, client: Option<&str>) -> Option<Arc<Policy>> {
-        self.by_client.get(client?).cloned()
+        let client = client?;
+        if let Some(token) = client.strip_prefix(TOKEN_CLIENT) {
+            let (_, name) = token.split_once(':')?;
+            return self.by_name.get(name).cloned();
+        }
+        self.by_client.get(client).cloned()
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.by_client.is_empty()
+        self.by_name.is_empty()
     }
 }
 
@@ -150,5 +180,40 @@ mod tests {
         assert!(client_only.allows(&Facts::client("get_weather")));
         assert!(!client_only.allows(&Facts::client("delete_repo")));
         assert!(catalog.apis().iter().all(|a| !client_only.allows_api(&catalog, a, &Effects::default())));
+    }
+
+    #[test]
+    fn a_token_is_under_the_first_policy_its_scopes_name() {
+        use crate::config::PolicyConfig;
+        let key = "ab".repeat(32);
+        let scoped = |name: &str, scopes: &[&str], deny: &[&str]| PolicyConfig {
+            name: name.into(),
+            scopes: scopes.iter().map(|s| s.to_string()).collect(),
+            deny: deny.iter().map(|s| s.to_string()).collect(),
+            ..PolicyConfig::default()
+        };
+        let config = AccessConfig {
+            policies: vec![
+                PolicyConfig { key_hashes: vec![key.clone()], ..scoped("keyed", &[], &["name:*"]) },
+                scoped("weather", &["tools:weather"], &["name:delete*"]),
+                scoped("all", &["tools:all", "tools:weather"], &[]),
+            ],
+            ..AccessConfig::default()
+        };
+        let scopes = |s: &[&str]| s.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(Policies::scoped(&config, &scopes(&["openid", "tools:weather", "tools:all"])), Some("weather"));
+        assert_eq!(Policies::scoped(&config, &scopes(&["tools:all"])), Some("all"));
+        assert_eq!(Policies::scoped(&config, &scopes(&["openid"])), None);
+
+        let policies = Policies::of(&config).unwrap();
+        let alice = Policies::token_client("https://as", "alice", Some("weather"));
+        assert!(alice.starts_with("oauth:") && alice.ends_with(":weather"), "{alice}");
+        assert_eq!(policies.governing(Some(&alice)).unwrap().name, "weather");
+        let bare = Policies::token_client("https://as", "alice", None);
+        assert!(policies.governing(Some(&bare)).is_none(), "a token under no policy may use every tool");
+        assert_ne!(Policies::token_client("https://other", "alice", None), bare, "the issuer is part of who it is");
+        assert_eq!(policies.governing(Some(&Policies::client_id(&key))).unwrap().name, "keyed");
+        let forged = format!("oauth:{}:nonexistent", &key[..12]);
+        assert!(policies.governing(Some(&forged)).is_none());
     }
 }

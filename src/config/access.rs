@@ -76,6 +76,10 @@ pub struct PolicyConfig {
     pub allow: Vec<String>,
     /// Rules no tool may match (they win over `allow`).
     pub deny: Vec<String>,
+    /// OAuth scopes (`server.oauth`) that put a token under this policy:
+    /// a token is governed by the first policy, in this file's order, one
+    /// of whose scopes it carries.
+    pub scopes: Vec<String>,
     /// Execute mode makes the destructive calls of these keys without
     /// asking (`access.consent`).
     pub unattended: bool,
@@ -83,8 +87,9 @@ pub struct PolicyConfig {
 
 impl AccessConfig {
     /// Every policy named once, its rules readable, its keys accepted
-    /// keys, no key under two policies, as (key, problem).
-    pub(super) fn validate(&self, accepted: &[String]) -> Result<(), (String, String)> {
+    /// keys, no key under two policies, its scopes only with OAuth on
+    /// (`oauth`) and no scope under two policies, as (key, problem).
+    pub(super) fn validate(&self, accepted: &[String], oauth: bool) -> Result<(), (String, String)> {
         if self.consent_timeout_s == 0 {
             return Err(("access.consent_timeout_s".into(), "must be at least 1".into()));
         }
@@ -134,6 +139,17 @@ impl AccessConfig {
                     ));
                 }
                 seen_keys.push((hash, i));
+            }
+            for scope in &p.scopes {
+                if !oauth {
+                    return Err((key("scopes"), "scopes name OAuth tokens: set server.oauth.issuer first".into()));
+                }
+                if scope.is_empty() || scope.contains(char::is_whitespace) {
+                    return Err((key("scopes"), format!("{scope:?} is not a scope (no spaces)")));
+                }
+                if let Some(j) = self.policies[..i].iter().position(|o| o.scopes.contains(scope)) {
+                    return Err((key("scopes"), format!("{scope:?} already puts tokens under access.policies[{j}]")));
+                }
             }
         }
         Ok(())

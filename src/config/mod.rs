@@ -63,6 +63,7 @@ mod load;
 mod log;
 mod mcp;
 mod mcp_servers;
+mod oauth;
 mod openai;
 mod planner;
 mod retrieval;
@@ -84,6 +85,7 @@ pub use load::*;
 pub use log::*;
 pub use mcp::*;
 pub use mcp_servers::*;
+pub use oauth::*;
 pub use openai::*;
 pub use planner::*;
 pub use retrieval::*;
@@ -172,7 +174,7 @@ impl Config {
             .and_then(|()| {
                 let accepted: Vec<String> =
                     self.server.api_key_hashes.iter().chain(&self.server.admin_key_hashes).cloned().collect();
-                self.access.validate(&accepted)
+                self.access.validate(&accepted, self.server.oauth.enabled())
             })
             .map_err(|(key, message)| fail(&key, message))?;
         // Across sections: an execute run must end before its request times out.

@@ -60,6 +60,8 @@ pub struct ServerConfig {
     pub tls_cert_file: PathBuf,
     /// PEM private key (PKCS#8, PKCS#1 or SEC1) of `tls_cert_file`.
     pub tls_key_file: PathBuf,
+    /// OAuth 2.1 bearer tokens accepted beside the API keys.
+    pub oauth: super::OAuthConfig,
 }
 
 impl Default for ServerConfig {
@@ -79,6 +81,7 @@ impl Default for ServerConfig {
             threads: 0,
             tls_cert_file: PathBuf::new(),
             tls_key_file: PathBuf::new(),
+            oauth: super::OAuthConfig::default(),
         }
     }
 }
@@ -135,6 +138,7 @@ impl ServerConfig {
             };
             return Err((format!("server.{unset}"), format!("is needed with server.{set} (TLS needs both)")));
         }
+        self.oauth.validate()?;
         for (i, host) in self.allowed_hosts.iter().enumerate() {
             let key = format!("server.allowed_hosts[{i}]");
             if host == "*" && self.allowed_hosts.len() > 1 {

@@ -318,3 +318,34 @@ fn policies_are_checked_rule_by_rule_and_key_by_key() {
     let (_, r) = load_text(&format!("{keys}[[access.policies]]\nname = \"p\"\nallowed = []\n"), &[]);
     assert!(r.unwrap_err().to_string().contains("allowed"), "an unknown field is refused");
 }
+
+#[test]
+fn oauth_is_checked_key_by_key_and_scopes_need_it() {
+    let oauth = "[server.oauth]\nissuer = \"https://as.example\"\nresource = \"https://tr.example/mcp\"\n";
+    let (_, r) = load_text(&format!("{oauth}scopes = [\"tools:weather\"]\n"), &[]);
+    let config = r.unwrap().0;
+    assert!(config.server.oauth.enabled() && config.server.oauth.leeway_s == DEFAULT_OAUTH_LEEWAY_S);
+    let scoped = |name: &str, scope: &str| format!("[[access.policies]]\nname = \"{name}\"\nscopes = [\"{scope}\"]\n");
+    let (_, r) = load_text(&format!("{oauth}{}{}", scoped("w", "tools:weather"), scoped("a", "tools:all")), &[]);
+    assert_eq!(r.unwrap().0.access.policies[1].scopes, ["tools:all"]);
+    for (text, key, says) in [
+        ("[server.oauth]\nresource = \"https://tr.example/mcp\"\n".to_string(), "server.oauth.issuer", "is needed"),
+        ("[server.oauth]\nissuer = \"https://as.example\"\n".into(), "server.oauth.resource", "not an http(s) URL"),
+        (oauth.replace("https://as.example", "as.example"), "server.oauth.issuer", "not an http(s) URL"),
+        (format!("{oauth}jwks_uri = \"file:///etc/keys\"\n"), "server.oauth.jwks_uri", "not an http(s) URL"),
+        (format!("{oauth}scopes = [\"a b\"]\n"), "server.oauth.scopes", "not a scope"),
+        (format!("{oauth}leeway_s = 3600\n"), "server.oauth.leeway_s", "at most"),
+        (format!("{oauth}jwks_timeout_ms = 0\n"), "server.oauth.jwks_timeout_ms", "at least 1"),
+        (scoped("w", "tools:weather"), "access.policies[0].scopes", "set server.oauth.issuer first"),
+        (format!("{oauth}{}", scoped("w", "two words")), "access.policies[0].scopes", "not a scope"),
+        (
+            format!("{oauth}{}{}", scoped("w", "tools:x"), scoped("a", "tools:x")),
+            "access.policies[1].scopes",
+            "already puts tokens under access.policies[0]",
+        ),
+    ] {
+        let (_, r) = load_text(&text, &[]);
+        let err = r.unwrap_err().to_string();
+        assert!(err.contains(&format!("`{key}`")) && err.contains(says), "{text}: {err}");
+    }
+}

@@ -127,20 +127,7 @@ impl Http {
     }
 }
 
-/// An error's text with its causes (`client error (Connect): tcp connect
-/// error: Connection refused`), each said once.
-pub(super) fn cause(e: &(dyn StdError + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let s_text = s.to_string();
-        if !text.contains(&s_text) {
-            text = format!("{text}: {s_text}");
-        }
-        source = s.source();
-    }
-    text
-}
+pub(super) use crate::outbound::cause;
 
 /// Whether an error (or one of its causes) is a timeout.
 fn timed_out(e: &(dyn StdError + 'static)) -> bool {

@@ -60,6 +60,8 @@ pub fn router(app: Arc<App>) -> axum::Router {
     axum::Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
+        .route("/.well-known/oauth-protected-resource", get(resource_metadata))
+        .route("/.well-known/oauth-protected-resource/{*resource}", get(resource_metadata))
         .merge(console)
         .merge(protected)
         .fallback(|| async { ApiError::status(StatusCode::NOT_FOUND, "no such route").into_response() })
@@ -79,6 +81,19 @@ fn face(routes: axum::Router<Arc<App>>, face: &'static str) -> axum::Router<Arc<
         tracing::Span::current().record("toolrouter.face", face);
         request
     }))
+}
+
+/// The protected resource metadata (RFC 9728) MCP clients read to find
+/// the authorization server; 404 while OAuth is off.
+async fn resource_metadata(State(app): State<Arc<App>>) -> Response {
+    match &app.oauth {
+        Some(oauth) => {
+            ([(axum::http::header::CONTENT_TYPE, "application/json")], oauth.metadata().to_string()).into_response()
+        }
+        None => {
+            ApiError::status(StatusCode::NOT_FOUND, "OAuth is off: API keys only (server.oauth.issuer)").into_response()
+        }
+    }
 }
 
 /// 200 once the engine is loaded; "degraded", naming them, while some
@@ -178,7 +193,7 @@ fn downstream_gauges(health: &[Health]) -> String {
 /// on SIGHUP, reloads the configuration from `source` ([`super::reload`]).
 pub async fn serve(config: &Config, source: super::reload::Source) -> anyhow::Result<()> {
     let app = App::new(config);
-    if app.gate.load().key_hashes.is_empty() {
+    if app.gate.load().key_hashes.is_empty() && app.oauth.is_none() {
         tracing::warn!(listen = %config.server.listen, "no API keys configured (server.api_key_hashes): anyone who can reach the listener can use it");
     }
     let certificates = super::tls::Certificates::open(&config.server)?;

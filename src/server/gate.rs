@@ -1,6 +1,7 @@
-//! What admits a request to a protected route: the API keys' hashes and
+//! What admits a request to a protected route: the API keys' hashes,
 //! each key's request rate (`server.api_key_hashes`, `admin_key_hashes`,
-//! `client_rate`, `client_burst`). The [`Gate`] sits in the app behind an
+//! `client_rate`, `client_burst`) and the policies OAuth scopes put
+//! tokens under (`access.policies[].scopes`). The [`Gate`] sits in the app behind an
 //! [`arc_swap::ArcSwap`]: a request reads it with one atomic load, a
 //! reload swaps it whole.
 
@@ -8,7 +9,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::ServerConfig;
+use crate::config::{AccessConfig, Config};
+use crate::policy::Policies;
 
 /// Requests per client key (or peer address, without keys).
 pub(super) type ClientLimiter = governor::DefaultKeyedRateLimiter<String>;
@@ -25,12 +27,15 @@ pub(crate) struct Gate {
     /// cluster's shared cells and for messages).
     pub(super) client_rate: f64,
     pub(super) client_burst: u32,
+    /// The policies, for the scopes that choose them ([`Gate::token_client`]).
+    access: AccessConfig,
 }
 
 impl Gate {
     /// The gate of `server`, its rate divided among `share` replicas
     /// (which each admit their share of the rate and of the burst).
-    pub(super) fn new(server: &ServerConfig, share: u32) -> Gate {
+    pub(super) fn new(config: &Config, share: u32) -> Gate {
+        let server = &config.server;
         let admin_hashes: HashSet<String> = server.admin_key_hashes.iter().map(|h| h.to_ascii_lowercase()).collect();
         let key_hashes =
             server.api_key_hashes.iter().map(|h| h.to_ascii_lowercase()).chain(admin_hashes.clone()).collect();
@@ -40,14 +45,21 @@ impl Gate {
             .and_then(governor::Quota::with_period)
             .map(|q| q.allow_burst(std::num::NonZeroU32::new(burst).expect("at least 1")))
             .map(|q| Arc::new(governor::RateLimiter::keyed(q)));
-        Gate { key_hashes, admin_hashes, limiter, client_rate: server.client_rate, client_burst: server.client_burst }
+        let (client_rate, client_burst) = (server.client_rate, server.client_burst);
+        Gate { key_hashes, admin_hashes, limiter, client_rate, client_burst, access: config.access.clone() }
+    }
+
+    /// The client id of a token from `issuer` held by `subject` with
+    /// `scopes`: it names the policy the scopes put it under.
+    pub(super) fn token_client(&self, issuer: &str, subject: &str, scopes: &[String]) -> String {
+        Policies::token_client(issuer, subject, Policies::scoped(&self.access, scopes))
     }
 
     /// The gate of `server` after this one (a reload): the same limiter,
     /// with the cells each client has used, when the rate and burst are
     /// the same; a new one, every client starting full, when they changed.
-    pub(super) fn reconfigured(&self, server: &ServerConfig, share: u32) -> Gate {
-        let mut gate = Gate::new(server, share);
+    pub(super) fn reconfigured(&self, config: &Config, share: u32) -> Gate {
+        let mut gate = Gate::new(config, share);
         if (gate.client_rate, gate.client_burst) == (self.client_rate, self.client_burst) {
             gate.limiter = self.limiter.clone();
         }
@@ -59,13 +71,12 @@ impl Gate {
 mod tests {
     use super::*;
 
-    fn server(keys: &[&str], rate: f64, burst: u32) -> ServerConfig {
-        ServerConfig {
-            api_key_hashes: keys.iter().map(|k| k.to_string()).collect(),
-            client_rate: rate,
-            client_burst: burst,
-            ..ServerConfig::default()
-        }
+    fn server(keys: &[&str], rate: f64, burst: u32) -> Config {
+        let mut config = Config::default();
+        config.server.api_key_hashes = keys.iter().map(|k| k.to_string()).collect();
+        config.server.client_rate = rate;
+        config.server.client_burst = burst;
+        config
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::time::Duration;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
-use axum::http::header::HeaderValue;
+use axum::http::header::{HeaderValue, WWW_AUTHENTICATE};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
@@ -27,6 +27,7 @@ const X_REQUEST_ID: &str = "x-request-id";
 
 use super::error::ApiError;
 use super::gate::Gate;
+use super::oauth::{Refusal, Verifier};
 use super::state::App;
 use crate::chat::{Answer, ChatError};
 use crate::cluster::limits::{Cell, Verdict};
@@ -117,11 +118,12 @@ pub(super) async fn admit(State(app): State<Arc<App>>, mut request: Request, nex
     }
 }
 
-/// The refusal of a request without a valid API key or over its client's
-/// request rate; the client's id goes into the request's extensions.
+/// The refusal of a request without a valid API key or OAuth token, or
+/// over its client's request rate; the client's id goes into the
+/// request's extensions.
 async fn refused(app: &App, request: &mut Request) -> Option<Response> {
     let gate = app.gate.load();
-    if gate.key_hashes.is_empty() {
+    if gate.key_hashes.is_empty() && app.oauth.is_none() {
         // Without keys, whoever reaches the listener runs it.
         request.extensions_mut().insert(Operator);
         gate.limiter.as_ref()?;
@@ -141,22 +143,63 @@ async fn refused(app: &App, request: &mut Request) -> Option<Response> {
         .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")));
     let key = bearer.or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok())).map(str::trim);
     let Some(key) = key else {
-        let missing = "missing API key: send `Authorization: Bearer KEY` or `x-api-key: KEY`";
-        return Some(ApiError::status(StatusCode::UNAUTHORIZED, missing).into_response());
+        let missing = match app.oauth {
+            Some(_) => "missing credentials: send `Authorization: Bearer TOKEN` (an OAuth token or an API key)",
+            None => "missing API key: send `Authorization: Bearer KEY` or `x-api-key: KEY`",
+        };
+        return Some(unauthorized(app, missing));
     };
     let hash = hash_key(key);
-    if !gate.key_hashes.contains(&hash) {
-        return Some(ApiError::status(StatusCode::UNAUTHORIZED, "invalid API key").into_response());
-    }
-    let client = hash[..12].to_string();
+    let (client, operator) = if gate.key_hashes.contains(&hash) {
+        (hash[..12].to_string(), gate.admin_hashes.contains(&hash))
+    } else if let Some(oauth) = app.oauth.as_ref().filter(|_| Verifier::looks_like_jwt(key)) {
+        match oauth.verify(key).await {
+            Ok(bearer) => (gate.token_client(oauth.issuer(), &bearer.subject, &bearer.scopes), false),
+            Err(refusal) => return Some(token_refused(oauth, refusal)),
+        }
+    } else {
+        let invalid = if app.oauth.is_some() { "invalid API key or OAuth token" } else { "invalid API key" };
+        return Some(unauthorized(app, invalid));
+    };
     if let Some(refused) = limited(app, &gate, &client).await {
         return Some(refused);
     }
-    if gate.admin_hashes.contains(&hash) {
+    if operator {
         request.extensions_mut().insert(Operator);
     }
     request.extensions_mut().insert(ClientId(client));
     None
+}
+
+/// 401 saying `why`, with OAuth's challenge when tokens are accepted (so
+/// that MCP clients find where to get one).
+fn unauthorized(app: &App, why: &str) -> Response {
+    let mut response = ApiError::status(StatusCode::UNAUTHORIZED, why).into_response();
+    if let Some(oauth) = &app.oauth {
+        response.headers_mut().insert(WWW_AUTHENTICATE, oauth.challenge(None));
+    }
+    response
+}
+
+/// The answer to a token `oauth` did not accept: 401 (invalid), 403
+/// (insufficient scope), each with its challenge, or 503 while the
+/// issuer's keys cannot be had.
+fn token_refused(oauth: &Verifier, refusal: Refusal) -> Response {
+    let challenge = oauth.challenge(Some(&refusal));
+    let mut response = match refusal {
+        Refusal::Invalid(why) => ApiError::status(StatusCode::UNAUTHORIZED, format!("invalid OAuth token: {why}")),
+        Refusal::Scope => ApiError::status(
+            StatusCode::FORBIDDEN,
+            "the OAuth token carries none of the scopes this server accepts (server.oauth.scopes)",
+        ),
+        Refusal::Unavailable(why) => {
+            let why = format!("OAuth tokens cannot be checked now: {why}");
+            ApiError::server(StatusCode::SERVICE_UNAVAILABLE, "oauth_unavailable", why).with_retry_after(10)
+        }
+    }
+    .into_response();
+    response.headers_mut().insert(WWW_AUTHENTICATE, challenge);
+    response
 }
 
 /// Reads the whole request body within `server.body_timeout_ms` and up to

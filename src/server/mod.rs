@@ -11,6 +11,8 @@
 //!   limits, before any handler;
 //! * [`gate`]: the API keys and per-key request rate the middleware
 //!   admits requests by, swapped whole by a reload;
+//! * [`oauth`]: OAuth 2.1 bearer tokens beside the keys (the protected
+//!   resource metadata, the challenge, the issuer's keys);
 //! * [`reload`]: reloading the configuration on SIGHUP (`serve` and `mcp`);
 //! * [`conn`]: accepting connections, with header-read and idle timeouts;
 //! * [`tls`]: TLS on the listener, its certificate reloaded when it changes;
@@ -41,6 +43,7 @@ pub mod error;
 pub mod gate;
 pub mod mcp;
 pub mod middleware;
+pub mod oauth;
 pub mod openai;
 pub mod reload;
 pub mod replay_server;

@@ -155,8 +155,8 @@ impl Reloader {
     /// Swaps `app`'s keys and per-key rate for those of `config`.
     fn reload_gate(&self, app: &App, config: &Config) {
         let old = app.gate.load();
-        let gate = old.reconfigured(&config.server, rate_share(&app.config, app.cluster.is_some()));
-        if gate.key_hashes.is_empty() && !old.key_hashes.is_empty() {
+        let gate = old.reconfigured(config, rate_share(&app.config, app.cluster.is_some()));
+        if gate.key_hashes.is_empty() && !old.key_hashes.is_empty() && app.oauth.is_none() {
             tracing::warn!(listen = %app.config.server.listen, "no API keys configured any more (server.api_key_hashes): anyone who can reach the listener can use it");
         }
         app.gate.store(Arc::new(gate));

@@ -31,6 +31,8 @@ pub struct App {
     pub(crate) cut_off: tokio::sync::watch::Sender<bool>,
     /// Route, plan and execute modes, for every face that speaks chat.
     pub(crate) chat: Arc<ChatCore>,
+    /// The OAuth resource server (`server.oauth`; `None`: keys only).
+    pub(crate) oauth: Option<Arc<super::oauth::Verifier>>,
 }
 
 impl App {
@@ -46,13 +48,15 @@ impl App {
             tracing::error!("the cluster cannot be used, so limits are this replica's alone: {e:#}");
             None
         });
-        let gate = Gate::new(&config.server, rate_share(config, cluster.is_some()));
+        let gate = Gate::new(config, rate_share(config, cluster.is_some()));
+        let oauth = config.server.oauth.enabled().then(|| Arc::new(super::oauth::Verifier::new(&config.server.oauth)));
         Arc::new(App {
             chat: Arc::new(ChatCore::new(config, llm, cluster.clone())),
             config: config.clone(),
             gate: ArcSwap::from_pointee(gate),
             cluster,
             cut_off: tokio::sync::watch::Sender::new(false),
+            oauth,
         })
     }
 

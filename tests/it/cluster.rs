@@ -17,10 +17,6 @@ use std::time::{Duration, Instant};
 const RATE: f64 = 20.0;
 const BURST: usize = 5;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 /// A `redis-server` on a free loopback port, or `None` (saying SKIPPED)
 /// without the program.
 pub(crate) fn redis_server() -> Option<(common::Killed, u16)> {
@@ -28,7 +24,7 @@ pub(crate) fn redis_server() -> Option<(common::Killed, u16)> {
         crate::common::skipped("no redis-server (apt-get install redis-server)");
         return None;
     }
-    let port = free_port();
+    let port = common::free_port();
     Some((redis_on(port), port))
 }
 

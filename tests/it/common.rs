@@ -155,6 +155,12 @@ pub fn wait_ready(url: &str, key: Option<&str>) {
     }
 }
 
+/// A port nothing listens on now (bound and let go: another process
+/// could take it in between, which tests on loopback can live with).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
 /// Polls `check` every 20 ms until it holds or `limit` has passed; whether it held.
 pub fn eventually(limit: std::time::Duration, mut check: impl FnMut() -> bool) -> bool {
     let started = std::time::Instant::now();

@@ -38,10 +38,6 @@ fn python_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python")
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 fn wait_port(port: u16) {
     let started = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
@@ -100,7 +96,7 @@ fn get(url: &str, path: &str) -> String {
 fn federated_mcp_servers_are_found_called_checked_and_kept_alive() {
     let Some(servers) = servers() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let http_port = free_port();
+    let http_port = common::free_port();
     let mut http_server = Command::new("node");
     http_server.arg(&servers.everything).arg("streamableHttp").env("PORT", http_port.to_string());
     let _http_server = common::Killed(http_server.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap());

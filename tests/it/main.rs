@@ -18,6 +18,7 @@ mod learning;
 mod llm_client;
 mod mcp_python;
 mod memory;
+mod oauth;
 mod openai_inprocess;
 mod openai_python;
 mod openapi_auth;
