@@ -3,7 +3,8 @@
 //! authorization-server routes with a provider that signs RS256 JWTs
 //! (`tests/python/oauth_server.py`). The `mcp` SDK's client completes the
 //! whole flow from toolrouter's 401 and calls tools under the policy its
-//! token's scope names (`tests/python/oauth_check.py`). Then, over raw
+//! token's scope names (`tests/python/oauth_check.py`, with the SDK's 1.x
+//! and 2.x). Then, over raw
 //! HTTP: tokens for another audience, expired, not yet valid, signed by an
 //! unknown key, malformed, huge or short of scope are refused with the
 //! right status and challenge; the static key keeps working; an issuer
@@ -48,6 +49,7 @@ fn challenge(head: &str) -> &str {
 fn an_mcp_client_completes_the_oauth_flow_and_bad_tokens_are_refused() {
     let Some(data) = common::toolbench_dir() else { return };
     let Some(python) = common::python_env("py-mcp1", "bin/python") else { return };
+    let Some(mcp2) = common::python_env("py-mcp2", "bin/python") else { return };
     let scripts = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python");
     let mut server = Command::new(&python);
     server.arg(scripts.join("oauth_server.py"));
@@ -86,10 +88,13 @@ fn an_mcp_client_completes_the_oauth_flow_and_bad_tokens_are_refused() {
     );
     assert_eq!(challenge(&head), expected);
 
-    // The mcp SDK's whole flow, then calls under the token's policy.
-    let out = Command::new(&python).arg(scripts.join("oauth_check.py")).arg(&url).output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success() && stdout.contains("oauth ok"), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    // The mcp SDK's whole flow (1.x and 2.x), then calls under the token's policy.
+    for client in [&python, &mcp2] {
+        let out = Command::new(client).arg(scripts.join("oauth_check.py")).arg(&url).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && stdout.contains("oauth ok"), "{}: {stdout}\n{stderr}", client.display());
+    }
 
     // Tokens minted by the same server, as asked.
     let mint = |query: &str| {

@@ -8,6 +8,9 @@ allows weather APIs only.
 
     python oauth_check.py URL      # toolrouter, its [server.oauth] on the server of oauth_server.py
 
+Runs with the `mcp` SDK 1.x (httpx) and 2.x (httpx2), whose client
+flows differ in their transport and callback types.
+
 Exits non-zero with a message on the first failed check.
 """
 
@@ -15,12 +18,35 @@ import asyncio
 import sys
 from urllib.parse import parse_qs, urlparse
 
-import httpx
 from mcp import ClientSession
 from mcp.client.auth import OAuthClientProvider, TokenStorage
-from mcp.client.streamable_http import streamablehttp_client
 from mcp.shared.auth import OAuthClientMetadata
 from pydantic import AnyUrl
+
+try:  # mcp 2.x
+    import httpx2 as httpx
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.auth import AuthorizationCodeResult
+
+    def connect(url, auth):
+        return streamable_http_client(url, http_client=httpx.AsyncClient(auth=auth, timeout=60))
+
+    def code_result(code, state):
+        return AuthorizationCodeResult(code=code, state=state)
+except ImportError:  # mcp 1.x
+    import httpx
+    from mcp.client.streamable_http import streamablehttp_client
+
+    def connect(url, auth):
+        return streamablehttp_client(url, auth=auth, timeout=60)
+
+    def code_result(code, state):
+        return code, state
+
+
+def field(result, new, old):
+    """A result's field under its 2.x name, else its 1.x one."""
+    return getattr(result, new) if hasattr(result, new) else getattr(result, old)
 
 from policy_check import BROAD, SNOW, SNOW_ARGS, check, permitted
 
@@ -55,7 +81,7 @@ async def main(url):
         redirected.update(code=query["code"][0], state=query.get("state", [None])[0])
 
     async def callback():
-        return redirected["code"], redirected["state"]
+        return code_result(redirected["code"], redirected["state"])
 
     storage = Memory()
     metadata = OAuthClientMetadata(client_name="toolrouter oauth check",
@@ -63,19 +89,19 @@ async def main(url):
                                    grant_types=["authorization_code", "refresh_token"], response_types=["code"])
     auth = OAuthClientProvider(server_url=f"{url}/mcp", client_metadata=metadata, storage=storage,
                                redirect_handler=browser, callback_handler=callback)
-    async with streamablehttp_client(f"{url}/mcp", auth=auth, timeout=60) as (read, write, _):
+    async with connect(f"{url}/mcp", auth) as (read, write, *_):
         async with ClientSession(read, write) as session:
             await session.initialize()
             check(storage.tokens is not None and storage.client_info is not None,
                   "the SDK registered and got a token")
             check(storage.tokens.scope == "tools:weather", f"the token's scope: {storage.tokens.scope}")
             found = await session.call_tool("search_tools", {"query": BROAD, "k": 10})
-            results = found.structuredContent["results"]
+            results = field(found, "structured_content", "structuredContent")["results"]
             check(results and all(permitted(r) for r in results),
                   f"the token's policy: weather APIs only: {[(r['name'], r['category']) for r in results]}")
             called = await session.call_tool("call_api", {"name": SNOW, "arguments": SNOW_ARGS})
             text = "".join(getattr(c, "text", "") for c in called.content)
-            check(not called.isError and "days with snow" in text, f"a weather API is called: {text}")
+            check(not field(called, "is_error", "isError") and "days with snow" in text, f"a weather API is called: {text}")
     print("oauth ok")
 
 

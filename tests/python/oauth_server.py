@@ -99,6 +99,9 @@ def app_for(issuer):
     revocation = RevocationOptions()
     metadata = build_metadata(AnyHttpUrl(issuer), None, registration, revocation).model_dump(
         mode="json", exclude_none=True)
+    # The issuer exactly as tokens' `iss` name it (pydantic adds a trailing
+    # slash, which RFC 8414's exact comparison in mcp 2.x refuses).
+    metadata["issuer"] = issuer
     metadata["jwks_uri"] = f"{issuer}/jwks"
 
     async def server_metadata(request):
