@@ -23,6 +23,10 @@ use serde::Deserialize;
 
 use crate::config::OAuthConfig;
 
+/// Tokens checked and remembered (so that a client's next requests with
+/// the same token skip the signature: RS256 costs about 100 µs of CPU
+/// per check, docs/benchmarks.md).
+const REMEMBERED_TOKENS: usize = 4096;
 /// Tokens longer than this are refused before they are decoded.
 pub(crate) const MAX_TOKEN_BYTES: usize = 8 * 1024;
 /// The largest JWKS or metadata document read.
@@ -73,6 +77,21 @@ struct Claims {
     /// The scopes as some issuers (Okta, Entra ID) name them.
     #[serde(default)]
     scp: Option<Scp>,
+    /// Checked by `jsonwebtoken` (required, numbers; read loosely here so
+    /// that its errors say which is wrong); kept to forget the token when
+    /// it expires.
+    #[serde(default)]
+    exp: serde_json::Value,
+    #[serde(default)]
+    nbf: serde_json::Value,
+}
+
+/// A token checked: whom it speaks for, and when it is valid (Unix
+/// seconds, the leeway included).
+struct Checked {
+    bearer: Bearer,
+    from: f64,
+    until: f64,
 }
 
 #[derive(Deserialize)]
@@ -90,6 +109,8 @@ pub(crate) struct Verifier {
     metadata: String,
     /// Its URL, named in every challenge.
     metadata_url: String,
+    /// Valid tokens checked lately, by the token itself.
+    checked: std::sync::Mutex<lru::LruCache<String, Checked>>,
 }
 
 impl Verifier {
@@ -106,6 +127,9 @@ impl Verifier {
             jwks: Arc::new(Jwks::new(config)),
             metadata: metadata.to_string(),
             metadata_url: metadata_url(&config.resource),
+            checked: std::sync::Mutex::new(lru::LruCache::new(
+                std::num::NonZeroUsize::new(REMEMBERED_TOKENS).expect("not zero"),
+            )),
             config: config.clone(),
         }
     }
@@ -148,6 +172,9 @@ impl Verifier {
     /// The holder of `token`, if it is a valid token for this resource
     /// carrying a scope it needs.
     pub(crate) async fn verify(&self, token: &str) -> Result<Bearer, Refusal> {
+        if let Some(bearer) = self.remembered(token) {
+            return Ok(bearer);
+        }
         if token.len() > MAX_TOKEN_BYTES {
             return Err(Refusal::Invalid(format!("the token is over {MAX_TOKEN_BYTES} bytes")));
         }
@@ -180,7 +207,28 @@ impl Verifier {
             return Err(Refusal::Scope);
         }
         let subject = claims.sub.ok_or_else(|| Refusal::Invalid("the token has no sub claim".into()))?;
-        Ok(Bearer { subject, scopes })
+        let bearer = Bearer { subject, scopes };
+        let leeway = self.config.leeway_s as f64;
+        let checked = Checked {
+            bearer: bearer.clone(),
+            from: claims.nbf.as_f64().map_or(f64::MIN, |nbf| nbf - leeway),
+            until: claims.exp.as_f64().unwrap_or(f64::MIN) + leeway,
+        };
+        self.checked.lock().unwrap_or_else(|e| e.into_inner()).put(token.to_string(), checked);
+        Ok(bearer)
+    }
+
+    /// The holder of `token` if it was checked lately and is still within
+    /// its time.
+    fn remembered(&self, token: &str) -> Option<Bearer> {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.as_secs_f64();
+        let mut checked = self.checked.lock().unwrap_or_else(|e| e.into_inner());
+        let hit = checked.get(token)?;
+        if (hit.from..hit.until).contains(&now) {
+            return Some(hit.bearer.clone());
+        }
+        checked.pop(token);
+        None
     }
 
     /// The issuer (`iss`) tokens come from.

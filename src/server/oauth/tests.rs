@@ -287,3 +287,19 @@ fn the_metadata_is_where_rfc_9728_puts_it_and_challenges_quote_safely() {
          error=\"invalid_token\", error_description=\"a quoted  reason\""
     );
 }
+
+#[tokio::test]
+async fn a_remembered_token_is_forgotten_when_it_expires() {
+    let signer = Signer::new(7, "k1");
+    let issuer = Issuer::start(&[&signer]).await;
+    let mut verifier = issuer.verifier(&[]);
+    verifier.config.leeway_s = 0;
+    let mut claims = issuer.claims();
+    claims["exp"] = json!(now() + 1);
+    let token = signer.sign(&claims);
+    assert!(verifier.verify(&token).await.is_ok());
+    assert!(verifier.remembered(&token).is_some(), "checked once, then remembered");
+    tokio::time::sleep(Duration::from_millis(2_200)).await;
+    assert!(verifier.remembered(&token).is_none());
+    invalid(verifier.verify(&token).await, "expired");
+}
