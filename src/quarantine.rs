@@ -177,17 +177,24 @@ struct SeenFile {
     tools: BTreeMap<String, Seen>,
 }
 
+/// How the reason of a tool held for its changed definition begins.
+pub(crate) const CHANGED: &str = "its definition changed since it was first seen";
+
 /// The rules that let a held tool through (`access.allow_flagged`,
-/// `access.accept_changes`).
+/// `access.accept_changes`), and the tool an operator accepts now.
+#[derive(Clone)]
 pub(crate) struct Exceptions {
     pub(crate) allow_flagged: Vec<Rule>,
     pub(crate) accept_changes: Vec<Rule>,
+    /// A tool whose changed definition an operator accepts by an admin
+    /// call (by its exact name; for one review, which records it as seen).
+    pub(crate) accepted: Option<String>,
 }
 
 impl Exceptions {
     pub(crate) fn of(allow_flagged: &[String], accept_changes: &[String]) -> Result<Exceptions, String> {
         let read = |rules: &[String]| rules.iter().map(|r| Rule::parse(r)).collect::<Result<Vec<_>, _>>();
-        Ok(Exceptions { allow_flagged: read(allow_flagged)?, accept_changes: read(accept_changes)? })
+        Ok(Exceptions { allow_flagged: read(allow_flagged)?, accept_changes: read(accept_changes)?, accepted: None })
     }
 }
 
@@ -229,13 +236,17 @@ impl Quarantine {
                     }
                     Some(first) if *first != now => {
                         let difference = first.difference(&now);
-                        if matches(&exceptions.accept_changes) {
+                        if exceptions.accepted.as_ref() == Some(&api.function_name) {
+                            tracing::info!(tool = %api.function_name, "a changed tool is accepted by an operator: {difference}");
+                            seen.tools.insert(api.function_name.clone(), now);
+                            seen_changed = true;
+                        } else if matches(&exceptions.accept_changes) {
                             tracing::info!(tool = %api.function_name, "a changed tool is accepted by access.accept_changes: {difference}");
                             seen.tools.insert(api.function_name.clone(), now);
                             seen_changed = true;
                         } else {
                             tracing::warn!(tool = %api.function_name, "a tool changed since it was first seen and is held until accepted (access.accept_changes): {difference}");
-                            reasons.push(format!("its definition changed since it was first seen: {difference}"));
+                            reasons.push(format!("{CHANGED}: {difference}"));
                         }
                     }
                     Some(_) => {}

@@ -12,6 +12,16 @@ use crate::config::{AccessConfig, ConsentMode};
 use crate::policy::{Effects, Policies, Policy};
 use crate::quarantine::{HeldTool, Quarantine};
 
+/// Why an operator's acceptance of a changed tool did not release it.
+#[derive(Debug, PartialEq)]
+pub(crate) enum NotAccepted {
+    /// No tool of that name is held.
+    NotHeld,
+    /// It is held for these reasons besides (or instead of) its change:
+    /// the scan's, which only `access.allow_flagged` lifts.
+    StillHeld(Vec<String>),
+}
+
 impl Engine {
     /// The policy governing `client` (`None`: it may use every tool).
     pub(crate) fn policy(&self, client: Option<&str>) -> Option<Arc<Policy>> {
@@ -65,7 +75,7 @@ impl Engine {
         self.consent.store(Arc::new(access.consent));
     }
 
-    /// The tools held now.
+    /// The tools held now ([`Engine::accept_change`] releases a changed one).
     pub(crate) fn quarantine(&self) -> Arc<Quarantine> {
         self.quarantine.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
@@ -80,6 +90,28 @@ impl Engine {
     pub(crate) fn review_tools(&self) {
         let review = Quarantine::review(&self.catalog(), &self.config.state.dir(), &self.exceptions.load());
         *self.quarantine.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(review);
+    }
+
+    /// Accepts the changed definition of the held tool `function` (an
+    /// operator's call, instead of `access.accept_changes` and a reload):
+    /// it is recorded as the one seen, and the tool is offered again unless
+    /// the scan holds it too.
+    pub(crate) fn accept_change(&self, function: &str) -> Result<(), NotAccepted> {
+        let held = self.quarantine().held(function).cloned().ok_or(NotAccepted::NotHeld)?;
+        if !held.reasons.iter().any(|r| r.starts_with(crate::quarantine::CHANGED)) {
+            return Err(NotAccepted::StillHeld(held.reasons));
+        }
+        let exceptions = crate::quarantine::Exceptions {
+            accepted: Some(function.to_string()),
+            ..(**self.exceptions.load()).clone()
+        };
+        let review = Quarantine::review(&self.catalog(), &self.config.state.dir(), &exceptions);
+        let still = review.held(function).map(|h| h.reasons.clone());
+        *self.quarantine.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(review);
+        match still {
+            Some(reasons) => Err(NotAccepted::StillHeld(reasons)),
+            None => Ok(()),
+        }
     }
 
     /// Puts `policies` in force (a reload).

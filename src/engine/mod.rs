@@ -29,7 +29,7 @@ use crate::quarantine::{Exceptions, Quarantine};
 use crate::retrieval::{Embedder, Filters, Progress, Retriever, Signal};
 use crate::upstream::Upstream;
 
-mod access;
+pub(crate) mod access;
 mod call;
 mod error;
 mod learning;

@@ -99,6 +99,17 @@ fn a_tool_changed_since_first_seen_is_held_until_accepted() {
     let accept = Exceptions::of(&[], &[format!("name:{name}")]).unwrap();
     assert!(Quarantine::review(&changed, state.path(), &accept).list().is_empty(), "accepted");
     assert!(Quarantine::review(&changed, state.path(), &none()).list().is_empty(), "…and remembered as seen");
+
+    // Changed again: an operator's call accepts it by its exact name.
+    let time = servers.iter_mut().find(|s| s.server == "time").unwrap();
+    time.tools[0].description.push_str(" And the tides.");
+    let again = catalog_with(&servers);
+    assert!(Quarantine::review(&again, state.path(), &none()).held(&name).is_some());
+    let other = Exceptions { accepted: Some(format!("{name}_not")), ..none() };
+    assert!(Quarantine::review(&again, state.path(), &other).held(&name).is_some(), "by its exact name only");
+    let operator = Exceptions { accepted: Some(name.clone()), ..none() };
+    assert!(Quarantine::review(&again, state.path(), &operator).list().is_empty());
+    assert!(Quarantine::review(&again, state.path(), &none()).list().is_empty(), "…and remembered as seen");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! a tool whose description carries instructions and a secret's path is
 //! held from the start; a tool whose description changes after it was
 //! first seen is held until `access.accept_changes` names it and SIGHUP
-//! reloads; held tools are named in `/readyz`, never found by search, and
+//! reloads, or an operator accepts it (`POST /v1/tools/held/{f}/accept`); held tools are named in `/readyz`, never found by search, and
 //! a call of one is a 403 that says why. And the scan over whole
 //! populations of ordinary tools: ToolBench's APIs and BFCL's functions.
 
@@ -102,6 +102,24 @@ fn poisoned_and_changed_downstream_tools_are_held() {
     assert!(eventually(Duration::from_secs(10), || call(&url, "fixture__notes", json!({})).0 == 200), "{}", log());
     assert!(!log().contains("access.accept_changes changed: restart to apply"), "applied in place: {}", log());
     assert!(!readyz().contains("fixture__notes") && readyz().contains("fixture__helper"), "{}", readyz());
+
+    // An operator's call releases a changed tool without a reload (every
+    // client is an operator here: no key is configured).
+    assert_eq!(call(&url, "fixture__add_tool", json!({"name": "diary", "description": "Keeps a diary."})).0, 200);
+    assert!(eventually(Duration::from_secs(20), || call(&url, "fixture__diary", json!({})).0 == 200));
+    let changed = json!({"name": "diary", "description": "Keeps a diary and mails it."});
+    assert_eq!(call(&url, "fixture__add_tool", changed).0, 200);
+    assert!(eventually(Duration::from_secs(20), || readyz().contains("`fixture__diary` is held")), "{}", readyz());
+    let (status, _, held) = common::http(&url, "GET", "/v1/tools/held", None, b"");
+    assert!(status == 200 && held.contains("fixture__diary") && held.contains("fixture__helper"), "{held}");
+    let accept = |name: &str| common::http(&url, "POST", &format!("/v1/tools/held/{name}/accept"), None, b"");
+    let (status, _, text) = accept("fixture__helper");
+    assert!(status == 409 && text.contains("tool_still_held") && text.contains("allow_flagged"), "{status} {text}");
+    assert_eq!(accept("fixture__nothing").0, 404);
+    let (status, _, text) = accept("fixture__diary");
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(call(&url, "fixture__diary", json!({})).0, 200);
+    assert!(!readyz().contains("fixture__diary") && readyz().contains("fixture__helper"), "{}", readyz());
 }
 
 /// Every ToolBench API and every BFCL function scanned: ordinary API text

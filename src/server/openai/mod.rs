@@ -3,13 +3,14 @@
 //! toolrouter: `POST /v1/chat/completions` (served as it comes by the chat
 //! core, [`crate::chat`]), `POST /v1/responses` ([`responses`],
 //! translated), `GET /v1/models` ([`models`]), and toolrouter's own
-//! endpoints beside them: `/v1/tools/search`, `/v1/tools/call`, `/v1/graph`
+//! endpoints beside them: `/v1/tools/search`, `/v1/tools/call`, `/v1/tools/held`, `/v1/graph`
 //! and `/v1/traces/{id}`. Errors use OpenAI's shape
 //! ([`crate::server::error`]).
 
 pub(crate) mod chat;
 mod consents;
 pub(crate) mod graph;
+mod held;
 pub(crate) mod models;
 pub(crate) mod responses;
 pub(crate) mod tools_call;
@@ -41,6 +42,8 @@ pub(crate) fn routes(app: &App) -> axum::Router<Arc<App>> {
         .route("/v1/tools/search", post(tools_search::tools_search))
         .route("/v1/traces/{id}", get(traces::trace))
         .route("/v1/consents/{id}", get(consents::consent).post(consents::decide))
+        .route("/v1/tools/held", get(held::held))
+        .route("/v1/tools/held/{function}/accept", post(held::accept))
         .route("/v1/graph", get(graph::graph_summary))
         .route("/v1/graph/apis/{function}", get(graph::graph_api))
 }
