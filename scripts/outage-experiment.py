@@ -128,7 +128,10 @@ def run(toolrouter, python, catalog, requests, down, greedy, half_life=None):
                      "TOOLROUTER_UPSTREAM_BASE_URL": f"http://127.0.0.1:{replay_port}",
                      "TOOLROUTER_UPSTREAM_ALLOWED_HOSTS": f"127.0.0.1:{replay_port}",
                      "TOOLROUTER_UPSTREAM_ALLOW_PRIVATE": "true", "TOOLROUTER_SERVER_CLIENT_RATE": "0",
-                     "TOOLROUTER_PLANNER_GREEDY": "true" if greedy else "false"}
+                     "TOOLROUTER_PLANNER_GREEDY": "true" if greedy else "false",
+                     # Not what this measures: execute mode would stop before ToolBench's POST
+                     # endpoints (destructive since #54) to ask for consent.
+                     "TOOLROUTER_ACCESS_CONSENT": "off"}
         procs.append(subprocess.Popen([toolrouter, "serve"], env=serve_env, stdout=subprocess.DEVNULL,
                                       stderr=open(os.path.join(state, "serve.log"), "w")))
         wait_http(f"http://127.0.0.1:{replay_port}/")
