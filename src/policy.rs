@@ -87,6 +87,8 @@ pub(crate) struct Policies {
 
 /// How the client ids of OAuth tokens' holders begin.
 const TOKEN_CLIENT: &str = "oauth:";
+/// How the client id of `toolrouter mcp` over stdio under a policy begins.
+const STDIO_CLIENT: &str = "stdio:";
 
 impl Policies {
     /// The policies of `[access]`.
@@ -127,9 +129,18 @@ impl Policies {
         hash.to_ascii_lowercase().chars().take(12).collect()
     }
 
+    /// The client id of `toolrouter mcp` over stdio under the policy
+    /// `name` (`mcp.stdio_policy`).
+    pub(crate) fn stdio_client(name: &str) -> String {
+        format!("{STDIO_CLIENT}{name}")
+    }
+
     /// The policy governing `client` (`None`: every tool is allowed).
     pub(crate) fn governing(&self, client: Option<&str>) -> Option<Arc<Policy>> {
         let client = client?;
+        if let Some(name) = client.strip_prefix(STDIO_CLIENT) {
+            return self.by_name.get(name).cloned();
+        }
         if let Some(token) = client.strip_prefix(TOKEN_CLIENT) {
             let (_, name) = token.split_once(':')?;
             return self.by_name.get(name).cloned();
@@ -213,6 +224,7 @@ mod tests {
         assert!(policies.governing(Some(&bare)).is_none(), "a token under no policy may use every tool");
         assert_ne!(Policies::token_client("https://other", "alice", None), bare, "the issuer is part of who it is");
         assert_eq!(policies.governing(Some(&Policies::client_id(&key))).unwrap().name, "keyed");
+        assert_eq!(policies.governing(Some(&Policies::stdio_client("weather"))).unwrap().name, "weather");
         let forged = format!("oauth:{}:nonexistent", &key[..12]);
         assert!(policies.governing(Some(&forged)).is_none());
     }

@@ -69,7 +69,7 @@ pub(super) fn mcp(config: &Config, source: Source) -> Result<ExitCode, CliError>
     };
     let session = loading.clone();
     let served = runtime.block_on(async move {
-        let service = McpServer::new(session)
+        let service = McpServer::stdio(session)
             .serve(rmcp::transport::stdio())
             .await
             .map_err(|e| CliError::Failure(anyhow::anyhow!("MCP over stdio: {e}")))?;

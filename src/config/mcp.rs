@@ -16,6 +16,9 @@ pub struct McpConfig {
     pub max_session_tools: usize,
     pub page_size: usize,
     pub session_idle_s: u64,
+    /// The `[[access.policies]]` entry (by name) that governs `toolrouter
+    /// mcp` over stdio, which carries no key. Empty: every tool.
+    pub stdio_policy: String,
 }
 
 impl Default for McpConfig {
@@ -24,6 +27,7 @@ impl Default for McpConfig {
             max_session_tools: DEFAULT_MAX_SESSION_TOOLS,
             page_size: DEFAULT_PAGE_SIZE,
             session_idle_s: DEFAULT_SESSION_IDLE_S,
+            stdio_policy: String::new(),
         }
     }
 }

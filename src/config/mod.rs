@@ -177,6 +177,11 @@ impl Config {
                 self.access.validate(&accepted, self.server.oauth.enabled())
             })
             .map_err(|(key, message)| fail(&key, message))?;
+        // Across sections: the stdio face's policy is one of the policies.
+        let stdio = &self.mcp.stdio_policy;
+        if !stdio.is_empty() && !self.access.policies.iter().any(|p| &p.name == stdio) {
+            return Err(fail("mcp.stdio_policy", format!("{stdio:?} is not the name of any [[access.policies]]")));
+        }
         // Across sections: an execute run must end before its request times out.
         if self.openai.execute_deadline_ms == 0 || self.openai.execute_deadline_ms >= self.server.request_timeout_ms {
             return Err(fail(

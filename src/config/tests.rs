@@ -337,6 +337,7 @@ fn oauth_is_checked_key_by_key_and_scopes_need_it() {
         (format!("{oauth}leeway_s = 3600\n"), "server.oauth.leeway_s", "at most"),
         (format!("{oauth}jwks_timeout_ms = 0\n"), "server.oauth.jwks_timeout_ms", "at least 1"),
         (scoped("w", "tools:weather"), "access.policies[0].scopes", "set server.oauth.issuer first"),
+        ("[mcp]\nstdio_policy = \"desk\"\n".into(), "mcp.stdio_policy", "not the name of any [[access.policies]]"),
         (format!("{oauth}{}", scoped("w", "two words")), "access.policies[0].scopes", "not a scope"),
         (
             format!("{oauth}{}{}", scoped("w", "tools:x"), scoped("a", "tools:x")),

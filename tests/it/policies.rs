@@ -5,7 +5,8 @@
 //! with the `openai`, `anthropic` and `mcp` SDKs); then reloads: a policy
 //! that does not check is refused whole (the old one stays), one that
 //! lifts the limit applies at once; the audit log, read after the server
-//! is killed, has every call made or refused.
+//! is killed, has every call made or refused. And `toolrouter mcp` over
+//! stdio under `mcp.stdio_policy`.
 
 use crate::common;
 use common::eventually;
@@ -89,6 +90,34 @@ fn a_limited_key_sees_and_calls_only_its_tools_on_every_face() {
     let other =
         found["data"].as_array().unwrap().iter().find(|d| !allowed(d)).unwrap()["name"].as_str().unwrap().to_string();
     assert_eq!(call_status(&url, LIMITED, &other), 403);
+
+    // `toolrouter mcp` over stdio has no key: `mcp.stdio_policy` puts it under one.
+    let stdio_config = dir.path().join("stdio.toml");
+    let weather = "\"category:Weather\", \"server:ecoweather\"";
+    std::fs::write(&stdio_config, format!("{}\n[mcp]\nstdio_policy = \"weather-desk\"\n", config(weather))).unwrap();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/policy_check.py");
+    let out = Command::new(&mcp)
+        .arg(script)
+        .arg("mcp-stdio")
+        .arg(common::binary())
+        .arg(&stdio_config)
+        .arg(&other)
+        .env_remove("TOOLROUTER_CONFIG")
+        .env("TOOLROUTER_STATE_DIR", dir.path().join("stdio-state"))
+        .env("TOOLROUTER_RETRIEVAL_MODE", "lexical")
+        .env("TOOLROUTER_CATALOG_PATHS", data.join("tools"))
+        .env("TOOLROUTER_UPSTREAM_MODE", "replay")
+        .env("TOOLROUTER_UPSTREAM_REPLAY_DIR", data.join("cache/derived_from_trajectories"))
+        .env("TOOLROUTER_LOG_LEVEL", "warn")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("mcp-stdio ok"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
     let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
     let hangup = |n: usize| {
         assert_eq!(unsafe { libc::kill(server.0.id() as i32, libc::SIGHUP) }, 0);

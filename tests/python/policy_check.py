@@ -8,6 +8,7 @@ every face; a key no policy names sees everything.
     python policy_check.py mcp URL LIMITED_KEY FREE_KEY                # mcp SDK over streamable HTTP
     python policy_check.py consent URL LIMITED_KEY FREE_KEY            # execute mode's consent, openai SDK
     python policy_check.py mcp-consent URL LIMITED_KEY FREE_KEY        # consent through MCP elicitation
+    python policy_check.py mcp-stdio TOOLROUTER CONFIG OTHER_API       # `toolrouter mcp` under mcp.stdio_policy
 
 The server's config makes the snow-days API destructive (`access.destructive`)
 with a consent timeout of 2 s.
@@ -276,8 +277,36 @@ async def mcp_consent_face(url, free):
     print("mcp-consent ok")
 
 
+async def mcp_stdio_face(toolrouter, config, other):
+    """`toolrouter mcp` over stdio (the environment passed on), its config
+    putting it under the weather policy (`mcp.stdio_policy`)."""
+    import os
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=toolrouter, args=["--config", config, "mcp"], env=dict(os.environ))
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            found = await session.call_tool("search_tools", {"query": BROAD, "k": 10})
+            results = found.structured_content["results"]
+            check(results and all(permitted(r) for r in results),
+                  f"stdio: search_tools finds weather APIs only: {[(r['name'], r['category']) for r in results]}")
+            refused = await session.call_tool("call_api", {"name": other, "arguments": {}})
+            text = "".join(getattr(c, "text", "") for c in refused.content)
+            check(refused.is_error and "not allowed" in text and "weather-desk" in text, f"stdio: call_api refuses: {text}")
+            called = await session.call_tool("call_api", {"name": SNOW, "arguments": SNOW_ARGS})
+            text = "".join(getattr(c, "text", "") for c in called.content)
+            check(not called.is_error and "days with snow" in text, f"stdio: a weather API is called: {text}")
+    print("mcp-stdio ok")
+
+
 def main():
     face, url = sys.argv[1], sys.argv[2]
+    if face == "mcp-stdio":
+        asyncio.run(mcp_stdio_face(url, sys.argv[3], sys.argv[4]))
+        return
     if face == "openai":
         openai_face(url, sys.argv[3], sys.argv[4], sys.argv[5])
     elif face == "anthropic":

@@ -68,6 +68,8 @@ Call `search_tools` (or `plan` for a multi-step request) to find the APIs you ne
 pub(crate) struct McpServer {
     loading: Arc<Loading>,
     ready: OnceLock<Ready>,
+    /// Who calls over stdio (`mcp.stdio_policy`); over HTTP, the request's key says.
+    stdio_client: Option<String>,
 }
 
 /// A session with the engine loaded.
@@ -78,7 +80,24 @@ struct Ready {
 
 impl McpServer {
     pub(crate) fn new(loading: Arc<Loading>) -> McpServer {
-        McpServer { loading, ready: OnceLock::new() }
+        McpServer { loading, ready: OnceLock::new(), stdio_client: None }
+    }
+
+    /// The handler of `toolrouter mcp` over stdio, under the policy named
+    /// by `mcp.stdio_policy` if one is.
+    pub(crate) fn stdio(loading: Arc<Loading>) -> McpServer {
+        let policy = &loading.config().mcp.stdio_policy;
+        let stdio_client = (!policy.is_empty()).then(|| crate::policy::Policies::stdio_client(policy));
+        McpServer { stdio_client, ..McpServer::new(loading) }
+    }
+
+    /// The client a request comes from: its key's or token's over HTTP.
+    fn client_of(&self, context: &RequestContext<RoleServer>) -> Option<String> {
+        let parts = context.extensions.get::<axum::http::request::Parts>();
+        match parts {
+            Some(parts) => parts.extensions.get::<ClientId>().map(|c| c.0.clone()),
+            None => self.stdio_client.clone(),
+        }
     }
 
     /// The session, once the engine is loaded (waiting out a short load).
@@ -107,11 +126,6 @@ fn text_result(text: String, structured: Option<Value>, is_error: bool) -> CallT
 /// so no session tools; any catalog API is called by its name).
 fn is_stateless(context: &RequestContext<RoleServer>) -> bool {
     context.meta.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
-}
-
-fn client_of(context: &RequestContext<RoleServer>) -> Option<String> {
-    let parts = context.extensions.get::<axum::http::request::Parts>()?;
-    parts.extensions.get::<ClientId>().map(|c| c.0.clone())
 }
 
 /// Arguments a tool cannot take: an `isError` result naming the problem.
@@ -310,7 +324,7 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         // A reload may have narrowed the caller's policy since a tool was found.
-        let client = client_of(&context);
+        let client = self.client_of(&context);
         let session_tools = match self.ready.get() {
             Some(r) => r.session.tools().into_iter().filter(|t| r.engine.allows(client.as_deref(), &t.name)).collect(),
             None => Vec::new(),
@@ -339,7 +353,7 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let args = request.arguments.unwrap_or_default();
-        let client = client_of(&context);
+        let client = self.client_of(&context);
         let tool = request.name.as_ref();
         let ready = match self.ready().await {
             Ok(ready) => ready,
