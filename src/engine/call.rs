@@ -177,18 +177,12 @@ impl Engine {
     /// Writes to the audit log a call a face refused before it reached
     /// [`Engine::call`] (its user said no).
     pub(crate) async fn record_refusal(&self, request: &CallRequest<'_>, reason: &str) {
+        let content = self.config.access.audit_content;
         let entry = AuditEntry {
-            at_unix_ms: crate::metrics::unix_ms(),
-            client: request.client.map(str::to_string),
-            via: request.via.to_string(),
-            tool: request.function.to_string(),
             decision: Decision::Refused,
             reason: Some(reason.to_string()),
-            outcome: None,
-            status: None,
             duration_ms: 0.0,
-            arguments: self.config.access.audit_content.then(|| request.arguments.clone()),
-            answer: None,
+            ..AuditEntry::of(request, request.function.to_string(), content)
         };
         if let Some(audit) = &self.audit {
             audit.record(entry).await;
@@ -225,17 +219,33 @@ fn audit_entry(request: &CallRequest<'_>, called: &Called, started: std::time::I
         _ => None,
     };
     AuditEntry {
-        at_unix_ms: crate::metrics::unix_ms(),
-        client: request.client.map(str::to_string),
-        via: request.via.to_string(),
-        tool,
         decision,
         reason,
         outcome,
         status,
         duration_ms: crate::units::ms(started.elapsed()),
-        arguments: content.then(|| request.arguments.clone()),
         answer,
+        ..AuditEntry::of(request, tool, content)
+    }
+}
+
+impl AuditEntry {
+    /// The entry of `request` for `tool`, its verdict not yet said (an
+    /// allowed call of no time; its arguments if the log keeps `content`).
+    fn of(request: &CallRequest<'_>, tool: String, content: bool) -> AuditEntry {
+        AuditEntry {
+            at_unix_ms: crate::metrics::unix_ms(),
+            client: request.client.map(str::to_string),
+            via: request.via.to_string(),
+            tool,
+            decision: Decision::Allowed,
+            reason: None,
+            outcome: None,
+            status: None,
+            duration_ms: 0.0,
+            arguments: content.then(|| request.arguments.clone()),
+            answer: None,
+        }
     }
 }
 

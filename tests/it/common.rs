@@ -155,6 +155,23 @@ pub fn wait_ready(url: &str, key: Option<&str>) {
     }
 }
 
+/// Sets `cmd` (`toolrouter`, or a client that starts it) to run on the
+/// ToolBench catalog in `data` with the replay upstream, lexical
+/// retrieval, `state` as its state directory and no config from the
+/// environment.
+pub fn on_toolbench_replay<'a>(
+    cmd: &'a mut std::process::Command,
+    data: &std::path::Path,
+    state: &std::path::Path,
+) -> &'a mut std::process::Command {
+    cmd.env_remove("TOOLROUTER_CONFIG")
+        .env("TOOLROUTER_STATE_DIR", state)
+        .env("TOOLROUTER_RETRIEVAL_MODE", "lexical")
+        .env("TOOLROUTER_CATALOG_PATHS", data.join("tools"))
+        .env("TOOLROUTER_UPSTREAM_MODE", "replay")
+        .env("TOOLROUTER_UPSTREAM_REPLAY_DIR", data.join("cache/derived_from_trajectories"))
+}
+
 /// A port nothing listens on now (bound and let go: another process
 /// could take it in between, which tests on loopback can live with).
 pub fn free_port() -> u16 {

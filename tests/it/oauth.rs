@@ -61,15 +61,8 @@ fn an_mcp_client_completes_the_oauth_flow_and_bad_tokens_are_refused() {
     let file = dir.path().join("toolrouter.toml");
     std::fs::write(&file, config(&issuer, &resource)).unwrap();
     let mut cmd = Command::new(common::binary());
-    cmd.args(["serve", "--listen", url.trim_start_matches("http://"), "--config"])
-        .arg(&file)
-        .env_remove("TOOLROUTER_CONFIG")
-        .env("TOOLROUTER_STATE_DIR", dir.path().join("state"))
-        .env("TOOLROUTER_RETRIEVAL_MODE", "lexical")
-        .env("TOOLROUTER_CATALOG_PATHS", data.join("tools"))
-        .env("TOOLROUTER_UPSTREAM_MODE", "replay")
-        .env("TOOLROUTER_UPSTREAM_REPLAY_DIR", data.join("cache/derived_from_trajectories"))
-        .env("TOOLROUTER_LOG_LEVEL", "warn");
+    cmd.args(["serve", "--listen", url.trim_start_matches("http://"), "--config"]).arg(&file);
+    common::on_toolbench_replay(&mut cmd, &data, &dir.path().join("state")).env("TOOLROUTER_LOG_LEVEL", "warn");
     let (_toolrouter, _) = common::start(cmd, Stdio::inherit());
     common::wait_ready(&url, Some(KEY));
 

@@ -62,14 +62,8 @@ fn a_limited_key_sees_and_calls_only_its_tools_on_every_face() {
     std::fs::write(&file, config("\"category:Weather\", \"server:ecoweather\", \"source:client\"")).unwrap();
     let log_path = dir.path().join("log");
     let mut cmd = Command::new(common::binary());
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg(&file)
-        .env_remove("TOOLROUTER_CONFIG")
-        .env("TOOLROUTER_STATE_DIR", dir.path().join("state"))
-        .env("TOOLROUTER_RETRIEVAL_MODE", "lexical")
-        .env("TOOLROUTER_CATALOG_PATHS", data.join("tools"))
-        .env("TOOLROUTER_UPSTREAM_MODE", "replay")
-        .env("TOOLROUTER_UPSTREAM_REPLAY_DIR", data.join("cache/derived_from_trajectories"))
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"]).arg(&file);
+    common::on_toolbench_replay(&mut cmd, &data, &dir.path().join("state"))
         .env("TOOLROUTER_LLM_BASE_URL", format!("{model_url}/v1"))
         .env("TOOLROUTER_LOG_LEVEL", "info");
     let (server, url) = common::start(cmd, Stdio::from(std::fs::File::create(&log_path).unwrap()));
@@ -96,18 +90,9 @@ fn a_limited_key_sees_and_calls_only_its_tools_on_every_face() {
     let weather = "\"category:Weather\", \"server:ecoweather\"";
     std::fs::write(&stdio_config, format!("{}\n[mcp]\nstdio_policy = \"weather-desk\"\n", config(weather))).unwrap();
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/policy_check.py");
-    let out = Command::new(&mcp)
-        .arg(script)
-        .arg("mcp-stdio")
-        .arg(common::binary())
-        .arg(&stdio_config)
-        .arg(&other)
-        .env_remove("TOOLROUTER_CONFIG")
-        .env("TOOLROUTER_STATE_DIR", dir.path().join("stdio-state"))
-        .env("TOOLROUTER_RETRIEVAL_MODE", "lexical")
-        .env("TOOLROUTER_CATALOG_PATHS", data.join("tools"))
-        .env("TOOLROUTER_UPSTREAM_MODE", "replay")
-        .env("TOOLROUTER_UPSTREAM_REPLAY_DIR", data.join("cache/derived_from_trajectories"))
+    let mut stdio = Command::new(&mcp);
+    stdio.arg(script).arg("mcp-stdio").arg(common::binary()).arg(&stdio_config).arg(&other);
+    let out = common::on_toolbench_replay(&mut stdio, &data, &dir.path().join("stdio-state"))
         .env("TOOLROUTER_LOG_LEVEL", "warn")
         .output()
         .unwrap();

@@ -141,6 +141,15 @@ def anthropic_face(url, limited, free):
     print("anthropic ok")
 
 
+async def weather_only(session, face):
+    """`search_tools` of a session under the weather policy: its results."""
+    found = await session.call_tool("search_tools", {"query": BROAD, "k": 10})
+    results = found.structured_content["results"]
+    check(results and all(permitted(r) for r in results),
+          f"{face}: search_tools finds weather APIs only: {[(r['name'], r['category']) for r in results]}")
+    return results
+
+
 async def mcp_face(url, limited, free):
     import httpx2
     from mcp import ClientSession
@@ -155,10 +164,7 @@ async def mcp_face(url, limited, free):
     async with await session_for(limited) as (read, write, *_):
         async with ClientSession(read, write) as session:
             await session.initialize()
-            found = await session.call_tool("search_tools", {"query": BROAD, "k": 10})
-            results = found.structured_content["results"]
-            check(results and all(permitted(r) for r in results),
-                  f"search_tools finds weather APIs only: {[(r['name'], r['category']) for r in results]}")
+            results = await weather_only(session, "http")
             listed = [t.name for t in (await session.list_tools()).tools]
             check(set(listed) - {"search_tools", "plan", "call_api"} <= {r["name"] for r in results},
                   f"tools/list holds the fixed tools and what was found: {listed}")
@@ -289,10 +295,7 @@ async def mcp_stdio_face(toolrouter, config, other):
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
-            found = await session.call_tool("search_tools", {"query": BROAD, "k": 10})
-            results = found.structured_content["results"]
-            check(results and all(permitted(r) for r in results),
-                  f"stdio: search_tools finds weather APIs only: {[(r['name'], r['category']) for r in results]}")
+            await weather_only(session, "stdio")
             refused = await session.call_tool("call_api", {"name": other, "arguments": {}})
             text = "".join(getattr(c, "text", "") for c in refused.content)
             check(refused.is_error and "not allowed" in text and "weather-desk" in text, f"stdio: call_api refuses: {text}")
