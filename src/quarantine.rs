@@ -39,6 +39,10 @@ use crate::rule::{Facts, Rule};
 pub(crate) struct HeldTool {
     pub(crate) function: String,
     pub(crate) reasons: Vec<String>,
+    /// For a tool held for its changed definition: a digest of the
+    /// definition it has now, which an operator's acceptance must name (so
+    /// that a server changing it again meanwhile is not accepted unseen).
+    pub(crate) definition: Option<String>,
 }
 
 /// The patterns of instructions aimed at a model, and of secrets and local
@@ -139,6 +143,13 @@ struct Seen {
 }
 
 impl Seen {
+    /// 16 hex digits of a SHA-256 of the definition.
+    fn digest(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let text = serde_json::to_vec(self).unwrap_or_default();
+        Sha256::digest(&text).iter().take(8).map(|b| format!("{b:02x}")).collect()
+    }
+
     fn of(api: &Api) -> Seen {
         Seen {
             description: api.description.clone(),
@@ -187,8 +198,9 @@ pub(crate) struct Exceptions {
     pub(crate) allow_flagged: Vec<Rule>,
     pub(crate) accept_changes: Vec<Rule>,
     /// A tool whose changed definition an operator accepts by an admin
-    /// call (by its exact name; for one review, which records it as seen).
-    pub(crate) accepted: Option<String>,
+    /// call: its exact name and the digest of the definition accepted (for
+    /// one review, which records it as seen if it is still that one).
+    pub(crate) accepted: Option<(String, String)>,
 }
 
 impl Exceptions {
@@ -227,6 +239,7 @@ impl Quarantine {
                 tracing::info!(tool = %api.function_name, "a flagged tool is allowed by access.allow_flagged: {}", reasons.join("; "));
                 reasons.clear();
             }
+            let mut definition = None;
             if origin == Origin::Mcp {
                 let now = Seen::of(api);
                 match seen.tools.get(&api.function_name) {
@@ -236,7 +249,9 @@ impl Quarantine {
                     }
                     Some(first) if *first != now => {
                         let difference = first.difference(&now);
-                        if exceptions.accepted.as_ref() == Some(&api.function_name) {
+                        let accepted = exceptions.accepted.as_ref();
+                        if accepted.is_some_and(|(name, digest)| *name == api.function_name && *digest == now.digest())
+                        {
                             tracing::info!(tool = %api.function_name, "a changed tool is accepted by an operator: {difference}");
                             seen.tools.insert(api.function_name.clone(), now);
                             seen_changed = true;
@@ -247,13 +262,15 @@ impl Quarantine {
                         } else {
                             tracing::warn!(tool = %api.function_name, "a tool changed since it was first seen and is held until accepted (access.accept_changes): {difference}");
                             reasons.push(format!("{CHANGED}: {difference}"));
+                            definition = Some(now.digest());
                         }
                     }
                     Some(_) => {}
                 }
             }
             if !reasons.is_empty() {
-                held.insert(api.function_name.clone(), HeldTool { function: api.function_name.clone(), reasons });
+                let function = api.function_name.clone();
+                held.insert(function.clone(), HeldTool { function, reasons, definition });
             }
         }
         if seen_changed && let Err(e) = write_seen(&path, &seen) {
@@ -303,12 +320,15 @@ fn read_seen(path: &Path) -> SeenFile {
     }
 }
 
-/// Written beside, fsync'd, renamed into place, the directory fsync'd.
+/// Written beside (under a name of this process and write), fsync'd,
+/// renamed into place, the directory fsync'd.
 fn write_seen(path: &Path, seen: &SeenFile) -> std::io::Result<()> {
     use std::io::Write;
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
-    let temp = path.with_extension("json.new");
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temp = path.with_extension(format!("json.{}-{n}.new", std::process::id()));
     let mut file = std::fs::File::create(&temp)?;
     file.write_all(&serde_json::to_vec_pretty(seen).map_err(std::io::Error::other)?)?;
     file.sync_all()?;

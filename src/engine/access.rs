@@ -10,7 +10,7 @@ use super::Engine;
 use crate::catalog::{Api, Catalog, Effect};
 use crate::config::{AccessConfig, ConsentMode};
 use crate::policy::{Effects, Policies, Policy};
-use crate::quarantine::{HeldTool, Quarantine};
+use crate::quarantine::{Exceptions, HeldTool, Quarantine};
 
 /// Why an operator's acceptance of a changed tool did not release it.
 #[derive(Debug, PartialEq)]
@@ -20,13 +20,14 @@ pub(crate) enum NotAccepted {
     /// It is held for these reasons besides (or instead of) its change:
     /// the scan's, which only `access.allow_flagged` lifts.
     StillHeld(Vec<String>),
+    /// Its definition is no longer the one named: it is now this one.
+    ChangedAgain(String),
 }
 
 impl Engine {
     /// The policy governing `client` (`None`: it may use every tool).
     pub(crate) fn policy(&self, client: Option<&str>) -> Option<Arc<Policy>> {
-        let policies = self.policies.load();
-        if policies.is_empty() { None } else { policies.governing(client) }
+        self.policies.load().governing(client)
     }
 
     /// Whether `client` may use the catalog API named `function`: not held,
@@ -88,28 +89,35 @@ impl Engine {
     /// Reviews the catalog's MCP and OpenAPI tools ([`Quarantine::review`]):
     /// at start, after the catalog changes, after a reload.
     pub(crate) fn review_tools(&self) {
-        let review = Quarantine::review(&self.catalog(), &self.config.state.dir(), &self.exceptions.load());
-        *self.quarantine.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(review);
+        self.review_with(&self.exceptions.load());
+    }
+
+    /// A review with `exceptions`, stored (one at a time, of the catalog now).
+    fn review_with(&self, exceptions: &Exceptions) -> Arc<Quarantine> {
+        let _one = self.reviewing.lock().unwrap_or_else(|e| e.into_inner());
+        let review = Arc::new(Quarantine::review(&self.catalog(), &self.config.state.dir(), exceptions));
+        *self.quarantine.write().unwrap_or_else(|e| e.into_inner()) = review.clone();
+        review
     }
 
     /// Accepts the changed definition of the held tool `function` (an
-    /// operator's call, instead of `access.accept_changes` and a reload):
-    /// it is recorded as the one seen, and the tool is offered again unless
-    /// the scan holds it too.
-    pub(crate) fn accept_change(&self, function: &str) -> Result<(), NotAccepted> {
+    /// operator's call, instead of `access.accept_changes` and a reload),
+    /// if it is still the one the operator saw (`definition`, the digest
+    /// `GET /v1/tools/held` shows): it is recorded as the one seen and the
+    /// tool is offered again. A tool the scan holds is left as it is.
+    /// Blocking (the review writes `tools-seen.json`).
+    pub(crate) fn accept_change(&self, function: &str, definition: &str) -> Result<(), NotAccepted> {
         let held = self.quarantine().held(function).cloned().ok_or(NotAccepted::NotHeld)?;
-        if !held.reasons.iter().any(|r| r.starts_with(crate::quarantine::CHANGED)) {
+        if held.reasons.iter().any(|r| !r.starts_with(crate::quarantine::CHANGED)) {
             return Err(NotAccepted::StillHeld(held.reasons));
         }
-        let exceptions = crate::quarantine::Exceptions {
-            accepted: Some(function.to_string()),
-            ..(**self.exceptions.load()).clone()
-        };
-        let review = Quarantine::review(&self.catalog(), &self.config.state.dir(), &exceptions);
-        let still = review.held(function).map(|h| h.reasons.clone());
-        *self.quarantine.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(review);
-        match still {
-            Some(reasons) => Err(NotAccepted::StillHeld(reasons)),
+        if held.definition.as_deref() != Some(definition) {
+            return Err(NotAccepted::ChangedAgain(held.definition.unwrap_or_default()));
+        }
+        let accepted = Some((function.to_string(), definition.to_string()));
+        let review = self.review_with(&Exceptions { accepted, ..(**self.exceptions.load()).clone() });
+        match review.held(function) {
+            Some(still) => Err(NotAccepted::ChangedAgain(still.definition.clone().unwrap_or_default())),
             None => Ok(()),
         }
     }

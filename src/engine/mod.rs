@@ -149,6 +149,10 @@ pub struct Engine {
     /// The tools of the world's catalog held from every caller, reviewed
     /// whenever the catalog or the exceptions change.
     quarantine: RwLock<Arc<Quarantine>>,
+    /// Held while a review runs and its result is stored: reviews (and
+    /// their writes of `tools-seen.json`) one at a time, the last stored
+    /// of the newest catalog.
+    reviewing: std::sync::Mutex<()>,
     /// `access.allow_flagged` and `access.accept_changes`, swapped by a reload.
     exceptions: arc_swap::ArcSwap<Exceptions>,
     /// `access.read_only` and `access.destructive`, swapped by a reload.
@@ -327,6 +331,7 @@ impl Engine {
             building_index: Default::default(),
             policies: arc_swap::ArcSwap::from_pointee(Policies::of(&config.access).map_err(anyhow::Error::msg)?),
             quarantine: RwLock::default(),
+            reviewing: std::sync::Mutex::new(()),
             effects: arc_swap::ArcSwap::from_pointee(
                 Effects::of(&config.access.read_only, &config.access.destructive).map_err(anyhow::Error::msg)?,
             ),

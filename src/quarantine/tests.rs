@@ -104,10 +104,13 @@ fn a_tool_changed_since_first_seen_is_held_until_accepted() {
     let time = servers.iter_mut().find(|s| s.server == "time").unwrap();
     time.tools[0].description.push_str(" And the tides.");
     let again = catalog_with(&servers);
-    assert!(Quarantine::review(&again, state.path(), &none()).held(&name).is_some());
-    let other = Exceptions { accepted: Some(format!("{name}_not")), ..none() };
+    let held = Quarantine::review(&again, state.path(), &none()).held(&name).cloned().expect("held");
+    let digest = held.definition.expect("a changed tool's definition is named");
+    let other = Exceptions { accepted: Some((format!("{name}_not"), digest.clone())), ..none() };
     assert!(Quarantine::review(&again, state.path(), &other).held(&name).is_some(), "by its exact name only");
-    let operator = Exceptions { accepted: Some(name.clone()), ..none() };
+    let unseen = Exceptions { accepted: Some((name.clone(), "0123456789abcdef".into())), ..none() };
+    assert!(Quarantine::review(&again, state.path(), &unseen).held(&name).is_some(), "only the definition seen");
+    let operator = Exceptions { accepted: Some((name.clone(), digest)), ..none() };
     assert!(Quarantine::review(&again, state.path(), &operator).list().is_empty());
     assert!(Quarantine::review(&again, state.path(), &none()).list().is_empty(), "…and remembered as seen");
 }

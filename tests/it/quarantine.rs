@@ -112,11 +112,22 @@ fn poisoned_and_changed_downstream_tools_are_held() {
     assert!(eventually(Duration::from_secs(20), || readyz().contains("`fixture__diary` is held")), "{}", readyz());
     let (status, _, held) = common::http(&url, "GET", "/v1/tools/held", None, b"");
     assert!(status == 200 && held.contains("fixture__diary") && held.contains("fixture__helper"), "{held}");
-    let accept = |name: &str| common::http(&url, "POST", &format!("/v1/tools/held/{name}/accept"), None, b"");
-    let (status, _, text) = accept("fixture__helper");
+    let held: Value = serde_json::from_str(&held).unwrap();
+    let entry = |name: &str| held["data"].as_array().unwrap().iter().find(|h| h["function"] == name).unwrap().clone();
+    let definition = entry("fixture__diary")["definition"].as_str().unwrap().to_string();
+    assert!(entry("fixture__helper")["definition"].is_null(), "flagged, not changed");
+    let accept = |name: &str, definition: &str| {
+        let body = json!({"definition": definition}).to_string();
+        common::http(&url, "POST", &format!("/v1/tools/held/{name}/accept"), None, body.as_bytes())
+    };
+    let (status, _, text) = accept("fixture__helper", "0000");
     assert!(status == 409 && text.contains("tool_still_held") && text.contains("allow_flagged"), "{status} {text}");
-    assert_eq!(accept("fixture__nothing").0, 404);
-    let (status, _, text) = accept("fixture__diary");
+    assert_eq!(accept("fixture__nothing", &definition).0, 404);
+    let (status, _, text) = accept("fixture__diary", "0123456789abcdef");
+    assert!(status == 409 && text.contains("definition_changed") && text.contains(&definition), "{status} {text}");
+    let (status, _, text) = common::http(&url, "POST", "/v1/tools/held/fixture__diary/accept", None, b"{}");
+    assert!(status == 400 && text.contains("definition"), "{status} {text}");
+    let (status, _, text) = accept("fixture__diary", &definition);
     assert_eq!(status, 200, "{text}");
     assert_eq!(call(&url, "fixture__diary", json!({})).0, 200);
     assert!(!readyz().contains("fixture__diary") && readyz().contains("fixture__helper"), "{}", readyz());

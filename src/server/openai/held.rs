@@ -1,18 +1,19 @@
 //! `GET /v1/tools/held` and `POST /v1/tools/held/{function}/accept`: the
 //! tools held before they reach a model ([`crate::quarantine`]) and an
 //! operator's release of one whose definition changed (instead of
-//! `access.accept_changes` and a reload). Operators only.
+//! `access.accept_changes` and a reload), naming the definition accepted
+//! by the digest the list shows. Operators only.
 
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::extract::rejection::PathRejection;
+use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 use crate::engine::access::NotAccepted;
 use crate::server::error::ApiError;
-use crate::server::middleware::{Operator, not_ready, operator_only};
+use crate::server::middleware::{Operator, body_and_engine, not_ready, operator_only};
 use crate::server::state::App;
 
 /// `GET /v1/tools/held`: every held tool, with why.
@@ -25,7 +26,7 @@ pub(crate) async fn held(State(app): State<Arc<App>>, operator: Option<axum::Ext
             let held: Vec<_> = engine
                 .held_tools()
                 .into_iter()
-                .map(|h| serde_json::json!({"function": h.function, "reasons": h.reasons}))
+                .map(|h| serde_json::json!({"function": h.function, "reasons": h.reasons, "definition": h.definition}))
                 .collect();
             axum::Json(serde_json::json!({"object": "list", "data": held})).into_response()
         }
@@ -33,12 +34,21 @@ pub(crate) async fn held(State(app): State<Arc<App>>, operator: Option<axum::Ext
     }
 }
 
-/// `POST /v1/tools/held/{function}/accept`: the changed definition of
-/// `function` accepted and remembered as the one seen.
+/// The body of an acceptance.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Acceptance {
+    /// The digest of the definition accepted (`definition` in the list).
+    definition: String,
+}
+
+/// `POST /v1/tools/held/{function}/accept {"definition": DIGEST}`: the
+/// changed definition of `function` accepted and remembered as the one seen.
 pub(crate) async fn accept(
     State(app): State<Arc<App>>,
     operator: Option<axum::Extension<Operator>>,
     function: Result<axum::extract::Path<String>, PathRejection>,
+    body: Result<axum::body::Bytes, BytesRejection>,
 ) -> Response {
     if let Some(refused) = operator_only(operator.as_deref()) {
         return refused;
@@ -47,24 +57,49 @@ pub(crate) async fn accept(
         Ok(axum::extract::Path(function)) => function,
         Err(e) => return ApiError::invalid(format!("bad function name: {}", e.body_text()), None).into_response(),
     };
-    let engine = match app.engine() {
-        Ok(engine) => engine,
-        Err(e) => return not_ready(e),
+    let (body, engine) = match body_and_engine(&app, body) {
+        Ok(found) => found,
+        Err(refused) => return *refused,
     };
-    match engine.accept_change(&function) {
-        Ok(()) => axum::Json(serde_json::json!({"function": function, "held": false})).into_response(),
-        Err(NotAccepted::NotHeld) => ApiError::not_found(
+    let acceptance: Acceptance = match serde_json::from_slice(&body) {
+        Ok(a) => a,
+        Err(e) => {
+            let message = format!(
+                "the request body must be {{\"definition\": DIGEST}}, the digest `GET /v1/tools/held` shows: {e}"
+            );
+            return ApiError::invalid(message, Some("definition")).into_response();
+        }
+    };
+    let accepted = {
+        let function = function.clone();
+        tokio::task::spawn_blocking(move || engine.accept_change(&function, &acceptance.definition)).await
+    };
+    let conflict = |code: &'static str, message: String| {
+        ApiError::new(StatusCode::CONFLICT, "invalid_request_error", code, message).into_response()
+    };
+    match accepted {
+        Ok(Ok(())) => axum::Json(serde_json::json!({"function": function, "held": false})).into_response(),
+        Ok(Err(NotAccepted::NotHeld)) => ApiError::not_found(
             "tool_not_held",
             format!("no tool named `{function}` is held (GET /v1/tools/held lists them)"),
             None,
         )
         .into_response(),
-        Err(NotAccepted::StillHeld(reasons)) => {
-            let message = format!(
+        Ok(Err(NotAccepted::StillHeld(reasons))) => conflict(
+            "tool_still_held",
+            format!(
                 "`{function}` stays held: {}; a tool the scan flags is released only by access.allow_flagged and a reload",
                 reasons.join("; ")
-            );
-            ApiError::new(StatusCode::CONFLICT, "invalid_request_error", "tool_still_held", message).into_response()
-        }
+            ),
+        ),
+        Ok(Err(NotAccepted::ChangedAgain(now))) => conflict(
+            "definition_changed",
+            format!(
+                "`{function}` changed again: its definition is now `{now}`, not the one named; \
+                 read GET /v1/tools/held again"
+            ),
+        ),
+        Err(e) => ApiError::server(StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("the review failed: {e}"))
+            .into_response(),
     }
 }
