@@ -79,10 +79,20 @@ impl Policy {
 /// The policies in force, by the client id each key hash gives
 /// ([`Policies::client_id`]) and by name (for OAuth tokens, whose client
 /// ids name theirs: [`Policies::token_client`]).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Policies {
     by_client: HashMap<String, Arc<Policy>>,
     by_name: HashMap<String, Arc<Policy>>,
+    /// What governs a client id naming a policy that is not (any more)
+    /// configured: nothing allowed, never every tool.
+    missing: Arc<Policy>,
+}
+
+impl Default for Policies {
+    /// No policy: every client may use every tool.
+    fn default() -> Self {
+        Policies::of(&AccessConfig::default()).expect("no rule to read")
+    }
 }
 
 /// How the client ids of OAuth tokens' holders begin.
@@ -101,7 +111,8 @@ impl Policies {
             }
             by_name.insert(p.name.clone(), policy);
         }
-        Ok(Policies { by_client, by_name })
+        let missing = Policy::new("a policy no longer configured", &[], &["name:*".to_string()])?;
+        Ok(Policies { by_client, by_name, missing: Arc::new(missing) })
     }
 
     /// The name of the policy a token with `scopes` is under: the first in
@@ -138,18 +149,17 @@ impl Policies {
     /// The policy governing `client` (`None`: every tool is allowed).
     pub(crate) fn governing(&self, client: Option<&str>) -> Option<Arc<Policy>> {
         let client = client?;
-        if let Some(name) = client.strip_prefix(STDIO_CLIENT) {
-            return self.by_name.get(name).cloned();
+        let named = match client.strip_prefix(STDIO_CLIENT) {
+            Some(name) => Some(Some(name)),
+            None => client.strip_prefix(TOKEN_CLIENT).map(|token| token.split_once(':').map(|(_, name)| name)),
+        };
+        match named {
+            // Named at start or by the gate: if the policy is gone since
+            // (a reload), nothing is allowed until the name is good again.
+            Some(Some(name)) => Some(self.by_name.get(name).cloned().unwrap_or_else(|| self.missing.clone())),
+            Some(None) => None,
+            None => self.by_client.get(client).cloned(),
         }
-        if let Some(token) = client.strip_prefix(TOKEN_CLIENT) {
-            let (_, name) = token.split_once(':')?;
-            return self.by_name.get(name).cloned();
-        }
-        self.by_client.get(client).cloned()
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.by_name.is_empty()
     }
 }
 
@@ -225,7 +235,10 @@ mod tests {
         assert_ne!(Policies::token_client("https://other", "alice", None), bare, "the issuer is part of who it is");
         assert_eq!(policies.governing(Some(&Policies::client_id(&key))).unwrap().name, "keyed");
         assert_eq!(policies.governing(Some(&Policies::stdio_client("weather"))).unwrap().name, "weather");
-        let forged = format!("oauth:{}:nonexistent", &key[..12]);
-        assert!(policies.governing(Some(&forged)).is_none());
+        let gone = Policies::token_client("https://as", "alice", Some("renamed"));
+        let nothing = policies.governing(Some(&gone)).expect("a policy that allows nothing, not every tool");
+        assert!(!nothing.allows(&Facts::client("get_weather")));
+        let stdio_gone = policies.governing(Some(&Policies::stdio_client("renamed"))).unwrap();
+        assert!(!stdio_gone.allows(&Facts::client("get_weather")));
     }
 }

@@ -144,8 +144,11 @@ impl AccessConfig {
                 if !oauth {
                     return Err((key("scopes"), "scopes name OAuth tokens: set server.oauth.issuer first".into()));
                 }
-                if scope.is_empty() || scope.contains(char::is_whitespace) {
-                    return Err((key("scopes"), format!("{scope:?} is not a scope (no spaces)")));
+                if !super::oauth::is_scope_token(scope) {
+                    return Err((
+                        key("scopes"),
+                        format!("{scope:?} is not a scope (RFC 6749: no spaces, quotes or backslashes)"),
+                    ));
                 }
                 if let Some(j) = self.policies[..i].iter().position(|o| o.scopes.contains(scope)) {
                     return Err((key("scopes"), format!("{scope:?} already puts tokens under access.policies[{j}]")));

@@ -71,18 +71,21 @@ impl OAuthConfig {
                 continue;
             }
             let parsed = url::Url::parse(value).ok().filter(|u| matches!(u.scheme(), "http" | "https"));
-            if parsed.is_none_or(|u| u.host().is_none() || u.fragment().is_some()) {
+            let Some(url) = parsed.filter(|u| u.host().is_some() && u.fragment().is_none()) else {
                 let hint = match key {
                     "resource" => " (this server's URL as clients reach it, e.g. https://toolrouter.example.com/mcp)",
                     _ => "",
                 };
                 return Err((format!("server.oauth.{key}"), format!("{value:?} is not an http(s) URL{hint}")));
+            };
+            // Keys fetched over plain HTTP could be swapped on the way: only this machine may serve them so.
+            if key != "resource" && url.scheme() != "https" && !is_loopback_url(&url) {
+                return Err((format!("server.oauth.{key}"), format!("{value:?} must be https (or on loopback)")));
             }
         }
-        if let Some(scope) =
-            self.scopes.iter().find(|s| s.is_empty() || s.contains(|c: char| c.is_whitespace() || c == '"'))
-        {
-            return Err(("server.oauth.scopes".into(), format!("{scope:?} is not a scope (no spaces or quotes)")));
+        if let Some(scope) = self.scopes.iter().find(|s| !is_scope_token(s)) {
+            let problem = format!("{scope:?} is not a scope (RFC 6749: no spaces, quotes or backslashes)");
+            return Err(("server.oauth.scopes".into(), problem));
         }
         if self.leeway_s > MAX_LEEWAY_S {
             return Err(("server.oauth.leeway_s".into(), format!("must be at most {MAX_LEEWAY_S}")));
@@ -94,4 +97,20 @@ impl OAuthConfig {
         }
         Ok(())
     }
+}
+
+/// Whether `url`'s host is this machine (`localhost`, 127.0.0.0/8, `::1`).
+pub fn is_loopback_url(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
+/// Whether `scope` is an RFC 6749 scope token: printable ASCII but for
+/// space, `"` and `\` (so that it fits in a `WWW-Authenticate` challenge).
+pub(super) fn is_scope_token(scope: &str) -> bool {
+    !scope.is_empty() && scope.bytes().all(|b| matches!(b, 0x21 | 0x23..=0x5B | 0x5D..=0x7E))
 }

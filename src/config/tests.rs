@@ -323,6 +323,8 @@ fn policies_are_checked_rule_by_rule_and_key_by_key() {
 fn oauth_is_checked_key_by_key_and_scopes_need_it() {
     let oauth = "[server.oauth]\nissuer = \"https://as.example\"\nresource = \"https://tr.example/mcp\"\n";
     let (_, r) = load_text(&format!("{oauth}scopes = [\"tools:weather\"]\n"), &[]);
+    let loopback = "[server.oauth]\nissuer = \"http://127.0.0.1:9000\"\nresource = \"http://localhost:8080/mcp\"\n";
+    assert!(load_text(loopback, &[]).1.is_ok(), "plain HTTP on loopback");
     let config = r.unwrap().0;
     assert!(config.server.oauth.enabled() && config.server.oauth.leeway_s == DEFAULT_OAUTH_LEEWAY_S);
     let scoped = |name: &str, scope: &str| format!("[[access.policies]]\nname = \"{name}\"\nscopes = [\"{scope}\"]\n");
@@ -333,6 +335,9 @@ fn oauth_is_checked_key_by_key_and_scopes_need_it() {
         ("[server.oauth]\nissuer = \"https://as.example\"\n".into(), "server.oauth.resource", "not an http(s) URL"),
         (oauth.replace("https://as.example", "as.example"), "server.oauth.issuer", "not an http(s) URL"),
         (format!("{oauth}jwks_uri = \"file:///etc/keys\"\n"), "server.oauth.jwks_uri", "not an http(s) URL"),
+        (format!("{oauth}jwks_uri = \"http://keys.example/jwks\"\n"), "server.oauth.jwks_uri", "must be https"),
+        (oauth.replace("https://as.example", "http://as.example"), "server.oauth.issuer", "must be https"),
+        (format!("{oauth}scopes = [\"a\\\\b\"]\n"), "server.oauth.scopes", "not a scope"),
         (format!("{oauth}scopes = [\"a b\"]\n"), "server.oauth.scopes", "not a scope"),
         (format!("{oauth}leeway_s = 3600\n"), "server.oauth.leeway_s", "at most"),
         (format!("{oauth}jwks_timeout_ms = 0\n"), "server.oauth.jwks_timeout_ms", "at least 1"),

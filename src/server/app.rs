@@ -86,7 +86,7 @@ fn face(routes: axum::Router<Arc<App>>, face: &'static str) -> axum::Router<Arc<
 /// The protected resource metadata (RFC 9728) MCP clients read to find
 /// the authorization server; 404 while OAuth is off.
 async fn resource_metadata(State(app): State<Arc<App>>) -> Response {
-    match &app.oauth {
+    match &app.gate.load().oauth {
         Some(oauth) => {
             ([(axum::http::header::CONTENT_TYPE, "application/json")], oauth.metadata().to_string()).into_response()
         }
@@ -193,7 +193,7 @@ fn downstream_gauges(health: &[Health]) -> String {
 /// on SIGHUP, reloads the configuration from `source` ([`super::reload`]).
 pub async fn serve(config: &Config, source: super::reload::Source) -> anyhow::Result<()> {
     let app = App::new(config);
-    if app.gate.load().key_hashes.is_empty() && app.oauth.is_none() {
+    if app.gate.load().open() {
         tracing::warn!(listen = %config.server.listen, "no API keys configured (server.api_key_hashes): anyone who can reach the listener can use it");
     }
     let certificates = super::tls::Certificates::open(&config.server)?;

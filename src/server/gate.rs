@@ -1,7 +1,8 @@
 //! What admits a request to a protected route: the API keys' hashes,
 //! each key's request rate (`server.api_key_hashes`, `admin_key_hashes`,
-//! `client_rate`, `client_burst`) and the policies OAuth scopes put
-//! tokens under (`access.policies[].scopes`). The [`Gate`] sits in the app behind an
+//! `client_rate`, `client_burst`), the OAuth resource server
+//! (`[server.oauth]`) and the policies OAuth scopes put tokens under
+//! (`access.policies[].scopes`). The [`Gate`] sits in the app behind an
 //! [`arc_swap::ArcSwap`]: a request reads it with one atomic load, a
 //! reload swaps it whole.
 
@@ -9,6 +10,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::oauth::Verifier;
 use crate::config::{AccessConfig, Config};
 use crate::policy::Policies;
 
@@ -29,6 +31,8 @@ pub(crate) struct Gate {
     pub(super) client_burst: u32,
     /// The policies, for the scopes that choose them ([`Gate::token_client`]).
     access: AccessConfig,
+    /// The OAuth resource server (`None`: keys only).
+    pub(super) oauth: Option<Arc<Verifier>>,
 }
 
 impl Gate {
@@ -46,7 +50,13 @@ impl Gate {
             .map(|q| q.allow_burst(std::num::NonZeroU32::new(burst).expect("at least 1")))
             .map(|q| Arc::new(governor::RateLimiter::keyed(q)));
         let (client_rate, client_burst) = (server.client_rate, server.client_burst);
-        Gate { key_hashes, admin_hashes, limiter, client_rate, client_burst, access: config.access.clone() }
+        let oauth = server.oauth.enabled().then(|| Arc::new(Verifier::new(&server.oauth)));
+        Gate { key_hashes, admin_hashes, limiter, client_rate, client_burst, access: config.access.clone(), oauth }
+    }
+
+    /// Whether every request is let in (no key and no OAuth configured).
+    pub(super) fn open(&self) -> bool {
+        self.key_hashes.is_empty() && self.oauth.is_none()
     }
 
     /// The client id of a token from `issuer` held by `subject` with
@@ -57,11 +67,18 @@ impl Gate {
 
     /// The gate of `server` after this one (a reload): the same limiter,
     /// with the cells each client has used, when the rate and burst are
-    /// the same; a new one, every client starting full, when they changed.
+    /// the same (a new one, every client starting full, when they
+    /// changed); the same OAuth resource server, with the keys and tokens
+    /// it holds, when `[server.oauth]` is the same.
     pub(super) fn reconfigured(&self, config: &Config, share: u32) -> Gate {
         let mut gate = Gate::new(config, share);
         if (gate.client_rate, gate.client_burst) == (self.client_rate, self.client_burst) {
             gate.limiter = self.limiter.clone();
+        }
+        if let (Some(old), Some(_)) = (&self.oauth, &gate.oauth)
+            && old.config() == &config.server.oauth
+        {
+            gate.oauth = Some(old.clone());
         }
         gate
     }
@@ -92,5 +109,22 @@ mod tests {
         let faster = gate.reconfigured(&server(&["cd"], 1.0, 5), 1);
         assert!(faster.limiter.as_ref().unwrap().check_key(&"k".to_string()).is_ok(), "a new limiter");
         assert!(gate.reconfigured(&server(&[], 0.0, 5), 1).limiter.is_none(), "no rate, no limiter");
+    }
+
+    #[test]
+    fn a_reload_keeps_the_oauth_server_only_while_its_config_is_the_same() {
+        let mut config = server(&[], 1.0, 1);
+        assert!(Gate::new(&config, 1).open() && Gate::new(&config, 1).oauth.is_none());
+        config.server.oauth.issuer = "https://as.example".into();
+        config.server.oauth.resource = "https://tr.example/mcp".into();
+        let gate = Gate::new(&config, 1);
+        assert!(!gate.open(), "tokens are asked for, even without keys");
+        let same = gate.reconfigured(&config, 1);
+        assert!(Arc::ptr_eq(same.oauth.as_ref().unwrap(), gate.oauth.as_ref().unwrap()), "its keys and tokens kept");
+        config.server.oauth.scopes = vec!["tools".into()];
+        let changed = gate.reconfigured(&config, 1);
+        assert!(!Arc::ptr_eq(changed.oauth.as_ref().unwrap(), gate.oauth.as_ref().unwrap()));
+        config.server.oauth = Default::default();
+        assert!(gate.reconfigured(&config, 1).oauth.is_none(), "OAuth off at once");
     }
 }

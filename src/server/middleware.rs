@@ -123,7 +123,7 @@ pub(super) async fn admit(State(app): State<Arc<App>>, mut request: Request, nex
 /// request's extensions.
 async fn refused(app: &App, request: &mut Request) -> Option<Response> {
     let gate = app.gate.load();
-    if gate.key_hashes.is_empty() && app.oauth.is_none() {
+    if gate.open() {
         // Without keys, whoever reaches the listener runs it.
         request.extensions_mut().insert(Operator);
         gate.limiter.as_ref()?;
@@ -143,23 +143,23 @@ async fn refused(app: &App, request: &mut Request) -> Option<Response> {
         .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")));
     let key = bearer.or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok())).map(str::trim);
     let Some(key) = key else {
-        let missing = match app.oauth {
+        let missing = match gate.oauth {
             Some(_) => "missing credentials: send `Authorization: Bearer TOKEN` (an OAuth token or an API key)",
             None => "missing API key: send `Authorization: Bearer KEY` or `x-api-key: KEY`",
         };
-        return Some(unauthorized(app, missing));
+        return Some(unauthorized(&gate, missing, false));
     };
     let hash = hash_key(key);
     let (client, operator) = if gate.key_hashes.contains(&hash) {
         (hash[..12].to_string(), gate.admin_hashes.contains(&hash))
-    } else if let Some(oauth) = app.oauth.as_ref().filter(|_| Verifier::looks_like_jwt(key)) {
+    } else if let Some(oauth) = gate.oauth.as_ref().filter(|_| Verifier::looks_like_jwt(key)) {
         match oauth.verify(key).await {
             Ok(bearer) => (gate.token_client(oauth.issuer(), &bearer.subject, &bearer.scopes), false),
             Err(refusal) => return Some(token_refused(oauth, refusal)),
         }
     } else {
-        let invalid = if app.oauth.is_some() { "invalid API key or OAuth token" } else { "invalid API key" };
-        return Some(unauthorized(app, invalid));
+        let invalid = if gate.oauth.is_some() { "invalid API key or OAuth token" } else { "invalid API key" };
+        return Some(unauthorized(&gate, invalid, true));
     };
     if let Some(refused) = limited(app, &gate, &client).await {
         return Some(refused);
@@ -172,11 +172,13 @@ async fn refused(app: &App, request: &mut Request) -> Option<Response> {
 }
 
 /// 401 saying `why`, with OAuth's challenge when tokens are accepted (so
-/// that MCP clients find where to get one).
-fn unauthorized(app: &App, why: &str) -> Response {
+/// that MCP clients find where to get one; `invalid_token` when a
+/// credential was `presented`).
+fn unauthorized(gate: &Gate, why: &str, presented: bool) -> Response {
     let mut response = ApiError::status(StatusCode::UNAUTHORIZED, why).into_response();
-    if let Some(oauth) = &app.oauth {
-        response.headers_mut().insert(WWW_AUTHENTICATE, oauth.challenge(None));
+    if let Some(oauth) = &gate.oauth {
+        let refusal = presented.then(|| Refusal::Invalid(why.to_string()));
+        response.headers_mut().insert(WWW_AUTHENTICATE, oauth.challenge(refusal.as_ref()));
     }
     response
 }
@@ -192,8 +194,9 @@ fn token_refused(oauth: &Verifier, refusal: Refusal) -> Response {
             StatusCode::FORBIDDEN,
             "the OAuth token carries none of the scopes this server accepts (server.oauth.scopes)",
         ),
-        Refusal::Unavailable(why) => {
-            let why = format!("OAuth tokens cannot be checked now: {why}");
+        Refusal::Unavailable => {
+            // What failed, and where, is in the log: not for whoever sends a token.
+            let why = "OAuth tokens cannot be checked now: the authorization server's keys could not be fetched";
             ApiError::server(StatusCode::SERVICE_UNAVAILABLE, "oauth_unavailable", why).with_retry_after(10)
         }
     }

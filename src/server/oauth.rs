@@ -13,6 +13,7 @@
 //! while the issuer cannot be reached the keys already fetched stay in use.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -62,8 +63,9 @@ pub(crate) enum Refusal {
     Invalid(String),
     /// 403 `insufficient_scope`: none of `server.oauth.scopes`.
     Scope,
-    /// 503: the issuer's keys could not be fetched and none are held.
-    Unavailable(String),
+    /// 503: the issuer's keys could not be fetched and none are held (the
+    /// log says why).
+    Unavailable,
 }
 
 /// The claims read from a token (the rest are checked by `jsonwebtoken`).
@@ -92,6 +94,8 @@ struct Checked {
     bearer: Bearer,
     from: f64,
     until: f64,
+    /// The key set's generation it was checked under.
+    generation: u64,
 }
 
 #[derive(Deserialize)]
@@ -155,7 +159,7 @@ impl Verifier {
                 value.push_str(&format!(", error=\"invalid_token\", error_description=\"{why}\""));
             }
             Some(Refusal::Scope) => value.push_str(", error=\"insufficient_scope\""),
-            Some(Refusal::Unavailable(_)) | None => {}
+            Some(Refusal::Unavailable) | None => {}
         }
         HeaderValue::try_from(value).unwrap_or_else(|_| HeaderValue::from_static("Bearer"))
     }
@@ -183,6 +187,9 @@ impl Verifier {
         if !ALGORITHMS.contains(&header.alg) {
             return Err(Refusal::Invalid(format!("tokens signed with {:?} are not accepted", header.alg)));
         }
+        // Read before the key: a key set changed during the check makes the
+        // remembered token checked again.
+        let generation = self.jwks.generation();
         let key = self.jwks.key(header.kid.as_deref()).await?;
         if key.algorithm.is_some_and(|alg| alg != header.alg) {
             return Err(Refusal::Invalid("the token's algorithm is not its key's".into()));
@@ -206,10 +213,14 @@ impl Verifier {
         if !self.config.scopes.is_empty() && !scopes.iter().any(|s| self.config.scopes.contains(s)) {
             return Err(Refusal::Scope);
         }
-        let subject = claims.sub.ok_or_else(|| Refusal::Invalid("the token has no sub claim".into()))?;
+        let subject = claims
+            .sub
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| Refusal::Invalid("the token has no sub claim".into()))?;
         let bearer = Bearer { subject, scopes };
         let leeway = self.config.leeway_s as f64;
         let checked = Checked {
+            generation,
             bearer: bearer.clone(),
             from: claims.nbf.as_f64().map_or(f64::MIN, |nbf| nbf - leeway),
             until: claims.exp.as_f64().unwrap_or(f64::MIN) + leeway,
@@ -224,7 +235,7 @@ impl Verifier {
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.as_secs_f64();
         let mut checked = self.checked.lock().unwrap_or_else(|e| e.into_inner());
         let hit = checked.get(token)?;
-        if (hit.from..hit.until).contains(&now) {
+        if (hit.from..hit.until).contains(&now) && hit.generation == self.jwks.generation() {
             return Some(hit.bearer.clone());
         }
         checked.pop(token);
@@ -234,6 +245,11 @@ impl Verifier {
     /// The issuer (`iss`) tokens come from.
     pub(crate) fn issuer(&self) -> &str {
         &self.config.issuer
+    }
+
+    /// The `[server.oauth]` it was made of.
+    pub(crate) fn config(&self) -> &OAuthConfig {
+        &self.config
     }
 }
 
@@ -275,7 +291,7 @@ struct Key {
 struct Keys {
     by_id: HashMap<String, Key>,
     fetched: Option<Instant>,
-    /// The last fetch attempted, and its error if it failed.
+    /// The last fetch started, and its error if it failed.
     tried: Option<Instant>,
     error: Option<String>,
 }
@@ -286,8 +302,13 @@ pub(crate) struct Jwks {
     /// `server.oauth.jwks_uri`, else found in the issuer's metadata (then kept).
     uri: RwLock<Option<String>>,
     keys: RwLock<Keys>,
+    /// Bumped when a fetch finds a key held before gone (rotated out,
+    /// perhaps compromised): tokens remembered before are checked again.
+    generation: AtomicU64,
     /// One fetch at a time.
     fetching: tokio::sync::Mutex<()>,
+    /// A background refresh is under way.
+    refreshing: AtomicBool,
     http: reqwest::Client,
     timeout: Duration,
     refresh: Duration,
@@ -302,14 +323,24 @@ impl Jwks {
         let http = reqwest::Client::builder()
             .user_agent(crate::outbound::USER_AGENT)
             .timeout(timeout)
-            .redirect(reqwest::redirect::Policy::limited(3))
+            .redirect(reqwest::redirect::Policy::custom(|attempt| {
+                if attempt.previous().len() >= 3 {
+                    attempt.error("more than 3 redirects")
+                } else if attempt.url().scheme() != "https" && !crate::config::is_loopback_url(attempt.url()) {
+                    attempt.error("a redirect away from https")
+                } else {
+                    attempt.follow()
+                }
+            }))
             .build()
             .expect("a client without custom TLS builds");
         Jwks {
             issuer: config.issuer.trim_end_matches('/').to_string(),
             uri: RwLock::new((!config.jwks_uri.is_empty()).then(|| config.jwks_uri.clone())),
             keys: RwLock::new(Keys::default()),
+            generation: AtomicU64::new(0),
             fetching: tokio::sync::Mutex::new(()),
+            refreshing: AtomicBool::new(false),
             http,
             timeout,
             refresh: Duration::from_secs(config.jwks_refresh_s),
@@ -325,9 +356,13 @@ impl Jwks {
                 let keys = self.keys.read().unwrap_or_else(|e| e.into_inner());
                 keys.fetched.is_none_or(|t| t.elapsed() > self.refresh) && !self.recently(keys.tried)
             };
-            if stale {
+            // One refresh in the background at a time, whatever the request rate.
+            if stale && !self.refreshing.swap(true, Ordering::AcqRel) {
                 let jwks = self.clone();
-                tokio::spawn(async move { jwks.fetch().await });
+                tokio::spawn(async move {
+                    jwks.fetch().await;
+                    jwks.refreshing.store(false, Ordering::Release);
+                });
             }
             return Ok(key);
         }
@@ -337,9 +372,7 @@ impl Jwks {
         }
         let keys = self.keys.read().unwrap_or_else(|e| e.into_inner());
         match (&keys.error, keys.by_id.is_empty()) {
-            (Some(error), true) => {
-                Err(Refusal::Unavailable(format!("the issuer's keys could not be fetched: {error}")))
-            }
+            (Some(_), true) => Err(Refusal::Unavailable),
             _ => Err(Refusal::Invalid(match kid {
                 Some(_) => "the token is signed by a key the issuer does not publish".into(),
                 None => "the token names no key (kid) and the issuer publishes several".into(),
@@ -347,7 +380,7 @@ impl Jwks {
         }
     }
 
-    /// Whether a fetch was tried within `refetch_after`.
+    /// Whether a fetch was started within `refetch_after`.
     fn recently(&self, tried: Option<Instant>) -> bool {
         tried.is_some_and(|t| t.elapsed() < self.refetch_after)
     }
@@ -361,22 +394,35 @@ impl Jwks {
         }
     }
 
-    /// Fetches the keys, unless another fetch just ran (or runs: this
-    /// waits for it, at most one fetch's time).
+    /// The key set's generation (see `generation`).
+    fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Fetches the keys, unless a fetch started within `refetch_after` (a
+    /// fetch under way: this waits for it, at most one fetch's time). The
+    /// start is noted before the fetch, so that a request given up midway
+    /// cannot make the next one fetch again at once.
     async fn fetch(&self) {
         let _one = self.fetching.lock().await;
-        if self.recently(self.keys.read().unwrap_or_else(|e| e.into_inner()).tried) {
-            return;
+        {
+            let mut keys = self.keys.write().unwrap_or_else(|e| e.into_inner());
+            if self.recently(keys.tried) {
+                return;
+            }
+            keys.tried = Some(Instant::now());
         }
         let fetched = tokio::time::timeout(self.timeout, self.fetch_keys()).await.unwrap_or_else(|_| {
             Err(format!("no answer within {} ms (server.oauth.jwks_timeout_ms)", self.timeout.as_millis()))
         });
         let mut keys = self.keys.write().unwrap_or_else(|e| e.into_inner());
-        keys.tried = Some(Instant::now());
         match fetched {
             Ok(by_id) => {
                 tracing::info!(keys = by_id.len(), issuer = %self.issuer, "OAuth: the issuer's keys fetched");
-                *keys = Keys { by_id, fetched: keys.tried, tried: keys.tried, error: None };
+                if keys.by_id.keys().any(|kid| !by_id.contains_key(kid)) {
+                    self.generation.fetch_add(1, Ordering::AcqRel);
+                }
+                *keys = Keys { by_id, fetched: Some(Instant::now()), tried: keys.tried, error: None };
             }
             Err(error) => {
                 tracing::warn!(issuer = %self.issuer, held = keys.by_id.len(),
@@ -398,7 +444,7 @@ impl Jwks {
             }
         };
         let set: JwkSet = self.get_json(&uri).await?;
-        let keys: HashMap<String, Key> = set.keys.iter().filter_map(usable).collect();
+        let keys: HashMap<String, Key> = set.keys.iter().enumerate().filter_map(usable).collect();
         if keys.is_empty() {
             return Err(format!("{uri} holds no signing key toolrouter can use"));
         }
@@ -444,11 +490,11 @@ impl Jwks {
     }
 }
 
-/// A JWK that can check signatures: a public key (not a shared secret),
-/// not marked for encryption, with an id (keys without one are named by
-/// their thumbprint, which a token's `kid` rarely is: they serve tokens
-/// without a `kid`).
-fn usable(jwk: &Jwk) -> Option<(String, Key)> {
+/// A JWK that can check signatures (a public key, not a shared secret,
+/// not marked for encryption), by its id; `i`: its place in the set, the
+/// id of a key without one (never a token's `kid`: such a key serves
+/// tokens without a `kid`, when it is the set's only key).
+fn usable((i, jwk): (usize, &Jwk)) -> Option<(String, Key)> {
     use jsonwebtoken::jwk::AlgorithmParameters;
     if matches!(jwk.algorithm, AlgorithmParameters::OctetKey(_))
         || matches!(jwk.common.public_key_use, Some(PublicKeyUse::Encryption))
@@ -460,7 +506,7 @@ fn usable(jwk: &Jwk) -> Option<(String, Key)> {
         None => None,
     };
     let key = DecodingKey::from_jwk(jwk).ok()?;
-    let id = jwk.common.key_id.clone().unwrap_or_default();
+    let id = jwk.common.key_id.clone().unwrap_or_else(|| format!("#{i} (no kid)"));
     Some((id, Key { key: Arc::new(key), algorithm }))
 }
 

@@ -66,8 +66,8 @@ const ENGINE_KEYS: [&str; 18] = [
 ];
 
 /// The keys a reload applies in place in `serve`.
-const SERVER_KEYS: [&str; 4] =
-    ["server.api_key_hashes", "server.admin_key_hashes", "server.client_rate", "server.client_burst"];
+const SERVER_KEYS: [&str; 5] =
+    ["server.api_key_hashes", "server.admin_key_hashes", "server.client_rate", "server.client_burst", "server.oauth"];
 
 /// What a reload changes, and what it compares with.
 pub(crate) struct Reloader {
@@ -152,11 +152,11 @@ impl Reloader {
         self.applied = config;
     }
 
-    /// Swaps `app`'s keys and per-key rate for those of `config`.
+    /// Swaps `app`'s keys, OAuth and per-key rate for those of `config`.
     fn reload_gate(&self, app: &App, config: &Config) {
         let old = app.gate.load();
         let gate = old.reconfigured(config, rate_share(&app.config, app.cluster.is_some()));
-        if gate.key_hashes.is_empty() && !old.key_hashes.is_empty() && app.oauth.is_none() {
+        if gate.open() && !old.open() {
             tracing::warn!(listen = %app.config.server.listen, "no API keys configured any more (server.api_key_hashes): anyone who can reach the listener can use it");
         }
         app.gate.store(Arc::new(gate));

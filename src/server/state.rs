@@ -1,5 +1,5 @@
 //! The state every face shares, and nothing face-specific: the
-//! configuration, the gate (API keys, client rates), the engine (loading or
+//! configuration, the gate (API keys, OAuth, client rates), the engine (loading or
 //! loaded, through the chat core that holds it), the cluster, the shutdown cut-off and the chat core. A face's
 //! own state (the Responses store, the MCP service, the console's history)
 //! is the face's, attached to its routes as an extension. Every face and
@@ -31,8 +31,6 @@ pub struct App {
     pub(crate) cut_off: tokio::sync::watch::Sender<bool>,
     /// Route, plan and execute modes, for every face that speaks chat.
     pub(crate) chat: Arc<ChatCore>,
-    /// The OAuth resource server (`server.oauth`; `None`: keys only).
-    pub(crate) oauth: Option<Arc<super::oauth::Verifier>>,
 }
 
 impl App {
@@ -49,14 +47,12 @@ impl App {
             None
         });
         let gate = Gate::new(config, rate_share(config, cluster.is_some()));
-        let oauth = config.server.oauth.enabled().then(|| Arc::new(super::oauth::Verifier::new(&config.server.oauth)));
         Arc::new(App {
             chat: Arc::new(ChatCore::new(config, llm, cluster.clone())),
             config: config.clone(),
             gate: ArcSwap::from_pointee(gate),
             cluster,
             cut_off: tokio::sync::watch::Sender::new(false),
-            oauth,
         })
     }
 
