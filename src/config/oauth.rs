@@ -25,6 +25,10 @@ pub struct OAuthConfig {
     /// This server's URL as MCP clients reach it (`https://host/mcp`):
     /// the `resource` of its metadata, and what tokens' `aud` must hold.
     pub resource: String,
+    /// What tokens' `aud` must hold when the issuer does not name the
+    /// resource by its URL (an API identifier such as `api://toolrouter`,
+    /// an application id). Empty: `resource`.
+    pub audience: String,
     /// The issuer's JWKS, when its metadata does not say (or is not served).
     pub jwks_uri: String,
     /// The scopes advertised to clients. Non-empty: a token must carry one
@@ -40,6 +44,7 @@ impl Default for OAuthConfig {
         OAuthConfig {
             issuer: String::new(),
             resource: String::new(),
+            audience: String::new(),
             jwks_uri: String::new(),
             scopes: Vec::new(),
             leeway_s: DEFAULT_OAUTH_LEEWAY_S,
@@ -55,11 +60,19 @@ impl OAuthConfig {
         !self.issuer.is_empty()
     }
 
+    /// What tokens' `aud` must hold: `audience`, else `resource`.
+    pub fn audience(&self) -> &str {
+        if self.audience.is_empty() { &self.resource } else { &self.audience }
+    }
+
     /// URLs are http(s) URLs, the resource is set with the issuer, the
     /// limits are limits, as (key, problem).
     pub(super) fn validate(&self) -> Result<(), (String, String)> {
         if !self.enabled() {
-            let set = !self.resource.is_empty() || !self.jwks_uri.is_empty() || !self.scopes.is_empty();
+            let set = !self.resource.is_empty()
+                || !self.audience.is_empty()
+                || !self.jwks_uri.is_empty()
+                || !self.scopes.is_empty();
             return match set {
                 true => Err(("server.oauth.issuer".into(), "is needed for the other server.oauth keys".into())),
                 false => Ok(()),

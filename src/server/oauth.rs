@@ -2,7 +2,7 @@
 //! authorization specification): the protected resource metadata clients
 //! discover (RFC 9728), the `WWW-Authenticate` challenge that points to
 //! it, and the check of a bearer JWT: signed by a key of the issuer's
-//! JWKS, for this resource (`aud`), from the issuer (`iss`), within its
+//! JWKS, for this resource (`aud`: its URL, or `audience`), from the issuer (`iss`), within its
 //! `exp` and `nbf` give or take `leeway_s`.
 //!
 //! The issuer's keys ([`Jwks`]) are fetched on first need, used for
@@ -196,7 +196,7 @@ impl Verifier {
         }
         let mut validation = Validation::new(header.alg);
         validation.set_issuer(&[&self.config.issuer]);
-        validation.set_audience(&[&self.config.resource]);
+        validation.set_audience(&[self.config.audience()]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         validation.validate_nbf = true;
         validation.leeway = self.config.leeway_s;

@@ -166,6 +166,10 @@ async fn a_token_is_accepted_only_for_this_resource_from_this_issuer_in_its_time
     invalid(verifier.verify(&with("nbf", json!("99999999999"))).await, "nbf");
     invalid(verifier.verify(&with("exp", json!("never"))).await, "exp");
     invalid(verifier.verify(&with("aud", json!("https://other.example/mcp"))).await, "another resource");
+    let mut named = issuer.verifier(&[]);
+    named.config.audience = "api://toolrouter".into();
+    assert!(named.verify(&with("aud", json!("api://toolrouter"))).await.is_ok(), "the issuer's name for it");
+    invalid(named.verify(&with("aud", json!(RESOURCE))).await, "another resource");
     invalid(verifier.verify(&with("iss", json!("https://evil.example"))).await, "another issuer");
     let mut no_sub = issuer.claims();
     no_sub.as_object_mut().unwrap().remove("sub");
