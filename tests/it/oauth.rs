@@ -9,7 +9,7 @@
 //! unknown key, malformed, huge or short of scope are refused with the
 //! right status and challenge; the static key keeps working; an issuer
 //! whose keys are slow or down leaves the keys held in use and is waited
-//! for a bounded time.
+//! for a bounded time; a reload that turns OAuth off refuses tokens at once.
 
 use crate::common;
 
@@ -62,8 +62,9 @@ fn an_mcp_client_completes_the_oauth_flow_and_bad_tokens_are_refused() {
     std::fs::write(&file, config(&issuer, &resource)).unwrap();
     let mut cmd = Command::new(common::binary());
     cmd.args(["serve", "--listen", url.trim_start_matches("http://"), "--config"]).arg(&file);
-    common::on_toolbench_replay(&mut cmd, &data, &dir.path().join("state")).env("TOOLROUTER_LOG_LEVEL", "warn");
-    let (_toolrouter, _) = common::start(cmd, Stdio::inherit());
+    common::on_toolbench_replay(&mut cmd, &data, &dir.path().join("state")).env("TOOLROUTER_LOG_LEVEL", "info");
+    let log_path = dir.path().join("log");
+    let (toolrouter, _) = common::start(cmd, Stdio::from(std::fs::File::create(&log_path).unwrap()));
     common::wait_ready(&url, Some(KEY));
 
     // The protected resource metadata, where the challenge says it is.
@@ -151,4 +152,19 @@ fn an_mcp_client_completes_the_oauth_flow_and_bad_tokens_are_refused() {
     assert!(started.elapsed() < Duration::from_secs(10), "bounded by the fetch's limit, not the issuer's 30 s");
     jwks("down");
     assert_eq!(call(&url, &good).0, 200, "the key held is used while the issuer is down");
+
+    // OAuth turned off by a reload: tokens are refused at once, the key stays.
+    let keys_only = format!("[server]\napi_key_hashes = [\"{}\"]\n", hash_key(KEY));
+    std::fs::write(&file, keys_only).unwrap();
+    assert_eq!(unsafe { libc::kill(toolrouter.0.id() as i32, libc::SIGHUP) }, 0);
+    let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+    let reloaded = || log().contains("configuration reloaded");
+    assert!(common::eventually(Duration::from_secs(20), reloaded), "{}", log());
+    let applied = log().lines().find(|l| l.contains("configuration reloaded: applied")).unwrap_or("").to_string();
+    assert!(applied.contains("server.oauth") && !log().contains("server.oauth changed: restart"), "{}", log());
+    let (status, head, _) = call(&url, &good);
+    assert!(status == 401 && challenge(&head).is_empty(), "no OAuth, no challenge: {status} {head}");
+    assert_eq!(call(&url, KEY).0, 200);
+    let (status, _, _) = common::http(&url, "GET", "/.well-known/oauth-protected-resource", None, b"");
+    assert_eq!(status, 404, "no metadata without OAuth");
 }
