@@ -260,31 +260,10 @@ fn an_mcp_session_on_the_wrong_replica_is_told_to_start_again() {
     let (a, b) = (common::serve(&env), common::serve(&env));
     common::wait_ready(&a.1, None);
     common::wait_ready(&b.1, None);
-    // POST /mcp by hand: the whole answer, head and body (an SSE stream ends with its response).
-    let post = |url: &str, headers: &[(&str, &str)], body: &str| {
-        use std::io::Read;
-        let addr = url.trim_start_matches("http://");
-        let mut stream = std::net::TcpStream::connect(addr).unwrap();
-        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        let mut head = format!(
-            "POST /mcp HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-type: application/json\r\n\
-             accept: application/json, text/event-stream\r\ncontent-length: {}\r\n",
-            body.len()
-        );
-        for (k, v) in headers {
-            head.push_str(&format!("{k}: {v}\r\n"));
-        }
-        stream.write_all(format!("{head}\r\n{body}").as_bytes()).unwrap();
-        let mut raw = Vec::new();
-        let _ = stream.read_to_end(&mut raw);
-        String::from_utf8_lossy(&raw).into_owned()
-    };
+    let post = common::mcp_post;
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
     let answer = post(&a.1, &[], init);
-    let session = answer
-        .lines()
-        .find_map(|l| l.to_ascii_lowercase().starts_with("mcp-session-id:").then(|| l[15..].trim().to_string()))
-        .unwrap_or_else(|| panic!("no session id: {answer}"));
+    let session = common::mcp_session(&answer);
     let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
     let same = post(&a.1, &[("mcp-session-id", &session), ("mcp-protocol-version", "2025-11-25")], list);
     assert!(same.starts_with("HTTP/1.1 200") && same.contains("search_tools"), "{same}");

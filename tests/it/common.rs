@@ -172,6 +172,35 @@ pub fn on_toolbench_replay<'a>(
         .env("TOOLROUTER_UPSTREAM_REPLAY_DIR", data.join("cache/derived_from_trajectories"))
 }
 
+/// `POST /mcp` by hand, with `headers` (the session's, a key): the whole
+/// answer, head and body (an SSE stream ends with its response).
+pub fn mcp_post(url: &str, headers: &[(&str, &str)], body: &str) -> String {
+    use std::io::{Read, Write};
+    let addr = url.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    stream.write_all(format!("{head}\r\n{body}").as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    String::from_utf8_lossy(&raw).into_owned()
+}
+
+/// The `mcp-session-id` of an answer to `initialize` ([`mcp_post`]).
+pub fn mcp_session(answer: &str) -> String {
+    answer
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().starts_with("mcp-session-id:").then(|| l[15..].trim().to_string()))
+        .unwrap_or_else(|| panic!("no session id: {answer}"))
+}
+
 /// A port nothing listens on now (bound and let go: another process
 /// could take it in between, which tests on loopback can live with).
 pub fn free_port() -> u16 {

@@ -6,7 +6,7 @@
 //! that does not check is refused whole (the old one stays), one that
 //! lifts the limit applies at once; the audit log, read after the server
 //! is killed, has every call made or refused. And `toolrouter mcp` over
-//! stdio under `mcp.stdio_policy`.
+//! stdio under `mcp.stdio_policy`; an MCP session refusing another key.
 
 use crate::common;
 use common::eventually;
@@ -84,6 +84,24 @@ fn a_limited_key_sees_and_calls_only_its_tools_on_every_face() {
     let other =
         found["data"].as_array().unwrap().iter().find(|d| !allowed(d)).unwrap()["name"].as_str().unwrap().to_string();
     assert_eq!(call_status(&url, LIMITED, &other), 403);
+
+    // An MCP session is its opener's: another key's requests in it are refused.
+    let (limited, free) = (format!("Bearer {LIMITED}"), format!("Bearer {FREE}"));
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+    let session = common::mcp_session(&common::mcp_post(&url, &[("authorization", &limited)], init));
+    let in_session = |key: &str, body: &str| {
+        let headers = [("authorization", key), ("mcp-session-id", &session), ("mcp-protocol-version", "2025-11-25")];
+        common::mcp_post(&url, &headers, body)
+    };
+    in_session(&limited, r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let hijack = in_session(&free, list);
+    assert!(hijack.contains("opened with another API key") && !hijack.contains("search_tools"), "{hijack}");
+    let call = format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"call_api","arguments":{{"name":"{SNOW}","arguments":{{}}}}}}}}"#
+    );
+    assert!(in_session(&free, &call).contains("opened with another API key"));
+    assert!(in_session(&limited, list).contains("search_tools"), "the opener's own requests go on");
 
     // `toolrouter mcp` over stdio has no key: `mcp.stdio_policy` puts it under one.
     let stdio_config = dir.path().join("stdio.toml");

@@ -70,6 +70,10 @@ pub(crate) struct McpServer {
     ready: OnceLock<Ready>,
     /// Who calls over stdio (`mcp.stdio_policy`); over HTTP, the request's key says.
     stdio_client: Option<String>,
+    /// Over HTTP, the client (key or token) whose session this is: set by
+    /// its first request after `initialize`; another client's requests in
+    /// it are refused (a session id is never a credential).
+    owner: OnceLock<Option<String>>,
 }
 
 /// A session with the engine loaded.
@@ -80,7 +84,7 @@ struct Ready {
 
 impl McpServer {
     pub(crate) fn new(loading: Arc<Loading>) -> McpServer {
-        McpServer { loading, ready: OnceLock::new(), stdio_client: None }
+        McpServer { loading, ready: OnceLock::new(), stdio_client: None, owner: OnceLock::new() }
     }
 
     /// The handler of `toolrouter mcp` over stdio, under the policy named
@@ -91,13 +95,18 @@ impl McpServer {
         McpServer { stdio_client, ..McpServer::new(loading) }
     }
 
-    /// The client a request comes from: its key's or token's over HTTP.
-    fn client_of(&self, context: &RequestContext<RoleServer>) -> Option<String> {
-        let parts = context.extensions.get::<axum::http::request::Parts>();
-        match parts {
-            Some(parts) => parts.extensions.get::<ClientId>().map(|c| c.0.clone()),
-            None => self.stdio_client.clone(),
+    /// The client a request comes from: its key's or token's over HTTP
+    /// (refused when the session is another client's), else stdio's.
+    fn client_of(&self, extensions: &rmcp::model::Extensions) -> Result<Option<String>, McpError> {
+        let Some(parts) = extensions.get::<axum::http::request::Parts>() else {
+            return Ok(self.stdio_client.clone());
+        };
+        let client = parts.extensions.get::<ClientId>().map(|c| c.0.clone());
+        if *self.owner.get_or_init(|| client.clone()) != client {
+            let why = "this MCP session was opened with another API key or token: open a session of your own";
+            return Err(McpError::invalid_request(why, None));
         }
+        Ok(client)
     }
 
     /// The session, once the engine is loaded (waiting out a short load).
@@ -296,10 +305,12 @@ impl ServerHandler for McpServer {
         ])
     }
 
-    /// Tells the client when the catalog's tools change (a downstream MCP
-    /// server's tools were added, changed or removed), for as long as the
-    /// session lasts.
+    /// Binds the session to its client, and tells the client when the
+    /// catalog's tools change (a downstream MCP server's tools were added,
+    /// changed or removed), for as long as the session lasts.
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // The session is its opener's from now on (a mismatch is refused by its requests).
+        let _ = self.client_of(&context.extensions);
         let (loading, peer) = (self.loading.clone(), context.peer);
         tokio::spawn(async move {
             let engine = loop {
@@ -324,7 +335,7 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         // A reload may have narrowed the caller's policy since a tool was found.
-        let client = self.client_of(&context);
+        let client = self.client_of(&context.extensions)?;
         let session_tools = match self.ready.get() {
             Some(r) => r.session.tools().into_iter().filter(|t| r.engine.allows(client.as_deref(), &t.name)).collect(),
             None => Vec::new(),
@@ -353,7 +364,7 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let args = request.arguments.unwrap_or_default();
-        let client = self.client_of(&context);
+        let client = self.client_of(&context.extensions)?;
         let tool = request.name.as_ref();
         let ready = match self.ready().await {
             Ok(ready) => ready,
