@@ -231,6 +231,17 @@ impl From<LlmError> for ApiError {
     }
 }
 
+/// A handler's path segment (`what`: "consent id", naming `param` if the
+/// request field has a name), or the 400 that says why it is unreadable.
+pub(crate) fn path_segment(
+    path: Result<axum::extract::Path<String>, axum::extract::rejection::PathRejection>,
+    what: &str,
+    param: Option<&str>,
+) -> Result<String, Box<Response>> {
+    path.map(|axum::extract::Path(segment)| segment)
+        .map_err(|e| Box::new(ApiError::invalid(format!("bad {what}: {}", e.body_text()), param).into_response()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::server::error::ApiError;
+use crate::server::error::{ApiError, path_segment};
 use crate::server::middleware::ClientId;
 use crate::server::middleware::{Operator, body_and_engine, not_ready, operator_only};
 use crate::server::state::App;
@@ -144,9 +144,9 @@ pub(crate) async fn api(
     client: Option<axum::Extension<crate::server::middleware::ClientId>>,
     function: Result<Path<String>, PathRejection>,
 ) -> Response {
-    let function = match function {
-        Ok(Path(function)) => function,
-        Err(e) => return ApiError::invalid(format!("bad function name: {}", e.body_text()), None).into_response(),
+    let function = match path_segment(function, "function name", None) {
+        Ok(function) => function,
+        Err(refused) => return *refused,
     };
     let engine = match app.engine() {
         Ok(engine) => engine,

@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use crate::consent::ConsentError;
-use crate::server::error::ApiError;
+use crate::server::error::{ApiError, path_segment};
 use crate::server::middleware::{ClientId, body_and_engine};
 use crate::server::state::App;
 
@@ -37,9 +37,9 @@ pub(crate) async fn consent(
     client: Option<axum::Extension<ClientId>>,
     id: Result<axum::extract::Path<String>, PathRejection>,
 ) -> Response {
-    let id = match id {
-        Ok(axum::extract::Path(id)) => id,
-        Err(e) => return ApiError::invalid(format!("bad consent id: {}", e.body_text()), Some("id")).into_response(),
+    let id = match path_segment(id, "consent id", Some("id")) {
+        Ok(id) => id,
+        Err(refused) => return *refused,
     };
     let engine = match app.engine() {
         Ok(engine) => engine,
@@ -59,9 +59,9 @@ pub(crate) async fn decide(
     id: Result<axum::extract::Path<String>, PathRejection>,
     body: Result<axum::body::Bytes, BytesRejection>,
 ) -> Response {
-    let id = match id {
-        Ok(axum::extract::Path(id)) => id,
-        Err(e) => return ApiError::invalid(format!("bad consent id: {}", e.body_text()), Some("id")).into_response(),
+    let id = match path_segment(id, "consent id", Some("id")) {
+        Ok(id) => id,
+        Err(refused) => return *refused,
     };
     let (body, engine) = match body_and_engine(&app, body) {
         Ok(found) => found,

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::graph::NodeKey;
-use crate::server::error::ApiError;
+use crate::server::error::{ApiError, path_segment};
 use crate::server::middleware::{ClientId, not_ready};
 use crate::server::state::App;
 
@@ -68,9 +68,9 @@ pub(crate) async fn graph_api(
     function: Result<Path<String>, PathRejection>,
     limit: Result<Query<Limit>, QueryRejection>,
 ) -> Response {
-    let function = match function {
-        Ok(Path(function)) => function,
-        Err(e) => return ApiError::invalid(format!("bad function name: {}", e.body_text()), None).into_response(),
+    let function = match path_segment(function, "function name", None) {
+        Ok(function) => function,
+        Err(refused) => return *refused,
     };
     let limit = match limit {
         Ok(Query(Limit { limit })) => limit.unwrap_or(DEFAULT_LINKS),

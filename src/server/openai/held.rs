@@ -12,7 +12,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 use crate::engine::access::NotAccepted;
-use crate::server::error::ApiError;
+use crate::server::error::{ApiError, path_segment};
 use crate::server::middleware::{Operator, body_and_engine, not_ready, operator_only};
 use crate::server::state::App;
 
@@ -53,9 +53,9 @@ pub(crate) async fn accept(
     if let Some(refused) = operator_only(operator.as_deref()) {
         return refused;
     }
-    let function = match function {
-        Ok(axum::extract::Path(function)) => function,
-        Err(e) => return ApiError::invalid(format!("bad function name: {}", e.body_text()), None).into_response(),
+    let function = match path_segment(function, "function name", None) {
+        Ok(function) => function,
+        Err(refused) => return *refused,
     };
     let (body, engine) = match body_and_engine(&app, body) {
         Ok(found) => found,

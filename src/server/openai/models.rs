@@ -11,7 +11,7 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::server::error::ApiError;
+use crate::server::error::{ApiError, path_segment};
 use crate::server::state::App;
 
 /// `GET /v1/models`: the names of `openai.models`; without a map, the
@@ -25,9 +25,9 @@ pub(crate) async fn models(State(app): State<Arc<App>>) -> Response {
 
 /// `GET /v1/models/{id}`: one model of the list, or 404 `model_not_found`.
 pub(crate) async fn model(State(app): State<Arc<App>>, id: Result<Path<String>, PathRejection>) -> Response {
-    let id = match id {
-        Ok(Path(id)) => id,
-        Err(e) => return ApiError::invalid(format!("bad model id: {}", e.body_text()), Some("id")).into_response(),
+    let id = match path_segment(id, "model id", Some("id")) {
+        Ok(id) => id,
+        Err(refused) => return *refused,
     };
     let data = match listed(&app).await {
         Ok(data) => data,

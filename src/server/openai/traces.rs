@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::extract::rejection::PathRejection;
 use axum::response::{IntoResponse, Response};
 
-use crate::server::error::ApiError;
+use crate::server::error::{ApiError, path_segment};
 use crate::server::middleware::ClientId;
 use crate::server::state::App;
 
@@ -17,9 +17,9 @@ pub(crate) async fn trace(
     client: Option<axum::Extension<ClientId>>,
     id: Result<axum::extract::Path<String>, PathRejection>,
 ) -> Response {
-    let id = match id {
-        Ok(axum::extract::Path(id)) => id,
-        Err(e) => return ApiError::invalid(format!("bad trace id: {}", e.body_text()), Some("id")).into_response(),
+    let id = match path_segment(id, "trace id", Some("id")) {
+        Ok(id) => id,
+        Err(refused) => return *refused,
     };
     let client = client.map(|c| c.0.0);
     let found = match app.chat.traces() {
